@@ -1,0 +1,1 @@
+"""Reference integrations (Job, JobSet, LWS controllers and the pod webhook), built on the SDK."""

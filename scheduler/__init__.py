@@ -1,0 +1,1 @@
+"""The reference async gang scheduler and the simulator, built on the SDK's public API."""

@@ -1,0 +1,201 @@
+"""The project's one cattrs converter: camelCase JSON, omit-empty, unknown fields preserved.
+
+Every model is an ``attrs`` class (frozen, slots, keyword-only). Python attribute names are
+snake_case; their JSON names are derived by :func:`camel` unless a field carries
+``metadata={"json": "..."}``. A field named ``unknown_fields`` collects JSON keys the model does
+not know, so ``dict -> model -> dict`` is lossless for everything the server may send.
+
+Omit-empty rules (as the Go ``omitempty`` tags of the upstream types):
+``None`` and empty sequences / mappings are omitted; an empty *struct* (``basic: {}``,
+``single: {}``) is kept, because its presence is the value of a union member.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, get_args, get_origin
+
+import attrs
+import cattrs
+
+__all__ = ["UNKNOWN", "camel", "converter", "from_dict", "to_dict"]
+
+T = TypeVar("T")
+
+#: Name of the attribute that keeps JSON fields a model does not know.
+UNKNOWN = "unknown_fields"
+
+_CAMEL_RE = re.compile(r"_([a-z0-9])")
+
+
+def camel(name: str) -> str:
+    """Return the camelCase JSON name for a snake_case attribute name."""
+    return _CAMEL_RE.sub(lambda m: m.group(1).upper(), name)
+
+
+def _json_name(a: attrs.Attribute[Any]) -> str:
+    explicit = a.metadata.get("json")
+    return str(explicit) if explicit else camel(a.name)
+
+
+converter = cattrs.Converter(forbid_extra_keys=False)
+
+
+def _is_empty(value: Any) -> bool:
+    if value is None:
+        return True
+    return isinstance(value, (tuple, list, dict)) and len(value) == 0
+
+
+@functools.cache
+def _field_plan(cls: type) -> tuple[tuple[str, str, Any], ...]:
+    hints = typing.get_type_hints(cls)
+    plan = [
+        (a.name, _json_name(a), hints.get(a.name, Any))
+        for a in attrs.fields(cls)
+        if a.name != UNKNOWN
+    ]
+    # Kubernetes documents read best as apiVersion, kind, metadata, spec, status, rest.
+    order = {"api_version": 0, "kind": 1, "metadata": 2, "spec": 3, "status": 4}
+    plan.sort(key=lambda p: order.get(p[0], 5))
+    return tuple(plan)
+
+
+def _unstructure_attrs(cls: type) -> Callable[[Any], dict[str, Any]]:
+    plan = _field_plan(cls)
+    has_unknown = any(a.name == UNKNOWN for a in attrs.fields(cls))
+
+    def unstructure(obj: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if has_unknown:
+            out.update(getattr(obj, UNKNOWN))
+        for attr_name, json_name, _ in plan:
+            value = getattr(obj, attr_name)
+            if _is_empty(value):
+                continue
+            out[json_name] = converter.unstructure(value)
+        return out
+
+    return unstructure
+
+
+def _structure_value(value: Any, tp: Any) -> Any:
+    if value is None:
+        return None
+    origin = get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        members = [m for m in get_args(tp) if m is not type(None)]
+        if len(members) == 1:
+            return _structure_value(value, members[0])
+        return value
+    if origin is tuple:
+        args = get_args(tp)
+        item_tp = args[0] if args else Any
+        if not isinstance(value, (list, tuple)):
+            raise TypeError(f"expected a list, got {type(value).__name__}")
+        items = []
+        for i, v in enumerate(value):
+            try:
+                items.append(_structure_value(v, item_tp))
+            except CodecError as e:
+                sep = "" if e.path.startswith("[") or not e.path else "."
+                raise CodecError(f"[{i}]{sep}{e.path}", e.detail) from None
+            except (TypeError, ValueError) as e:
+                raise CodecError(f"[{i}]", str(e)) from None
+        return tuple(items)
+    if origin in (dict, Mapping) or tp in (dict, Mapping):
+        if not isinstance(value, Mapping):
+            raise TypeError(f"expected an object, got {type(value).__name__}")
+        return dict(value)
+    if tp is Any:
+        return value
+    if isinstance(tp, type) and attrs.has(tp):
+        if not isinstance(value, Mapping):
+            raise TypeError(f"expected an object, got {type(value).__name__}")
+        return converter.structure(value, tp)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise TypeError(f"expected a boolean, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"expected an integer, got {value!r}")
+        return value
+    if tp is str:
+        if not isinstance(value, str):
+            raise TypeError(f"expected a string, got {value!r}")
+        return value
+    return converter.structure(value, tp)
+
+
+class CodecError(ValueError):
+    """A document does not have the shape of the model (wrong JSON type at a field path)."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(f"{path}: {detail}" if path else detail)
+        self.path = path
+        self.detail = detail
+
+
+def _structure_attrs(cls: type) -> Callable[[Mapping[str, Any], Any], Any]:
+    plan = _field_plan(cls)
+    known = {json_name for _, json_name, _ in plan}
+    has_unknown = any(a.name == UNKNOWN for a in attrs.fields(cls))
+    required = tuple(
+        (a.name, _json_name(a))
+        for a in attrs.fields(cls)
+        if a.default is attrs.NOTHING and a.name != UNKNOWN
+    )
+
+    def structure(data: Mapping[str, Any], _: Any) -> Any:
+        if not isinstance(data, Mapping):
+            raise CodecError("", f"expected an object, got {type(data).__name__}")
+        kwargs: dict[str, Any] = {}
+        for attr_name, json_name, tp in plan:
+            if json_name not in data:
+                continue
+            try:
+                value = _structure_value(data[json_name], tp)
+            except CodecError as e:
+                sep = "" if e.path.startswith("[") or not e.path else "."
+                raise CodecError(f"{json_name}{sep}{e.path}", e.detail) from None
+            except (TypeError, ValueError) as e:
+                raise CodecError(json_name, str(e)) from None
+            if value is None:
+                continue
+            kwargs[attr_name] = value
+        for attr_name, json_name in required:
+            if attr_name not in kwargs:
+                raise CodecError(json_name, "Required value")
+        if has_unknown:
+            extra = {k: v for k, v in data.items() if k not in known}
+            if extra:
+                kwargs[UNKNOWN] = extra
+        return cls(**kwargs)
+
+    return structure
+
+
+converter.register_unstructure_hook_factory(attrs.has, _unstructure_attrs)
+converter.register_structure_hook_factory(attrs.has, _structure_attrs)
+
+
+def to_dict(obj: Any) -> dict[str, Any]:
+    """Serialise a model to its JSON-compatible dict (camelCase, omit-empty)."""
+    result = converter.unstructure(obj)
+    if not isinstance(result, dict):
+        raise TypeError(f"{type(obj).__name__} does not serialise to an object")
+    return result
+
+
+def from_dict(data: Mapping[str, Any], cls: type[T]) -> T:
+    """Parse a JSON-compatible dict into ``cls``.
+
+    Raises :class:`CodecError` (a ``ValueError``) naming the JSON path of the first field
+    whose JSON type is wrong.
+    """
+    return converter.structure(data, cls)

@@ -1,0 +1,93 @@
+"""``workloadbuilder <command>``: the command-line interface (kubectl conventions).
+
+Commands come from the SDK's own modules (``build``, ``validate``, ``controlplane``) and from
+packages that register an entry point in the ``workloadbuilder.commands`` group (the reference
+scheduler adds ``scheduler``, ``simulate`` and ``explain``). Each provider exposes
+``register(subparsers)`` and sets ``func(args) -> int`` on its parsers.
+
+Exit codes: 0 success, 1 the input was invalid or the operation failed, 2 usage error,
+130 interrupted. Errors are one clear line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import importlib.util
+import inspect
+import logging
+import sys
+from collections.abc import Sequence
+from importlib.metadata import entry_points
+from typing import Any
+
+from workloadbuilder.errors import WorkloadBuilderError
+
+__all__ = ["main"]
+
+_BUILTIN = ("_build", "_validate", "_controlplane")
+_log = logging.getLogger(__name__)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # exit 2 with a one-line message, like kubectl
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"error: {message}\n")
+        raise SystemExit(2)
+
+
+def _make_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="workloadbuilder",
+        description="Kubernetes v1.37 workload-aware scheduling: SDK, scheduler and simulator.",
+    )
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in _BUILTIN:
+        modname = f"{__name__}.{name}"
+        if importlib.util.find_spec(modname) is not None:
+            importlib.import_module(modname).register(sub)
+    for ep in entry_points(group="workloadbuilder.commands"):
+        try:
+            ep.load()(sub)
+        except ImportError as e:  # a provider whose optional deps are missing
+            _log.debug("command provider %s unavailable: %s", ep.name, e)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the process exit code."""
+    parser = _make_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.WARNING - 10 * min(args.verbose, 2),
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        result = func(args)
+        if inspect.isawaitable(result):
+            result = asyncio.run(_await(result))
+        return int(result or 0)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except WorkloadBuilderError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
+async def _await(aw: Any) -> Any:
+    return await aw
+
+
+if __name__ == "__main__":
+    sys.exit(main())

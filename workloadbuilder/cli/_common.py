@@ -1,0 +1,72 @@
+"""Flags and I/O shared by the CLI commands (kubectl conventions)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import yaml
+
+from workloadbuilder.errors import WorkloadBuilderError
+
+__all__ = ["InputError", "add_kube_flags", "add_output_flag", "dump", "read_documents"]
+
+
+class InputError(WorkloadBuilderError):
+    """A file could not be read or parsed."""
+
+
+def add_kube_flags(parser: argparse.ArgumentParser, *, namespace: bool = True) -> None:
+    """``--kubeconfig``, ``--context`` and (optionally) ``-n/--namespace``."""
+    parser.add_argument(
+        "--kubeconfig",
+        help="path to the kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)",
+    )
+    parser.add_argument("--context", help="the kubeconfig context to use")
+    if namespace:
+        parser.add_argument("-n", "--namespace", help="the namespace (default: the context's)")
+
+
+def add_output_flag(
+    parser: argparse.ArgumentParser, choices: Sequence[str] = ("yaml", "json")
+) -> None:
+    """``-o/--output``."""
+    parser.add_argument(
+        "-o", "--output", choices=list(choices), default=choices[0], help="output format"
+    )
+
+
+def read_documents(paths: Sequence[str]) -> Iterator[tuple[str, int, Any]]:
+    """Yield ``(source, index, document)`` for every YAML/JSON document in ``paths``
+    (``-`` is stdin). Empty documents are skipped; a ``kind: List`` is expanded."""
+    for path in paths:
+        try:
+            text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()  # noqa: SIM115
+        except OSError as e:
+            raise InputError(f"cannot read {path}: {e.strerror or e}") from None
+        source = "<stdin>" if path == "-" else path
+        try:
+            docs = list(yaml.safe_load_all(text))
+        except yaml.YAMLError as e:
+            raise InputError(f"{source}: not valid YAML or JSON: {e}") from None
+        index = 0
+        for doc in docs:
+            if doc is None:
+                continue
+            items = (
+                doc.get("items") if isinstance(doc, dict) and doc.get("kind") == "List" else None
+            )
+            for item in items if isinstance(items, list) else [doc]:
+                yield source, index, item
+                index += 1
+
+
+def dump(objects: Sequence[dict[str, Any]], output: str) -> str:
+    """Multi-document YAML, or one JSON ``List`` (a single object is printed as itself)."""
+    if output == "json":
+        body: Any = {"apiVersion": "v1", "kind": "List", "items": list(objects)}
+        return json.dumps(body, indent=2) + "\n"
+    return yaml.safe_dump_all(list(objects), sort_keys=False, default_flow_style=False)
