@@ -1,0 +1,41 @@
+# workloadbuilder — developer entry points. The README's quick start uses `make run` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+SCENARIO ?= examples/simulations/gang-demo.yaml
+
+.PHONY: run setup controlplane lint test test-fast bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	rm -f $(VENV)/.installed-* && touch $@
+
+setup: $(STAMP) ## create .venv and install the project with its dev tools
+
+run: $(STAMP) ## the main job: replay the demo scenario on the embedded simulator
+	$(VENV)/bin/workloadbuilder simulate $(SCENARIO)
+
+controlplane: ## build (or reuse) etcd + kube-apiserver/scheduler/controller-manager v1.37.2
+	hack/build-controlplane.sh
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+test: $(STAMP) controlplane lint ## everything CI runs: lint, unit, embedded and real control-plane tests
+	WORKLOADBUILDER_BIN_DIR=$$(hack/build-controlplane.sh | tail -n 1) $(VENV)/bin/pytest -q -p no:cacheprovider
+
+test-fast: $(STAMP) ## unit and embedded tests only (no real control plane)
+	$(VENV)/bin/pytest -q -m "not controlplane and not controllermanager"
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_memory_cluster.py
+	$(PY) benchmarks/bench_scheduler.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
