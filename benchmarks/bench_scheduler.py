@@ -1,0 +1,185 @@
+"""Scheduler throughput and latency, in the style of kube-scheduler's scheduler_perf.
+
+In process on MemoryCluster: N nodes, then gangs of 8-64 pods (one PodGroup each, minCount =
+size) up to P pods, created in W waves; after each wave the scheduler runs until idle.
+Reports pods/s (pods bound / time spent scheduling, bindings, status writes and events
+included), p50/p99 of "group ready -> all its pods bound" (ready = the wave that completed
+the group was created), and the process's peak RSS.
+
+    .venv/bin/python benchmarks/bench_scheduler.py                 # 5,000 nodes, 10,000 pods
+    .venv/bin/python benchmarks/bench_scheduler.py --waves 20 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import platform
+import random
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from scheduler import Scheduler, SchedulerConfig  # noqa: E402
+from workloadbuilder.api import (  # noqa: E402
+    GangSchedulingPolicy,
+    ObjectMeta,
+    PodGroup,
+    PodGroupSchedulingPolicy,
+    PodGroupSpec,
+)
+from workloadbuilder.cluster import Cluster  # noqa: E402
+from workloadbuilder.cluster._memory import MemoryCluster  # noqa: E402
+
+
+class TimedBinds:
+    """Delegates to a cluster and records when each pod's binding returned."""
+
+    def __init__(self, inner: Cluster) -> None:
+        self._inner = inner
+        self.bound_at: dict[tuple[str, str], float] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def bind(
+        self, namespace: str, pod_name: str, node_name: str, *, pod_uid: str | None = None
+    ) -> None:
+        await self._inner.bind(namespace, pod_name, node_name, pod_uid=pod_uid)
+        self.bound_at[(namespace, pod_name)] = time.perf_counter()
+
+
+def _node(i: int) -> dict[str, Any]:
+    alloc = {"cpu": "32", "memory": "128Gi", "pods": "110", "ephemeral-storage": "500Gi"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": f"node-{i:05d}", "labels": {"rack": f"rack-{i // 8}"}},
+        "status": {"allocatable": alloc, "capacity": alloc},
+    }
+
+
+def _pod(name: str, group: str, cpu: str, memory: str, scheduler: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "schedulerName": scheduler,
+            "schedulingGroup": {"podGroupName": group},
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": cpu, "memory": memory}},
+                }
+            ],
+        },
+    }
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    rng = random.Random(args.seed)
+    inner = MemoryCluster(admission=not args.no_admission)
+    cluster = TimedBinds(inner)
+    for i in range(args.nodes):
+        await inner.create(_node(i))
+    gangs: list[tuple[str, int, str, str]] = []
+    total = 0
+    shapes = [("500m", "1Gi"), ("1", "2Gi"), ("2", "4Gi"), ("4", "8Gi")]
+    while total < args.pods:
+        size = min(rng.randint(args.min_gang, args.max_gang), args.pods - total)
+        cpu, mem = rng.choice(shapes)
+        gangs.append((f"gang-{len(gangs):05d}", size, cpu, mem))
+        total += size
+    config = SchedulerConfig(record_events=not args.no_events)
+    s = Scheduler(cluster, config)  # type: ignore[arg-type]
+    await s.start()
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    waves = [gangs[i :: args.waves] for i in range(args.waves)]
+    ready_at: dict[str, float] = {}
+    sched_time = 0.0
+    bound = 0
+    cycle_total = 0.0
+    for wave in waves:
+        for name, size, cpu, mem in wave:
+            await inner.create(
+                PodGroup(
+                    metadata=ObjectMeta(name=name, namespace="default"),
+                    spec=PodGroupSpec(
+                        scheduling_policy=PodGroupSchedulingPolicy(
+                            gang=GangSchedulingPolicy(min_count=size)
+                        )
+                    ),
+                )
+            )
+            for j in range(size):
+                await inner.create(_pod(f"{name}-{j}", name, cpu, mem, config.scheduler_name))
+        t0 = time.perf_counter()
+        for name, *_ in wave:
+            ready_at[name] = t0
+        bound += await s.schedule_until_idle()
+        dt = time.perf_counter() - t0
+        sched_time += dt
+        cycle_total += dt
+    rss_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    latencies = []
+    for name, size, *_ in gangs:
+        times = [cluster.bound_at.get(("default", f"{name}-{j}")) for j in range(size)]
+        if all(t is not None for t in times):
+            latencies.append(max(t for t in times if t is not None) - ready_at[name])
+    await s.stop()
+    await inner.close()
+    return {
+        "machine": f"{platform.machine()} {platform.processor() or ''} python "
+        f"{platform.python_version()}".strip(),
+        "nodes": args.nodes,
+        "pods": total,
+        "gangs": len(gangs),
+        "waves": args.waves,
+        "events": not args.no_events,
+        "bound": bound,
+        "seconds": round(sched_time, 3),
+        "pods_per_second": round(bound / sched_time, 1) if sched_time else None,
+        "group_latency_p50_s": round(_pct(latencies, 0.50), 4),
+        "group_latency_p99_s": round(_pct(latencies, 0.99), 4),
+        "peak_rss_mib": round(rss_peak / 1024, 1),
+        "rss_before_scheduling_mib": round(rss_before / 1024, 1),
+    }
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--nodes", type=int, default=5000)
+    p.add_argument("--pods", type=int, default=10000)
+    p.add_argument("--min-gang", type=int, default=8)
+    p.add_argument("--max-gang", type=int, default=64)
+    p.add_argument("--waves", type=int, default=1, help="arrival waves (1 = all at once)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--no-events", action="store_true", help="do not record Events")
+    p.add_argument("--no-admission", action="store_true", help="MemoryCluster without admission")
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args()
+    result = asyncio.run(run(args))
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        for k, v in result.items():
+            print(f"{k:28} {v}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""Scheduler configuration."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+__all__ = ["DEFAULT_SCHEDULER_NAME", "SchedulerConfig"]
+
+DEFAULT_SCHEDULER_NAME = "workloadbuilder-scheduler"
+
+_STRATEGIES = ("MostAllocated", "LeastAllocated")
+
+
+def _strategy(_: object, attribute: attrs.Attribute[str], value: str) -> None:
+    if value not in _STRATEGIES:
+        raise ValueError(f"{attribute.name} must be one of {', '.join(_STRATEGIES)}, not {value!r}")
+
+
+def _positive(_: object, attribute: attrs.Attribute[Any], value: float) -> None:
+    if value <= 0:
+        raise ValueError(f"{attribute.name} must be positive, not {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class SchedulerConfig:
+    """How the scheduler behaves. Defaults follow kube-scheduler where one exists."""
+
+    #: pods whose ``spec.schedulerName`` equals this are ours
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
+    #: upstream ``podInitialBackoffSeconds`` / ``podMaxBackoffSeconds``
+    initial_backoff: float = attrs.field(default=1.0, validator=_positive)
+    max_backoff: float = attrs.field(default=10.0, validator=_positive)
+    #: upstream ``podMaxInUnschedulablePodsDuration``: the periodic flush of the pool
+    max_in_unschedulable: float = attrs.field(default=300.0, validator=_positive)
+    #: NodeResourcesFit scoring for pod groups (bin-packing) and for single pods (spreading)
+    gang_scoring: str = attrs.field(default="MostAllocated", validator=_strategy)
+    single_scoring: str = attrs.field(default="LeastAllocated", validator=_strategy)
+    #: resources and weights the scoring strategies look at (upstream default: cpu, memory)
+    score_resources: tuple[tuple[str, int], ...] = (("cpu", 1), ("memory", 1))
+    #: concurrent ``pods/binding`` calls
+    bind_concurrency: int = attrs.field(default=16, validator=_positive)
+    #: record ``Scheduled`` / ``FailedScheduling`` Events
+    record_events: bool = True
+    #: write pod ``PodScheduled=False`` conditions and PodGroup status
+    update_status: bool = True
+    #: field manager / event reporting component
+    component: str = "workloadbuilder-scheduler"

@@ -1,0 +1,402 @@
+"""In-tree plugins: GangScheduling, NodeName, NodeUnschedulable, NodeAffinity,
+TaintToleration, NodeResourcesFit, DefaultPlacement and DefaultBinder."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler._framework import (
+    SUCCESS,
+    Code,
+    Framework,
+    Placement,
+    Rows,
+    Status,
+)
+from scheduler._resources import CPU, MEMORY, PODS, PodRequirements, format_quantity
+from workloadbuilder.errors import ApiError
+
+if TYPE_CHECKING:
+    from scheduler._cache import Cache, GroupInfo, NodeTable, PodInfo
+    from scheduler._snapshot import Snapshot
+    from workloadbuilder.cluster import Cluster
+
+__all__ = [
+    "DefaultBinder",
+    "DefaultPlacement",
+    "GangScheduling",
+    "NodeAffinity",
+    "NodeName",
+    "NodeResourcesFit",
+    "NodeUnschedulable",
+    "TaintToleration",
+    "default_framework",
+]
+
+_log = logging.getLogger(__name__)
+Mask = npt.NDArray[np.bool_]
+
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+#: requests assumed for scoring when a pod requests nothing (upstream non-zero defaults)
+_NONZERO = {CPU: 100, MEMORY: 200 * 1024 * 1024}
+
+
+class GangScheduling:
+    """PreEnqueue quorum barrier and PlacementFeasible for PodGroups."""
+
+    name = "GangScheduling"
+
+    def pre_enqueue_group(self, group: GroupInfo, cache: Cache) -> Status:
+        """The PodGroup must exist and, for gangs, know at least ``minCount`` pods."""
+        if group.pod_group is None:
+            return Status(
+                code=Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                message=f'waiting for pod group "{group.name}" to appear',
+            )
+        if group.is_gang:
+            known = group.known_pods
+            if known < group.min_count:
+                return Status(
+                    code=Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                    message=(
+                        f"waiting for minCount pods from a gang: {known} of "
+                        f"{group.min_count} pods exist"
+                    ),
+                )
+        return SUCCESS
+
+    def placement_feasible(self, min_count: int, scheduled: int, remaining: int) -> Status:
+        """Upstream's quorum arithmetic."""
+        if remaining + scheduled < min_count:
+            return Status(
+                code=Code.UNSCHEDULABLE,
+                message=(
+                    f"minCount ({min_count}) cannot be satisfied: {scheduled} scheduled, "
+                    f"{remaining} remaining"
+                ),
+            )
+        if scheduled < min_count:
+            return Status(code=Code.WAIT)
+        return SUCCESS
+
+
+class NodeName:
+    """``spec.nodeName`` must name the node (only relevant to nominated/pinned pods)."""
+
+    name = "NodeName"
+    uses_node_usage = False
+
+    def filter(
+        self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, rows: Rows
+    ) -> Mask:
+        """All rows pass unless a node name is required."""
+        if not req.node_name:
+            return np.ones(rows.size, dtype=bool)
+        return np.array([table.names[r] == req.node_name for r in rows], dtype=bool)
+
+    def diagnose(
+        self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, rows: Rows
+    ) -> list[tuple[str, str, int]]:
+        """Count nodes that are not the requested one."""
+        n = int((~self.filter(req, vec, table, rows)).sum())
+        return [("node(s) didn't match the requested node name", "are not the requested node", n)]
+
+
+def _tolerates(tol: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+    effect = tol.get("effect") or ""
+    if effect and effect != taint.get("effect"):
+        return False
+    key = tol.get("key") or ""
+    op = tol.get("operator") or "Equal"
+    if not key:
+        return op == "Exists"
+    if key != taint.get("key"):
+        return False
+    if op == "Exists":
+        return True
+    return str(tol.get("value") or "") == str(taint.get("value") or "")
+
+
+def _taint_text(t: Mapping[str, Any]) -> str:
+    value = t.get("value")
+    return (
+        f"{t.get('key')}={value}:{t.get('effect')}"
+        if value
+        else f"{t.get('key')}:{t.get('effect')}"
+    )
+
+
+class NodeUnschedulable:
+    """Nodes with ``spec.unschedulable`` pass only pods tolerating the unschedulable taint."""
+
+    name = "NodeUnschedulable"
+    uses_node_usage = False
+
+    def filter(
+        self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, rows: Rows
+    ) -> Mask:
+        """Vectorised over rows."""
+        bad = table.unschedulable[rows]
+        if not bad.any():
+            return np.ones(rows.size, dtype=bool)
+        taint = {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"}
+        if any(_tolerates(t, taint) for t in req.toleration_list()):
+            return np.ones(rows.size, dtype=bool)
+        return ~bad
+
+    def diagnose(
+        self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, rows: Rows
+    ) -> list[tuple[str, str, int]]:
+        """Count unschedulable nodes."""
+        n = int((~self.filter(req, vec, table, rows)).sum())
+        return [("node(s) were unschedulable", "are unschedulable (cordoned)", n)]
+
+
+def _match_expression(expr: Mapping[str, Any], value: str | None) -> bool:
+    op = expr.get("operator")
+    values = [str(v) for v in expr.get("values") or ()]
+    if op == "In":
+        return value is not None and value in values
+    if op == "NotIn":
+        return value is None or value not in values
+    if op == "Exists":
+        return value is not None
+    if op == "DoesNotExist":
+        return value is None
+    if op in ("Gt", "Lt") and value is not None and values:
+        try:
+            lhs, rhs = int(value), int(values[0])
+        except ValueError:
+            return False
+        return lhs > rhs if op == "Gt" else lhs < rhs
+    return False
+
+
+def node_matches_affinity(req: PodRequirements, labels: Mapping[str, str], name: str) -> bool:
+    """``nodeSelector`` and required node affinity (terms ORed, expressions ANDed)."""
+    for k, v in req.node_selector:
+        if labels.get(k) != v:
+            return False
+    terms = req.affinity_terms()
+    if not terms:
+        return True
+    for term in terms:
+        exprs = term.get("matchExpressions") or ()
+        fields = term.get("matchFields") or ()
+        if not exprs and not fields:
+            continue  # an empty term matches nothing
+        if all(_match_expression(e, labels.get(str(e.get("key")))) for e in exprs) and all(
+            _match_expression(f, name if f.get("key") == "metadata.name" else None) for f in fields
+        ):
+            return True
+    return False
+
+
+class NodeAffinity:
+    """``nodeSelector`` and ``requiredDuringSchedulingIgnoredDuringExecution``."""
+
+    name = "NodeAffinity"
+    uses_node_usage = False
+
+    def filter(
+        self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, rows: Rows
+    ) -> Mask:
+        """Per row (labels are Python dicts); cached per signature by the snapshot."""
+        if not req.node_selector and not req.affinity:
+            return np.ones(rows.size, dtype=bool)
+        return np.fromiter(
+            (node_matches_affinity(req, table.labels[r], table.names[r] or "") for r in rows),
+            dtype=bool,
+            count=rows.size,
+        )
+
+    def diagnose(
+        self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, rows: Rows
+    ) -> list[tuple[str, str, int]]:
+        """Count nodes that do not match."""
+        n = int((~self.filter(req, vec, table, rows)).sum())
+        return [
+            (
+                "node(s) didn't match Pod's node affinity/selector",
+                "don't match the pod's node selector/affinity",
+                n,
+            )
+        ]
+
+
+class TaintToleration:
+    """``NoSchedule``/``NoExecute`` taints must be tolerated."""
+
+    name = "TaintToleration"
+    uses_node_usage = False
+
+    def _first_untolerated(
+        self, tols: Sequence[Mapping[str, Any]], taints: Sequence[Mapping[str, Any]]
+    ) -> Mapping[str, Any] | None:
+        for t in taints:
+            if not any(_tolerates(tol, t) for tol in tols):
+                return t
+        return None
+
+    def filter(
+        self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, rows: Rows
+    ) -> Mask:
+        """Only tainted rows are inspected."""
+        ok = np.ones(rows.size, dtype=bool)
+        tainted = np.flatnonzero(table.tainted[rows])
+        if tainted.size:
+            tols = req.toleration_list()
+            for i in tainted:
+                if self._first_untolerated(tols, table.taints[rows[i]]) is not None:
+                    ok[i] = False
+        return ok
+
+    def diagnose(
+        self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, rows: Rows
+    ) -> list[tuple[str, str, int]]:
+        """Count nodes per untolerated taint."""
+        tols = req.toleration_list()
+        counts: dict[str, int] = {}
+        for r in rows[table.tainted[rows]]:
+            t = self._first_untolerated(tols, table.taints[r])
+            if t is not None:
+                text = _taint_text(t)
+                counts[text] = counts.get(text, 0) + 1
+        return [
+            (
+                f"node(s) had untolerated taint {{{text}}}",
+                f"have untolerated taint {{{text}}}",
+                n,
+            )
+            for text, n in sorted(counts.items())
+        ]
+
+
+class NodeResourcesFit:
+    """Requests must fit into allocatable minus what is bound or assumed; scoring is
+    MostAllocated (bin-packing) or LeastAllocated (spreading) over weighted resources."""
+
+    name = "NodeResourcesFit"
+    uses_node_usage = True
+
+    def __init__(
+        self,
+        *,
+        gang_strategy: str = "MostAllocated",
+        single_strategy: str = "LeastAllocated",
+        resources: Sequence[tuple[str, int]] = ((CPU, 1), (MEMORY, 1)),
+        weight: int = 1,
+    ) -> None:
+        for s in (gang_strategy, single_strategy):
+            if s not in ("MostAllocated", "LeastAllocated"):
+                raise ValueError(f"unknown scoring strategy {s!r}")
+        self.gang_strategy = gang_strategy
+        self.single_strategy = single_strategy
+        self.resources = tuple(resources)
+        self.weight = weight
+
+    def filter(
+        self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, rows: Rows
+    ) -> Mask:
+        """``used + request <= allocatable`` for every requested resource, vectorised."""
+        cols = np.flatnonzero(vec)
+        if cols.size == 0:
+            return np.ones(rows.size, dtype=bool)
+        idx = np.ix_(rows, cols)
+        ok: Mask = np.all(table.used[idx] + vec[cols] <= table.alloc[idx], axis=1)
+        return ok
+
+    def diagnose(
+        self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, rows: Rows
+    ) -> list[tuple[str, str, int]]:
+        """Count nodes per insufficient resource (a node may lack several)."""
+        out: list[tuple[str, str, int]] = []
+        for name, amount in req.requests:
+            col = table.columns[name]
+            n = int((table.used[rows, col] + amount > table.alloc[rows, col]).sum())
+            if not n:
+                continue
+            if name == PODS:
+                out.append(("Too many pods", "are full (pods)", n))
+            else:
+                out.append(
+                    (f"Insufficient {name}", f"lack {name}: {format_quantity(amount, name)}", n)
+                )
+        return out
+
+    def score(
+        self,
+        req: PodRequirements,
+        vec: npt.NDArray[np.int64],
+        table: NodeTable,
+        rows: Rows,
+        gang: bool,
+    ) -> npt.NDArray[np.float64]:
+        """0..100 per row."""
+        strategy = self.gang_strategy if gang else self.single_strategy
+        total = np.zeros(rows.size, dtype=np.float64)
+        weights = 0
+        for name, w in self.resources:
+            col = table.columns.get(name)
+            if col is None:
+                continue
+            amount = int(vec[col]) or _NONZERO.get(name, 0)
+            alloc = table.alloc[rows, col].astype(np.float64)
+            used = table.used[rows, col].astype(np.float64) + amount
+            with np.errstate(divide="ignore", invalid="ignore"):
+                frac = np.where(alloc > 0, np.minimum(used / alloc, 1.0), 0.0)
+            total += w * (frac if strategy == "MostAllocated" else 1.0 - frac)
+            weights += w
+        if weights:
+            total *= 100.0 / weights
+        return total
+
+
+class DefaultPlacement:
+    """One placement: every node (topology-aware generators come later)."""
+
+    name = "DefaultPlacement"
+
+    def generate(self, group: GroupInfo, snapshot: Snapshot) -> list[Placement]:
+        """``[all nodes]``."""
+        return [Placement()]
+
+
+class DefaultBinder:
+    """``pods/binding`` through the Cluster protocol."""
+
+    name = "DefaultBinder"
+
+    async def bind(self, cluster: Cluster, pod: PodInfo, node: str) -> Status:
+        """Bind; an API error becomes an ``Error`` status."""
+        try:
+            await cluster.bind(pod.namespace, pod.name, node, pod_uid=pod.uid or None)
+        except ApiError as e:
+            return Status(code=Code.ERROR, message=f"binding rejected: {e}", plugin=self.name)
+        return SUCCESS
+
+
+def default_framework(
+    *,
+    gang_strategy: str = "MostAllocated",
+    single_strategy: str = "LeastAllocated",
+    score_resources: Sequence[tuple[str, int]] = ((CPU, 1), (MEMORY, 1)),
+) -> Framework:
+    """The default plugin set."""
+    gang = GangScheduling()
+    fit = NodeResourcesFit(
+        gang_strategy=gang_strategy, single_strategy=single_strategy, resources=score_resources
+    )
+    return Framework(
+        pre_enqueue=[gang],
+        filters=[NodeUnschedulable(), NodeName(), TaintToleration(), NodeAffinity(), fit],
+        scores=[fit],
+        placement_generate=[DefaultPlacement()],
+        placement_feasible=[gang],
+        bind=[DefaultBinder()],
+    )

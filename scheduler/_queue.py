@@ -1,0 +1,266 @@
+"""The scheduling queue: entities are single pods and root PodGroups.
+
+Sub-queues as upstream: *gated* (PreEnqueue rejected), *active* (a heap ordered by priority,
+then first-seen), *backoff* (exponential, ``initial * 2^(attempts-1)`` capped at ``max``) and
+the *unschedulable* pool, left on relevant cluster events (moved to backoff or active) or
+flushed after ``max_in_unschedulable`` seconds. An event seen while an entity is in flight
+sends it to backoff instead of the unschedulable pool (upstream's move-request cycle).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterator
+from typing import Literal
+
+import attrs
+
+__all__ = ["EntityKey", "QueuedEntity", "SchedulingQueue"]
+
+EntityKind = Literal["Pod", "PodGroup"]
+EntityKey = tuple[EntityKind, str, str]
+State = Literal["gated", "active", "backoff", "unschedulable", "inflight"]
+
+
+@attrs.define(slots=True, eq=False)
+class QueuedEntity:
+    """One queue entry."""
+
+    key: EntityKey
+    priority: int
+    first_seen: float
+    seq: int
+    state: State = "gated"
+    attempts: int = 0
+    last_attempt: float = 0.0
+    unschedulable_since: float = 0.0
+    gate_message: str = ""
+    moved_while_inflight: bool = False
+    removed: bool = False
+    version: int = 0
+
+    @property
+    def kind(self) -> EntityKind:
+        """``Pod`` or ``PodGroup``."""
+        return self.key[0]
+
+
+class SchedulingQueue:
+    """Gated / active / backoff / unschedulable, driven by a clock."""
+
+    def __init__(
+        self,
+        now: Callable[[], float],
+        *,
+        initial_backoff: float = 1.0,
+        max_backoff: float = 10.0,
+        max_in_unschedulable: float = 300.0,
+    ) -> None:
+        self._now = now
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+        self.max_in_unschedulable = max_in_unschedulable
+        self.entities: dict[EntityKey, QueuedEntity] = {}
+        self._active: list[tuple[int, float, int, int, EntityKey]] = []
+        self._backoff: list[tuple[float, int, int, EntityKey]] = []
+        #: called whenever something becomes active (wakes the run loop)
+        self.on_active: Callable[[], None] = lambda: None
+
+    # ---- bookkeeping -----------------------------------------------------------------
+
+    def backoff_duration(self, attempts: int) -> float:
+        """Upstream ``calculateBackoffDuration``."""
+        d = self.initial_backoff
+        for _ in range(1, max(attempts, 1)):
+            d *= 2
+            if d >= self.max_backoff:
+                return self.max_backoff
+        return min(d, self.max_backoff)
+
+    def backoff_expiry(self, e: QueuedEntity) -> float:
+        """When the entity's backoff ends (0 before the first attempt)."""
+        if e.attempts == 0:
+            return 0.0
+        return e.last_attempt + self.backoff_duration(e.attempts)
+
+    def _to_active(self, e: QueuedEntity) -> None:
+        e.state = "active"
+        e.version += 1
+        heapq.heappush(self._active, (-e.priority, e.first_seen, e.seq, e.version, e.key))
+        self.on_active()
+
+    def _to_backoff(self, e: QueuedEntity) -> None:
+        expiry = self.backoff_expiry(e)
+        if expiry <= self._now():
+            self._to_active(e)
+            return
+        e.state = "backoff"
+        e.version += 1
+        heapq.heappush(self._backoff, (expiry, e.seq, e.version, e.key))
+
+    def _to_unschedulable(self, e: QueuedEntity) -> None:
+        e.state = "unschedulable"
+        e.version += 1
+        e.unschedulable_since = self._now()
+
+    # ---- API used by the scheduler ---------------------------------------------------
+
+    def upsert(
+        self,
+        key: EntityKey,
+        *,
+        priority: int,
+        first_seen: float,
+        seq: int,
+        gate: str | None,
+    ) -> QueuedEntity:
+        """Add an entity or update it; ``gate`` is the PreEnqueue rejection (None = pass)."""
+        e = self.entities.get(key)
+        if e is None:
+            e = QueuedEntity(key=key, priority=priority, first_seen=first_seen, seq=seq)
+            self.entities[key] = e
+        e.removed = False
+        if e.priority != priority and e.state == "active":
+            e.priority = priority
+            self._to_active(e)
+        e.priority = priority
+        if e.state == "inflight":
+            e.gate_message = gate or ""
+            return e
+        if gate is not None:
+            e.gate_message = gate
+            if e.state != "gated":
+                e.state = "gated"
+                e.version += 1
+            return e
+        e.gate_message = ""
+        if e.state == "gated":
+            self._to_backoff(e)
+        return e
+
+    def remove(self, key: EntityKey) -> None:
+        """Drop an entity (nothing left to schedule)."""
+        e = self.entities.get(key)
+        if e is None:
+            return
+        if e.state == "inflight":
+            e.removed = True
+            return
+        del self.entities[key]
+        e.version += 1
+
+    def move(self, key: EntityKey) -> bool:
+        """A relevant event for one entity: leave the unschedulable pool."""
+        e = self.entities.get(key)
+        if e is None:
+            return False
+        if e.state == "unschedulable":
+            self._to_backoff(e)
+            return True
+        if e.state == "inflight":
+            e.moved_while_inflight = True
+        return False
+
+    def move_all(self) -> int:
+        """A cluster-wide relevant event (node added/changed, resources freed)."""
+        n = 0
+        for e in list(self.entities.values()):
+            if self.move(e.key):
+                n += 1
+        return n
+
+    def flush(self) -> None:
+        """Expired backoffs become active; entities unschedulable for too long are moved."""
+        now = self._now()
+        while self._backoff and self._backoff[0][0] <= now:
+            _, _, version, key = heapq.heappop(self._backoff)
+            e = self.entities.get(key)
+            if e is not None and e.version == version and e.state == "backoff":
+                self._to_active(e)
+        for e in list(self.entities.values()):
+            if e.state == "unschedulable" and now - e.unschedulable_since >= (
+                self.max_in_unschedulable
+            ):
+                self._to_backoff(e)
+
+    def pop(self) -> QueuedEntity | None:
+        """The next active entity (marked in flight), or None."""
+        self.flush()
+        while self._active:
+            _, _, _, version, key = heapq.heappop(self._active)
+            e = self.entities.get(key)
+            if e is None or e.version != version or e.state != "active":
+                continue
+            e.state = "inflight"
+            e.attempts += 1
+            e.last_attempt = self._now()
+            e.moved_while_inflight = False
+            return e
+        return None
+
+    def done(self, e: QueuedEntity, outcome: Literal["success", "unschedulable", "error"]) -> None:
+        """Finish an attempt. ``success`` with nothing left removes the entity (the scheduler
+        calls :meth:`remove`); a success that left pods behind waits as unschedulable."""
+        if e.removed:
+            self.entities.pop(e.key, None)
+            e.version += 1
+            return
+        if e.state != "inflight":
+            return
+        if outcome == "success":
+            e.attempts = 0
+            self._to_unschedulable(e)
+            if e.moved_while_inflight:
+                self._to_backoff(e)
+        elif outcome == "error" or e.moved_while_inflight:
+            self._to_backoff(e)
+        else:
+            self._to_unschedulable(e)
+        if e.gate_message:
+            e.state = "gated"
+            e.version += 1
+
+    def requeue_after_failure(self, key: EntityKey) -> None:
+        """Back to backoff after a failed binding (the group's remaining need is retried)."""
+        e = self.entities.get(key)
+        if e is None:
+            return
+        if e.state == "inflight":
+            e.moved_while_inflight = True
+            return
+        e.attempts += 1
+        e.last_attempt = self._now()
+        self._to_backoff(e)
+
+    # ---- inspection ------------------------------------------------------------------
+
+    def next_wakeup(self) -> float | None:
+        """When the next backoff expires or an unschedulable entity is due for the flush."""
+        times: list[float] = []
+        for expiry, _, version, key in self._backoff:
+            e = self.entities.get(key)
+            if e is not None and e.version == version and e.state == "backoff":
+                times.append(expiry)
+        for e in self.entities.values():
+            if e.state == "unschedulable":
+                times.append(e.unschedulable_since + self.max_in_unschedulable)
+        return min(times) if times else None
+
+    def has_active(self) -> bool:
+        """Whether :meth:`pop` would return something now."""
+        self.flush()
+        return any(
+            (e := self.entities.get(k)) is not None and e.version == v and e.state == "active"
+            for _, _, _, v, k in self._active
+        )
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """``{kind: {state: n}}`` for metrics."""
+        out: dict[str, dict[str, int]] = {"Pod": {}, "PodGroup": {}}
+        for e in self.entities.values():
+            d = out[e.kind]
+            d[e.state] = d.get(e.state, 0) + 1
+        return out
+
+    def __iter__(self) -> Iterator[QueuedEntity]:
+        return iter(list(self.entities.values()))

@@ -1,0 +1,70 @@
+"""The simulator: replay a scenario (ordinary manifests plus ``sim.workloadbuilder.io``
+annotations and NodePools) against the reference scheduler on an in-memory cluster with a
+virtual clock, and report what happened (table, JSON, pictures).
+
+    scenario = load_scenario("examples/simulations/gang-demo.yaml")
+    result = await simulate(scenario)
+    print(render_table(result))
+"""
+
+from scheduler.simulator._clock import VirtualClock
+from scheduler.simulator._engine import (
+    DEFAULT_SCHEDULER_NAME,
+    ProgressInfo,
+    SchedulerLike,
+    Simulation,
+    simulate,
+)
+from scheduler.simulator._report import plot_timeline, plot_utilization, write_report
+from scheduler.simulator._result import (
+    GroupRecord,
+    NodeRecord,
+    PodRecord,
+    SimulationResult,
+    Violation,
+    render_table,
+    utilization_series,
+)
+from scheduler.simulator._scenario import (
+    ARRIVAL_ANNOTATION,
+    DURATION_ANNOTATION,
+    NODE_POOL_API_VERSION,
+    Scenario,
+    ScenarioError,
+    ScenarioObject,
+    expand_node_pool,
+    load_scenario,
+    parse_scenario,
+)
+from scheduler.simulator._units import format_duration, parse_duration, parse_quantity
+
+__all__ = [
+    "ARRIVAL_ANNOTATION",
+    "DEFAULT_SCHEDULER_NAME",
+    "DURATION_ANNOTATION",
+    "NODE_POOL_API_VERSION",
+    "GroupRecord",
+    "NodeRecord",
+    "PodRecord",
+    "ProgressInfo",
+    "Scenario",
+    "ScenarioError",
+    "ScenarioObject",
+    "SchedulerLike",
+    "Simulation",
+    "SimulationResult",
+    "Violation",
+    "VirtualClock",
+    "expand_node_pool",
+    "format_duration",
+    "load_scenario",
+    "parse_duration",
+    "parse_quantity",
+    "parse_scenario",
+    "plot_timeline",
+    "plot_utilization",
+    "render_table",
+    "simulate",
+    "utilization_series",
+    "write_report",
+]

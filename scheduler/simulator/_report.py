@@ -1,0 +1,342 @@
+"""``--report DIR``: ``summary.json``, ``timeline.png`` and ``utilization.png``."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from scheduler.simulator._result import PodRecord, SimulationResult, utilization_series
+from scheduler.simulator._units import format_duration
+
+__all__ = ["plot_timeline", "plot_utilization", "write_report"]
+
+_MAX_GROUP_ROWS = 60
+
+
+def write_report(result: SimulationResult, directory: str | os.PathLike[str]) -> list[Path]:
+    """Write ``summary.json`` and the two pictures into ``directory`` (created if needed);
+    returns the paths written."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = out / "summary.json"
+    summary.write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
+    timeline = out / "timeline.png"
+    plot_timeline(result, timeline)
+    utilization = out / "utilization.png"
+    plot_utilization(result, utilization)
+    return [summary, timeline, utilization]
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+_NICE_STEPS = (
+    1,
+    2,
+    5,
+    10,
+    15,
+    20,
+    30,
+    60,
+    120,
+    300,
+    600,
+    900,
+    1200,
+    1800,
+    3600,
+    7200,
+    10800,
+    21600,
+    43200,
+    86400,
+)
+
+
+def _time_step(end: float) -> float:
+    """A round tick step (1s, 30s, 5m, 1h, ...) giving at most about 10 ticks."""
+    for step in _NICE_STEPS:
+        if end / step <= 10:
+            return float(step)
+    return float(86400 * max(1, round(end / 86400 / 10)))
+
+
+def _time_axis(ax: Any, end: float) -> None:
+    from matplotlib.ticker import FuncFormatter, MultipleLocator
+
+    ax.set_xlim(0, end)
+    ax.xaxis.set_major_locator(MultipleLocator(_time_step(end)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: format_duration(max(0.0, x))))
+    ax.grid(axis="x", color="#dddddd", linewidth=0.6)
+    ax.set_axisbelow(True)
+
+
+def _group_colors(names: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Any]:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab20"]
+    order = [*range(0, 20, 2), *range(1, 20, 2)]  # the strong colours first
+    return {key: cmap(order[i % 20]) for i, key in enumerate(names)}
+
+
+def _assign_lanes(pods: list[PodRecord], end: float) -> tuple[dict[int, int], int]:
+    """Greedy interval colouring: lane per pod (by index in ``pods``) so pods that overlap in
+    time on one node do not hide each other."""
+    lanes_end: list[float] = []
+    lane_of: dict[int, int] = {}
+    for i in sorted(range(len(pods)), key=lambda i: (pods[i].bound or 0.0, pods[i].name)):
+        p = pods[i]
+        start = p.bound or 0.0
+        stop = _stop(p, end)
+        for lane, free_at in enumerate(lanes_end):
+            if free_at <= start + 1e-9:
+                lanes_end[lane] = stop
+                lane_of[i] = lane
+                break
+        else:
+            lanes_end.append(stop)
+            lane_of[i] = len(lanes_end) - 1
+    return lane_of, max(1, len(lanes_end))
+
+
+def _stop(p: PodRecord, end: float) -> float:
+    for t in (p.finished, p.deleted):
+        if t is not None:
+            return t
+    return end
+
+
+def plot_timeline(result: SimulationResult, path: str | os.PathLike[str]) -> None:
+    """Two panels sharing the time axis: pod groups (waiting hatched grey from arrival to
+    scheduling, then coloured while their pods run) and nodes (each pod a bar on its node,
+    coloured by group; node rows split into lanes when pods overlap)."""
+    plt = _pyplot()
+    end = max(result.display_end, 1e-9)
+    span = end * 1.04 if end > 0 else 1.0
+    groups = sorted(result.groups, key=lambda g: (g.arrival, g.namespace, g.name))
+    multi_ns = len({g.namespace for g in groups}) > 1
+    colors = _group_colors([(g.namespace, g.name) for g in groups])
+    shown = groups[:_MAX_GROUP_ROWS]
+    nodes = sorted(result.nodes, key=lambda n: (n.added, n.name))
+    node_index = {n.name: i for i, n in enumerate(nodes)}
+    group_h = max(1.2, 0.28 * len(shown) + 0.8)
+    node_h = max(1.8, min(9.0, 0.16 * len(nodes) + 1.0))
+    fig, (ax_g, ax_n) = plt.subplots(
+        2,
+        1,
+        sharex=True,
+        figsize=(12, group_h + node_h + 1.2),
+        gridspec_kw={"height_ratios": [group_h, node_h]},
+    )
+    # -- groups panel
+    by_group: dict[tuple[str, str], list[PodRecord]] = {}
+    for p in result.pods:
+        if p.group is not None:
+            by_group.setdefault((p.namespace, p.group), []).append(p)
+    for row, g in enumerate(shown):
+        y = len(shown) - 1 - row
+        members = by_group.get((g.namespace, g.name), [])
+        color = colors[(g.namespace, g.name)]
+        sched = g.scheduled_at
+        wait_end = sched if sched is not None else end
+        if wait_end > g.arrival:
+            ax_g.barh(
+                y,
+                wait_end - g.arrival,
+                left=g.arrival,
+                height=0.55,
+                color="#eeeeee",
+                edgecolor="#999999",
+                hatch="///",
+                linewidth=0.6,
+            )
+        if sched is not None:
+            run_end = max([_stop(p, end) for p in members if p.bound is not None] or [sched])
+            ax_g.barh(y, max(run_end - sched, end * 0.002), left=sched, height=0.55, color=color)
+        ax_g.plot([g.arrival], [y], marker="v", color="#444444", markersize=4)
+        if sched is None:
+            ax_g.text(
+                end * 0.995,
+                y,
+                "never scheduled",
+                va="center",
+                ha="right",
+                fontsize=7,
+                color="#aa0000",
+            )
+    per_owner: dict[str, int] = {}
+    for g in groups:
+        per_owner[g.owner] = per_owner.get(g.owner, 0) + 1
+    labels = []
+    for g in shown:
+        name = g.owner.replace("/", " ") if g.owner and per_owner[g.owner] == 1 else g.name
+        name = f"{g.namespace}/{name}" if multi_ns else name
+        policy = f"gang {g.min_count}" if g.min_count is not None else "basic"
+        labels.append(f"{name} · {policy} · {g.total_pods} pods")
+    ax_g.set_yticks(range(len(shown)))
+    ax_g.set_yticklabels(list(reversed(labels)), fontsize=7)
+    ax_g.set_ylim(-0.7, max(len(shown) - 0.3, 0.3))
+    title = "Pod groups: waiting (hatched) from arrival (▼), then running"
+    if len(groups) > len(shown):
+        title += f" — first {len(shown)} of {len(groups)} groups"
+    ax_g.set_title(title, fontsize=9, loc="left")
+    # -- nodes panel
+    by_node: dict[str, list[PodRecord]] = {}
+    for p in result.pods:
+        if p.node is not None and p.bound is not None and p.node in node_index:
+            by_node.setdefault(p.node, []).append(p)
+    for node, pods in by_node.items():
+        lane_of, lanes = _assign_lanes(pods, end)
+        base = len(nodes) - 1 - node_index[node]
+        h = 0.84 / lanes
+        for i, p in enumerate(pods):
+            color = colors.get((p.namespace, p.group or ""), "#bbbbbb")
+            y_pod = base - 0.42 + h * (lane_of[i] + 0.5)
+            ax_n.barh(
+                y_pod,
+                max(_stop(p, end) - (p.bound or 0.0), end * 0.002),
+                left=p.bound,
+                height=h * 0.9,
+                color=color,
+                edgecolor="white",
+                linewidth=0.3,
+            )
+    _node_axis(ax_n, result, nodes)
+    _time_axis(ax_n, span)
+    ax_n.set_xlabel("simulated time")
+    ax_n.set_title("Nodes: each bar is a pod, coloured by its pod group", fontsize=9, loc="left")
+    if result.violations:
+        for v in result.violations:
+            ax_g.axvline(v.time, color="red", linewidth=1)
+        ax_g.text(
+            0.01,
+            0.98,
+            "gang invariant violated (red lines)",
+            transform=ax_g.transAxes,
+            color="red",
+            va="top",
+            fontsize=8,
+        )
+    fig.suptitle(f"Timeline — {result.source}", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _node_axis(ax: Any, result: SimulationResult, nodes: Sequence[Any]) -> None:
+    n = len(nodes)
+    ax.set_ylim(-0.6, max(n - 0.4, 0.4))
+    keys = [k for k in result.topology_keys if any(k in nd.labels for nd in nodes)]
+    inner = keys[-1] if keys else None
+    # domain separators: thin for the innermost key, thick for outer keys
+    for depth, key in enumerate(keys):
+        prev: str | None = None
+        for i, nd in enumerate(nodes):
+            value = nd.labels.get(key)
+            if i > 0 and value != prev:
+                y = n - i - 0.5
+                outer = depth < len(keys) - 1
+                ax.axhline(
+                    y, color="#555555" if outer else "#aaaaaa", linewidth=1.4 if outer else 0.6
+                )
+            prev = value
+    if n <= 40 and inner is not None:  # domain names on the right
+        from matplotlib.transforms import blended_transform_factory
+
+        trans = blended_transform_factory(ax.transAxes, ax.transData)
+        start = 0
+        for i in range(1, n + 1):
+            if i == n or nodes[i].labels.get(inner) != nodes[start].labels.get(inner):
+                value = nodes[start].labels.get(inner)
+                if value is not None:
+                    mid = n - 1 - (start + i - 1) / 2
+                    ax.text(1.005, mid, value, transform=trans, fontsize=6, va="center")
+                start = i
+    if n <= 40:
+        ax.set_yticks(range(n))
+        ax.set_yticklabels([nd.name for nd in reversed(nodes)], fontsize=6 if n > 20 else 7)
+    elif inner is not None:
+        ticks: list[float] = []
+        names: list[str] = []
+        start = 0
+        for i in range(1, n + 1):
+            if i == n or nodes[i].labels.get(inner) != nodes[start].labels.get(inner):
+                mid = (start + i - 1) / 2
+                ticks.append(n - 1 - mid)
+                names.append(str(nodes[start].labels.get(inner, "")))
+                start = i
+        ax.set_yticks(ticks)
+        ax.set_yticklabels(names, fontsize=6)
+    else:
+        ax.set_yticks([])
+        ax.set_ylabel(f"{n} nodes")
+
+
+def plot_utilization(result: SimulationResult, path: str | os.PathLike[str]) -> None:
+    """Top: the share of allocatable cpu, memory and requested extended resources in use over
+    time. Bottom: pods running and pending over time."""
+    plt = _pyplot()
+    end = max(result.display_end, 1e-9)
+    span = end * 1.04 if end > 0 else 1.0
+    fig, (ax_u, ax_p) = plt.subplots(
+        2, 1, sharex=True, figsize=(12, 6.5), gridspec_kw={"height_ratios": [3, 2]}
+    )
+    for res, series in utilization_series(result).items():
+        xs = [t for t, _, _ in series] + [span]
+        ys = [100.0 * u / c if c > 0 else 0.0 for _, u, c in series]
+        ys.append(ys[-1])
+        ax_u.step(xs, ys, where="post", label=res, linewidth=1.6)
+    ax_u.set_ylim(0, 105)
+    ax_u.set_ylabel("% of allocatable in use")
+    ax_u.legend(loc="upper right", fontsize=8)
+    ax_u.set_title(
+        "Cluster utilization (requests of bound pods / allocatable)", fontsize=9, loc="left"
+    )
+    ax_u.grid(axis="y", color="#dddddd", linewidth=0.6)
+    events: list[tuple[float, int, int]] = []  # (time, d_running, d_pending)
+    for p in result.pods:
+        events.append((p.created, 0, 1))
+        if p.bound is not None:
+            events.append((p.bound, 1, -1))
+            stop = p.finished if p.finished is not None else p.deleted
+            if stop is not None:
+                events.append((stop, -1, 0))
+        elif p.deleted is not None:
+            events.append((p.deleted, 0, -1))
+    events.sort()
+    xs, running, pending = [0.0], [0], [0]
+    r = q = 0
+    for t, dr, dq in events:
+        r += dr
+        q += dq
+        if xs[-1] == t:
+            running[-1], pending[-1] = r, q
+        else:
+            xs.append(t)
+            running.append(r)
+            pending.append(q)
+    xs.append(span)
+    running.append(running[-1])
+    pending.append(pending[-1])
+    ax_p.step(xs, running, where="post", label="running", color="#2a7ab9", linewidth=1.6)
+    ax_p.step(xs, pending, where="post", label="pending", color="#d9822b", linewidth=1.6)
+    ax_p.set_ylabel("pods")
+    ax_p.set_ylim(bottom=0)
+    ax_p.legend(loc="upper right", fontsize=8)
+    ax_p.grid(axis="y", color="#dddddd", linewidth=0.6)
+    _time_axis(ax_p, span)
+    ax_p.set_xlabel("simulated time")
+    fig.suptitle(f"Utilization — {result.source}", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,507 @@
+"""Scenario files: multi-document YAML of ordinary manifests plus simulation annotations
+and the ``NodePool`` shorthand (``sim.workloadbuilder.io/v1alpha1``)."""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import yaml
+
+from scheduler.simulator._units import parse_duration, parse_quantity
+from workloadbuilder.api import CodecError, object_from_dict
+from workloadbuilder.cluster import resource_info
+from workloadbuilder.errors import WorkloadBuilderError
+
+__all__ = [
+    "ARRIVAL_ANNOTATION",
+    "DURATION_ANNOTATION",
+    "NODE_POOL_API_VERSION",
+    "POOL_LABEL",
+    "Scenario",
+    "ScenarioError",
+    "ScenarioObject",
+    "expand_node_pool",
+    "load_scenario",
+    "parse_scenario",
+]
+
+ARRIVAL_ANNOTATION = "sim.workloadbuilder.io/arrival"
+DURATION_ANNOTATION = "sim.workloadbuilder.io/duration"
+NODE_POOL_API_VERSION = "sim.workloadbuilder.io/v1alpha1"
+POOL_LABEL = "sim.workloadbuilder.io/pool"
+
+_CONTROLLED = {
+    ("batch/v1", "Job"),
+    ("jobset.x-k8s.io/v1alpha2", "JobSet"),
+    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
+}
+_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+class ScenarioError(WorkloadBuilderError):
+    """The scenario is not valid. ``document`` is 1-based; ``path`` is a JSON field path inside
+    that document."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str = "",
+        document: int | None = None,
+        what: str = "",
+        path: str = "",
+    ) -> None:
+        self.source = source
+        self.document = document
+        self.what = what
+        self.path = path
+        self.detail = message
+        where = source
+        if document is not None:
+            where += f"{': ' if where else ''}document {document}"
+            if what:
+                where += f" ({what})"
+        text = f"{path}: {message}" if path else message
+        super().__init__(f"{where}: {text}" if where else text)
+
+
+@attrs.frozen(kw_only=True)
+class ScenarioObject:
+    """One object to create during the simulation.
+
+    ``manifest`` is the document as the API would receive it (a NodePool is expanded into
+    Nodes that share its document number). ``arrival`` is seconds from the start;
+    ``duration`` how long each of its pods runs once bound (None: until the end).
+    """
+
+    document: int
+    api_version: str
+    kind: str
+    name: str
+    namespace: str | None
+    arrival: float
+    duration: float | None
+    manifest: dict[str, Any]
+    pool: str | None = None
+
+    @property
+    def key(self) -> str:
+        """``Kind namespace/name`` (``Kind name`` for cluster-scoped objects)."""
+        ns = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind} {ns}{self.name}"
+
+    @property
+    def controlled(self) -> bool:
+        """True for Job, JobSet and LeaderWorkerSet, whose pods the simulator creates."""
+        return (self.api_version, self.kind) in _CONTROLLED
+
+
+@attrs.frozen(kw_only=True)
+class Scenario:
+    """A parsed scenario: objects in document order, plus the topology keys of its NodePools
+    (outermost first) for pictures."""
+
+    source: str
+    objects: tuple[ScenarioObject, ...]
+    topology_keys: tuple[str, ...] = ()
+
+    @property
+    def nodes(self) -> tuple[ScenarioObject, ...]:
+        """The Node objects (pools expanded)."""
+        return tuple(o for o in self.objects if o.kind == "Node")
+
+
+def load_scenario(path: str) -> Scenario:
+    """Read and parse a scenario file (``-`` reads stdin)."""
+    import sys
+
+    try:
+        if path == "-":
+            text = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+    except OSError as e:
+        raise ScenarioError(f"cannot read the scenario: {e.strerror or e}", source=path) from None
+    return parse_scenario(text, source="<stdin>" if path == "-" else path)
+
+
+def parse_scenario(text: str, *, source: str = "<scenario>") -> Scenario:
+    """Parse scenario YAML. Raises :class:`ScenarioError` naming the document (1-based) and
+    the field path of the first problem."""
+    try:
+        raw = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e)
+        raise ScenarioError(f"not valid YAML{at}: {problem}", source=source) from None
+    objects: list[ScenarioObject] = []
+    topology_keys: list[str] = []
+    seen: dict[tuple[str, str | None, str], int] = {}
+    number = 0
+    for doc in raw:
+        if doc is None:
+            continue
+        number += 1
+        parsed = _parse_document(doc, number, source)
+        for obj in parsed:
+            ident = (obj.kind, obj.namespace, obj.name)
+            if ident in seen:
+                raise ScenarioError(
+                    f"Duplicate value: {obj.key} is also defined by document {seen[ident]}",
+                    source=source,
+                    document=number,
+                    what=obj.key,
+                    path="metadata.name",
+                )
+            seen[ident] = number
+            objects.append(obj)
+        if doc.get("kind") == "NodePool":
+            for entry in doc["spec"].get("topology") or ():
+                if entry["key"] not in topology_keys:
+                    topology_keys.append(entry["key"])
+    return Scenario(source=source, objects=tuple(objects), topology_keys=tuple(topology_keys))
+
+
+class _DocError(Exception):
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.message = message
+
+
+def _parse_document(doc: Any, number: int, source: str) -> list[ScenarioObject]:
+    what = ""
+    try:
+        if not isinstance(doc, dict):
+            raise _DocError("", f"expected a manifest (a mapping), got {type(doc).__name__}")
+        api_version = doc.get("apiVersion")
+        kind = doc.get("kind")
+        if not isinstance(api_version, str) or not api_version:
+            raise _DocError("apiVersion", "Required value")
+        if not isinstance(kind, str) or not kind:
+            raise _DocError("kind", "Required value")
+        meta = doc.get("metadata")
+        if not isinstance(meta, dict):
+            raise _DocError("metadata", "Required value")
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            raise _DocError("metadata.name", "Required value")
+        what = f"{kind} {name}"
+        arrival, duration = _sim_annotations(meta)
+        if api_version == NODE_POOL_API_VERSION and kind == "NodePool":
+            return _node_pool_objects(doc, number, arrival, duration)
+        if api_version.startswith("sim.workloadbuilder.io/"):
+            raise _DocError(
+                "kind", f'Unsupported value: "{kind}": {api_version} has only kind NodePool'
+            )
+        try:
+            info = resource_info(kind, api_version)
+        except KeyError:
+            raise _DocError(
+                "kind",
+                f'Unsupported value: "{api_version}, Kind={kind}": not a kind the simulator knows',
+            ) from None
+        namespace: str | None = None
+        if info.namespaced:
+            ns = meta.get("namespace", "default")
+            if not isinstance(ns, str) or not ns:
+                raise _DocError("metadata.namespace", "Invalid value: must be a non-empty string")
+            namespace = ns
+            what = f"{kind} {ns}/{name}"
+        manifest = copy.deepcopy(doc)
+        if info.namespaced:
+            manifest["metadata"]["namespace"] = namespace
+        _check_kind(manifest)
+        return [
+            ScenarioObject(
+                document=number,
+                api_version=api_version,
+                kind=kind,
+                name=name,
+                namespace=namespace,
+                arrival=arrival,
+                duration=duration,
+                manifest=manifest,
+            )
+        ]
+    except _DocError as e:
+        raise ScenarioError(
+            e.message, source=source, document=number, what=what, path=e.path
+        ) from None
+
+
+def _sim_annotations(meta: Mapping[str, Any]) -> tuple[float, float | None]:
+    annotations = meta.get("annotations") or {}
+    if not isinstance(annotations, dict):
+        raise _DocError("metadata.annotations", "Invalid value: must be a map of strings")
+    for key, value in annotations.items():
+        if not isinstance(value, str):
+            raise _DocError(
+                f"metadata.annotations[{key}]",
+                f"Invalid value: {value!r}: annotation values are strings (quote it)",
+            )
+    arrival = 0.0
+    duration: float | None = None
+    if ARRIVAL_ANNOTATION in annotations:
+        arrival = _duration_at(
+            f"metadata.annotations[{ARRIVAL_ANNOTATION}]", annotations[ARRIVAL_ANNOTATION]
+        )
+    if DURATION_ANNOTATION in annotations:
+        duration = _duration_at(
+            f"metadata.annotations[{DURATION_ANNOTATION}]", annotations[DURATION_ANNOTATION]
+        )
+    return arrival, duration
+
+
+def _duration_at(path: str, value: Any) -> float:
+    try:
+        return parse_duration(value)
+    except ValueError as e:
+        raise _DocError(path, f'Invalid value: "{value}": {e}') from None
+
+
+def _mapping(doc: Mapping[str, Any], path: str, *, required: bool = False) -> dict[str, Any]:
+    cur: Any = doc
+    for part in path.split("."):
+        if not isinstance(cur, Mapping):
+            raise _DocError(path, "Invalid value: expected an object")
+        cur = cur.get(part)
+        if cur is None:
+            if required:
+                raise _DocError(path, "Required value")
+            return {}
+    if not isinstance(cur, dict):
+        raise _DocError(path, f"Invalid value: expected an object, got {type(cur).__name__}")
+    return cur
+
+
+def _int_field(
+    obj: Mapping[str, Any], key: str, path: str, *, default: int | None, minimum: int
+) -> int | None:
+    value = obj.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _DocError(path, f"Invalid value: {value!r}: must be an integer")
+    if value < minimum:
+        raise _DocError(path, f"Invalid value: {value}: must be greater than or equal to {minimum}")
+    return value
+
+
+def _check_pod_spec(spec: Any, path: str) -> None:
+    if not isinstance(spec, dict):
+        raise _DocError(path, "Required value")
+    containers = spec.get("containers")
+    if not isinstance(containers, list) or not containers:
+        raise _DocError(f"{path}.containers", "Required value")
+    for i, c in enumerate(containers):
+        if not isinstance(c, dict):
+            raise _DocError(f"{path}.containers[{i}]", "Invalid value: expected an object")
+        resources = c.get("resources") or {}
+        if not isinstance(resources, dict):
+            raise _DocError(
+                f"{path}.containers[{i}].resources", "Invalid value: expected an object"
+            )
+        for part in ("requests", "limits"):
+            values = resources.get(part) or {}
+            if not isinstance(values, dict):
+                raise _DocError(
+                    f"{path}.containers[{i}].resources.{part}", "Invalid value: expected an object"
+                )
+            for res, q in values.items():
+                _quantity_at(f"{path}.containers[{i}].resources.{part}[{res}]", q)
+
+
+def _quantity_at(path: str, value: Any) -> float:
+    try:
+        q = parse_quantity(value)
+    except ValueError as e:
+        raise _DocError(path, f'Invalid value: "{value}": {e}') from None
+    if q < 0:
+        raise _DocError(path, f'Invalid value: "{value}": must not be negative')
+    return q
+
+
+def _check_kind(doc: dict[str, Any]) -> None:
+    kind = doc["kind"]
+    if kind in ("Workload", "PodGroup", "CompositePodGroup"):
+        try:
+            object_from_dict(doc)
+        except CodecError as e:
+            raise _DocError(e.path, e.detail) from None
+    elif kind == "Pod":
+        _check_pod_spec(doc.get("spec"), "spec")
+    elif kind == "Node":
+        alloc = _mapping(doc, "status.allocatable")
+        for res, q in alloc.items():
+            _quantity_at(f"status.allocatable[{res}]", q)
+    elif kind == "PriorityClass":
+        value = doc.get("value")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _DocError("value", "Required value: an integer priority")
+    elif kind == "Job":
+        _check_job_spec(_mapping(doc, "spec", required=True), "spec")
+    elif kind == "JobSet":
+        spec = _mapping(doc, "spec", required=True)
+        rjobs = spec.get("replicatedJobs")
+        if not isinstance(rjobs, list) or not rjobs:
+            raise _DocError("spec.replicatedJobs", "Required value")
+        for i, rj in enumerate(rjobs):
+            path = f"spec.replicatedJobs[{i}]"
+            if not isinstance(rj, dict):
+                raise _DocError(path, "Invalid value: expected an object")
+            if not isinstance(rj.get("name"), str) or not rj["name"]:
+                raise _DocError(f"{path}.name", "Required value")
+            _int_field(rj, "replicas", f"{path}.replicas", default=1, minimum=0)
+            _check_job_spec(_mapping(rj, "template.spec", required=True), f"{path}.template.spec")
+    elif kind == "LeaderWorkerSet":
+        spec = _mapping(doc, "spec", required=True)
+        _int_field(spec, "replicas", "spec.replicas", default=1, minimum=0)
+        lwt = _mapping(spec, "leaderWorkerTemplate", required=True)
+        _int_field(lwt, "size", "spec.leaderWorkerTemplate.size", default=1, minimum=1)
+        _check_pod_spec(
+            _mapping(lwt, "workerTemplate.spec", required=True),
+            "spec.leaderWorkerTemplate.workerTemplate.spec",
+        )
+        if lwt.get("leaderTemplate") is not None:
+            _check_pod_spec(
+                _mapping(lwt, "leaderTemplate.spec", required=True),
+                "spec.leaderWorkerTemplate.leaderTemplate.spec",
+            )
+
+
+def _check_job_spec(spec: dict[str, Any], path: str) -> None:
+    _int_field(spec, "parallelism", f"{path}.parallelism", default=1, minimum=0)
+    _int_field(spec, "completions", f"{path}.completions", default=None, minimum=0)
+    _check_pod_spec(_mapping(spec, "template.spec", required=True), f"{path}.template.spec")
+
+
+def expand_node_pool(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The Node manifests of a ``NodePool`` document.
+
+    Node ``i`` is named ``<namePrefix><i>`` (zero-padded to the width of ``count - 1``); it gets
+    the pool's labels, ``kubernetes.io/hostname``, ``sim.workloadbuilder.io/pool`` and, for each
+    ``topology`` entry ``{key, size}``, label ``key`` = ``<pool>-<leaf>-<i // size>`` where
+    ``leaf`` is the last segment of ``key`` (``example.com/rack`` -> ``rack``). ``allocatable``
+    becomes both capacity and allocatable. Raises ``ValueError`` via :func:`parse_scenario`
+    for bad input; call that for error messages with document numbers.
+    """
+    try:
+        return _expand(doc)
+    except _DocError as e:
+        raise ScenarioError(e.message, path=e.path) from None
+
+
+def _expand(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    meta = doc.get("metadata") or {}
+    pool = str(meta.get("name"))
+    spec = _mapping(doc, "spec", required=True)
+    known = {"count", "namePrefix", "labels", "taints", "allocatable", "topology", "unschedulable"}
+    for key in spec:
+        if key not in known:
+            raise _DocError(
+                f"spec.{key}", f'Unsupported value: "{key}": known fields: {sorted(known)}'
+            )
+    count = _int_field(spec, "count", "spec.count", default=None, minimum=0)
+    if count is None:
+        raise _DocError("spec.count", "Required value")
+    prefix = spec.get("namePrefix", f"{pool}-")
+    if not isinstance(prefix, str) or not prefix:
+        raise _DocError("spec.namePrefix", "Invalid value: must be a non-empty string")
+    labels = spec.get("labels") or {}
+    if not isinstance(labels, dict):
+        raise _DocError("spec.labels", "Invalid value: must be a map of strings")
+    for k, v in labels.items():
+        if not isinstance(v, str):
+            raise _DocError(f"spec.labels[{k}]", f"Invalid value: {v!r}: label values are strings")
+    taints = spec.get("taints") or []
+    if not isinstance(taints, list):
+        raise _DocError("spec.taints", "Invalid value: must be a list")
+    for i, t in enumerate(taints):
+        if not isinstance(t, dict) or not isinstance(t.get("key"), str) or not t["key"]:
+            raise _DocError(f"spec.taints[{i}].key", "Required value")
+        if t.get("effect") not in _TAINT_EFFECTS:
+            raise _DocError(
+                f"spec.taints[{i}].effect",
+                f'Unsupported value: "{t.get("effect")}": supported values: '
+                + ", ".join(f'"{e}"' for e in _TAINT_EFFECTS),
+            )
+    alloc = spec.get("allocatable")
+    if not isinstance(alloc, dict) or not alloc:
+        raise _DocError("spec.allocatable", "Required value")
+    for res, q in alloc.items():
+        _quantity_at(f"spec.allocatable[{res}]", q)
+    alloc = {str(k): str(v) for k, v in alloc.items()}
+    alloc.setdefault("pods", "110")
+    topology = spec.get("topology") or []
+    if not isinstance(topology, list):
+        raise _DocError("spec.topology", "Invalid value: must be a list of {key, size}")
+    levels: list[tuple[str, int, str]] = []
+    for i, entry in enumerate(topology):
+        path = f"spec.topology[{i}]"
+        if not isinstance(entry, dict):
+            raise _DocError(path, "Invalid value: expected {key, size}")
+        tkey = entry.get("key")
+        if not isinstance(tkey, str) or not tkey:
+            raise _DocError(f"{path}.key", "Required value")
+        size = _int_field(entry, "size", f"{path}.size", default=None, minimum=1)
+        if size is None:
+            raise _DocError(f"{path}.size", "Required value")
+        leaf = tkey.rsplit("/", 1)[-1]
+        levels.append((tkey, size, leaf))
+    width = len(str(max(count - 1, 0)))
+    nodes: list[dict[str, Any]] = []
+    for i in range(count):
+        name = f"{prefix}{i:0{width}d}"
+        node_labels = dict(labels)
+        node_labels["kubernetes.io/hostname"] = name
+        node_labels[POOL_LABEL] = pool
+        for key, size, leaf in levels:
+            value = f"{pool}-{leaf}-{i // size}"
+            if len(value) > 63 or not _LABEL_VALUE.match(value):
+                raise _DocError("metadata.name", f"Invalid value: {value!r} is not a label value")
+            node_labels[key] = value
+        node: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": node_labels},
+            "spec": {},
+            "status": {
+                "capacity": dict(alloc),
+                "allocatable": dict(alloc),
+                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+            },
+        }
+        if taints:
+            node["spec"]["taints"] = copy.deepcopy(taints)
+        if spec.get("unschedulable"):
+            node["spec"]["unschedulable"] = True
+        nodes.append(node)
+    return nodes
+
+
+def _node_pool_objects(
+    doc: Mapping[str, Any], number: int, arrival: float, duration: float | None
+) -> list[ScenarioObject]:
+    pool = str(doc["metadata"]["name"])
+    return [
+        ScenarioObject(
+            document=number,
+            api_version="v1",
+            kind="Node",
+            name=node["metadata"]["name"],
+            namespace=None,
+            arrival=arrival,
+            duration=duration,
+            manifest=node,
+            pool=pool,
+        )
+        for node in _expand(doc)
+    ]

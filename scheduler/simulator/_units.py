@@ -1,0 +1,119 @@
+"""Durations (``30s``, ``1h30m``) and Kubernetes quantities (``500m``, ``64Gi``)."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+__all__ = ["format_duration", "parse_duration", "parse_quantity"]
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
+
+
+def parse_duration(value: Any) -> float:
+    """Seconds in a Go-style duration (``90s``, ``1m30s``, ``1.5h``, ``250ms``) or a plain
+    non-negative number of seconds. Raises ``ValueError`` with a short reason."""
+    if isinstance(value, bool):
+        raise ValueError("expected a duration like 30s, 2m or 1h30m")
+    if isinstance(value, (int, float)):
+        seconds = float(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            seconds = float(text)
+        except ValueError:
+            seconds = _parse_go_duration(text)
+    else:
+        raise ValueError("expected a duration like 30s, 2m or 1h30m")
+    if math.isnan(seconds) or math.isinf(seconds):
+        raise ValueError("must be finite")
+    if seconds < 0:
+        raise ValueError("must not be negative")
+    return seconds
+
+
+def _parse_go_duration(text: str) -> float:
+    if not text:
+        raise ValueError("expected a duration like 30s, 2m or 1h30m")
+    total = 0.0
+    pos = 0
+    while pos < len(text):
+        m = _DURATION_PART.match(text, pos)
+        if m is None:
+            raise ValueError("expected a duration like 30s, 2m or 1h30m")
+        total += float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
+        pos = m.end()
+    return total
+
+
+def format_duration(seconds: float | None) -> str:
+    """A short human form: ``0s``, ``45s``, ``2m30s``, ``1h5m``, ``1.5s``; ``-`` for None."""
+    if seconds is None:
+        return "-"
+    if seconds < 0:
+        return "-" + format_duration(-seconds)
+    if seconds < 60:
+        text = f"{seconds:.3f}".rstrip("0").rstrip(".")
+        return f"{text}s"
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    out = ""
+    if hours:
+        out += f"{hours}h"
+    if minutes:
+        out += f"{minutes}m"
+    if secs and not hours:
+        out += f"{secs}s"
+    return out or "0s"
+
+
+_QUANTITY = re.compile(
+    r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$"
+)
+_SUFFIX = {
+    "": 1.0,
+    "n": 1e-9,
+    "u": 1e-6,
+    "m": 1e-3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "P": 1e15,
+    "E": 1e18,
+    "Ki": 2.0**10,
+    "Mi": 2.0**20,
+    "Gi": 2.0**30,
+    "Ti": 2.0**40,
+    "Pi": 2.0**50,
+    "Ei": 2.0**60,
+}
+
+
+def parse_quantity(value: Any) -> float:
+    """The numeric value of a Kubernetes quantity (``500m`` -> 0.5, ``1Gi`` -> 1073741824).
+    Raises ``ValueError`` for anything else."""
+    if isinstance(value, bool):
+        raise ValueError("expected a quantity like 4, 500m or 16Gi")
+    if isinstance(value, (int, float)):
+        return float(value)
+    if not isinstance(value, str):
+        raise ValueError("expected a quantity like 4, 500m or 16Gi")
+    m = _QUANTITY.match(value.strip())
+    if m is None:
+        raise ValueError("expected a quantity like 4, 500m or 16Gi")
+    number = float(m.group(1))
+    if m.group(2):
+        return number * 10.0 ** int(m.group(2)[1:])
+    return number * _SUFFIX[m.group(3) or ""]

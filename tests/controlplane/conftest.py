@@ -1,0 +1,22 @@
+"""Fixtures for the tests that talk to the real API server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from workloadbuilder.testing import ControlPlane, RestClient
+
+
+@pytest.fixture(scope="session")
+def api(control_plane: ControlPlane) -> Iterator[RestClient]:
+    """An admin REST client for the session's API server."""
+    with control_plane.client() as client:
+        yield client
+
+
+@pytest.fixture
+def namespace(control_plane: ControlPlane) -> str:
+    """A fresh namespace per test (never deleted: the etcd data dir is thrown away)."""
+    return control_plane.create_namespace("t-")

@@ -1,0 +1,59 @@
+"""Fixtures for the scheduler behaviour tests: one ``env`` per test on MemoryCluster and on the
+real v1.37.2 API server (fake Nodes, no kubelets)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+# ``tests/`` is on sys.path (packages under it), so this directory could shadow the top-level
+# ``scheduler`` package as a namespace package: put the project root first.
+_ROOT = str(Path(__file__).resolve().parents[2])
+if sys.path[:1] != [_ROOT]:
+    sys.path.insert(0, _ROOT)
+if getattr(sys.modules.get("scheduler"), "__file__", "") is None:
+    del sys.modules["scheduler"]
+
+from sched_helpers import Env, FakeClock  # noqa: E402
+
+from workloadbuilder.cluster import Cluster  # noqa: E402
+
+
+@pytest.fixture(params=["memory", pytest.param("kube", marks=pytest.mark.controlplane)])
+async def env(request: pytest.FixtureRequest) -> AsyncIterator[Env]:
+    """The same behaviour on MemoryCluster and on the real API server."""
+    if request.param == "memory":
+        from workloadbuilder.cluster._memory import MemoryCluster
+
+        cluster: Cluster = MemoryCluster()
+        e = Env(cluster, "default", "memory")
+    else:
+        from workloadbuilder.cluster._kube import KubeCluster
+
+        cp = request.getfixturevalue("control_plane")
+        namespace = cp.create_namespace("sched-")
+        cluster = KubeCluster.from_kubeconfig(cp.kubeconfig)
+        e = Env(cluster, namespace, "kube")
+    try:
+        yield e
+    finally:
+        await e.cleanup()
+        await cluster.close()
+
+
+@pytest.fixture
+async def mem_env() -> AsyncIterator[tuple[Env, FakeClock]]:
+    """MemoryCluster with a virtual clock shared by cluster and scheduler."""
+    from workloadbuilder.cluster._memory import MemoryCluster
+
+    clock = FakeClock()
+    cluster = MemoryCluster(clock=clock.now)
+    e = Env(cluster, "default", "memory")
+    try:
+        yield e, clock
+    finally:
+        await e.cleanup()
+        await cluster.close()

@@ -1,0 +1,250 @@
+"""Builders and helpers for the scheduler behaviour tests."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from scheduler import Scheduler, SchedulerConfig
+from workloadbuilder.api import (
+    BasicSchedulingPolicy,
+    GangSchedulingPolicy,
+    ObjectMeta,
+    PodGroup,
+    PodGroupSchedulingPolicy,
+    PodGroupSpec,
+)
+from workloadbuilder.cluster import Cluster
+from workloadbuilder.errors import NotFound
+
+GPU = "nvidia.com/gpu"
+
+
+class FakeClock:
+    """A virtual clock (seconds since the epoch) the tests advance by hand."""
+
+    def __init__(self, start: float = 1_800_000_000.0) -> None:
+        self.t = start
+
+    def now(self) -> float:
+        return self.t
+
+    async def sleep(self, seconds: float) -> None:
+        self.t += max(0.0, seconds)
+        await asyncio.sleep(0)
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+
+
+class Env:
+    """A cluster, a namespace, and builders. Node names are unique per test."""
+
+    def __init__(self, cluster: Cluster, namespace: str, backend: str) -> None:
+        self.cluster = cluster
+        self.namespace = namespace
+        self.backend = backend
+        self.scheduler_name = (
+            "workloadbuilder-scheduler" if backend == "memory" else f"wb-{namespace}"
+        )
+        self.prefix = "" if backend == "memory" else f"{namespace}-"
+        self.nodes: list[str] = []
+        self.priority_classes: list[str] = []
+        self.schedulers: list[Scheduler] = []
+
+    # ---- builders --------------------------------------------------------------------
+
+    def node_name(self, name: str) -> str:
+        return f"{self.prefix}{name}"
+
+    async def node(
+        self,
+        name: str,
+        *,
+        cpu: str = "8",
+        memory: str = "32Gi",
+        pods: int = 110,
+        gpu: int = 0,
+        labels: dict[str, str] | None = None,
+        taints: list[dict[str, str]] | None = None,
+        unschedulable: bool = False,
+    ) -> str:
+        full = self.node_name(name)
+        alloc = {"cpu": cpu, "memory": memory, "pods": str(pods)}
+        if gpu:
+            alloc[GPU] = str(gpu)
+        spec: dict[str, Any] = {}
+        if taints:
+            spec["taints"] = taints
+        if unschedulable:
+            spec["unschedulable"] = True
+        obj = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": full, "labels": {"test-env": self.namespace, **(labels or {})}},
+            "spec": spec,
+        }
+        await self.cluster.create(obj)
+        self.nodes.append(full)
+        await self.cluster.patch(
+            "Node",
+            full,
+            {"status": {"allocatable": alloc, "capacity": alloc}},
+            subresource="status",
+        )
+        return full
+
+    async def priority_class(self, name: str, value: int) -> str:
+        full = f"{self.prefix}{name}"
+        await self.cluster.create(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": full},
+                "value": value,
+            }
+        )
+        self.priority_classes.append(full)
+        return full
+
+    async def pod_group(
+        self, name: str, min_count: int | None = None, *, priority_class: str | None = None
+    ) -> PodGroup:
+        policy = (
+            PodGroupSchedulingPolicy(gang=GangSchedulingPolicy(min_count=min_count))
+            if min_count is not None
+            else PodGroupSchedulingPolicy(basic=BasicSchedulingPolicy())
+        )
+        pg = PodGroup(
+            metadata=ObjectMeta(name=name, namespace=self.namespace),
+            spec=PodGroupSpec(scheduling_policy=policy, priority_class_name=priority_class),
+        )
+        out = await self.cluster.create(pg)
+        assert isinstance(out, PodGroup)
+        return out
+
+    async def pod(
+        self,
+        name: str,
+        group: str | None = None,
+        *,
+        cpu: str = "1",
+        memory: str = "1Gi",
+        gpu: int = 0,
+        priority_class: str | None = None,
+        scheduler_name: str | None = None,
+        node_selector: dict[str, str] | None = None,
+        tolerations: list[dict[str, str]] | None = None,
+    ) -> dict[str, Any]:
+        requests: dict[str, str] = {"cpu": cpu, "memory": memory}
+        limits: dict[str, str] = {}
+        if gpu:
+            requests[GPU] = limits[GPU] = str(gpu)
+        spec: dict[str, Any] = {
+            "schedulerName": scheduler_name or self.scheduler_name,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": requests, **({"limits": limits} if limits else {})},
+                }
+            ],
+        }
+        if group:
+            spec["schedulingGroup"] = {"podGroupName": group}
+        if priority_class:
+            spec["priorityClassName"] = priority_class
+        if node_selector:
+            spec["nodeSelector"] = node_selector
+        if tolerations:
+            spec["tolerations"] = tolerations
+        obj = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": self.namespace},
+            "spec": spec,
+        }
+        out = await self.cluster.create(obj)
+        assert isinstance(out, dict)
+        return out
+
+    async def gang(self, name: str, size: int, min_count: int | None = None, **pod: Any) -> None:
+        await self.pod_group(name, min_count if min_count is not None else size)
+        for i in range(size):
+            await self.pod(f"{name}-{i}", name, **pod)
+
+    # ---- reading ---------------------------------------------------------------------
+
+    def scheduler(self, clock: Any = None, **config: Any) -> Scheduler:
+        cfg = SchedulerConfig(scheduler_name=self.scheduler_name, **config)
+        s = Scheduler(self.cluster, cfg, clock=clock)
+        self.schedulers.append(s)
+        return s
+
+    async def pods(self) -> dict[str, dict[str, Any]]:
+        items = (await self.cluster.list("Pod", self.namespace)).items
+        return {str(p["metadata"]["name"]): p for p in items if isinstance(p, dict)}
+
+    async def bound(self, prefix: str = "") -> dict[str, str]:
+        """``{pod name: node}`` of bound pods whose name starts with ``prefix``."""
+        return {
+            n: str(p["spec"]["nodeName"])
+            for n, p in (await self.pods()).items()
+            if n.startswith(prefix) and p["spec"].get("nodeName")
+        }
+
+    async def group_condition(self, name: str) -> Any:
+        pg = await self.cluster.get("PodGroup", name, self.namespace)
+        assert isinstance(pg, PodGroup)
+        conds = pg.status.conditions if pg.status else ()
+        return next((c for c in conds if c.type == "PodGroupInitiallyScheduled"), None)
+
+    async def pod_condition(self, name: str) -> dict[str, Any] | None:
+        pod = await self.cluster.get("Pod", name, self.namespace)
+        assert isinstance(pod, dict)
+        for c in (pod.get("status") or {}).get("conditions") or ():
+            if c.get("type") == "PodScheduled":
+                return dict(c)
+        return None
+
+    async def until(self, s: Scheduler, check: Callable[[], Any], *, timeout: float = 20.0) -> None:
+        """Schedule until ``await check()`` is truthy (poll with a deadline; on MemoryCluster
+        the first round already decides)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            await s.schedule_until_idle()
+            if await check():
+                return
+            if loop.time() > deadline:
+                raise AssertionError("condition not reached before the deadline")
+            await asyncio.sleep(0.05)
+
+    async def seen(self, s: Scheduler, check: Callable[[], bool], *, timeout: float = 20.0) -> None:
+        """Wait until the scheduler's cache satisfies ``check`` (the watch delivered)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            await s.sync()
+            if check():
+                return
+            if loop.time() > deadline:
+                raise AssertionError("the scheduler did not see the change before the deadline")
+            await asyncio.sleep(0.02)
+
+    async def cleanup(self) -> None:
+        for s in self.schedulers:
+            await s.stop()
+        if self.backend == "memory":
+            return
+        for name in list((await self.pods()).keys()):
+            with contextlib.suppress(NotFound):
+                await self.cluster.delete("Pod", name, self.namespace, grace_period_seconds=0)
+        for n in self.nodes:
+            with contextlib.suppress(NotFound):
+                await self.cluster.delete("Node", n)
+        for pc in self.priority_classes:
+            with contextlib.suppress(NotFound):
+                await self.cluster.delete("PriorityClass", pc)

@@ -1,0 +1,370 @@
+"""Scheduler behaviour, on MemoryCluster and on the real API server with fake Nodes."""
+
+from __future__ import annotations
+
+from sched_helpers import Env
+from sched_invariant import GangWatch
+
+
+async def test_gang_all_or_nothing(env: Env) -> None:
+    await env.node("a", gpu=4)
+    await env.node("b", gpu=4)
+    await env.gang("train", 3, gpu=4)
+    s = env.scheduler()
+    await s.start()
+    await env.seen(s, lambda: len(s.cache.pods) == 3)
+
+    async def decided() -> bool:
+        return await env.group_condition("train") is not None
+
+    await env.until(s, decided)
+    assert await env.bound("train") == {}
+    cond = await env.group_condition("train")
+    assert (cond.status, cond.reason) == ("False", "Unschedulable")
+    assert cond.message.startswith("minCount 3: at most 2 pods fit, 1 short")
+    pc = await env.pod_condition("train-0")
+    assert pc is not None and (pc["status"], pc["reason"]) == ("False", "Unschedulable")
+
+    # a new node is a relevant event: the group is retried and placed as a whole
+    await env.node("c", gpu=4)
+
+    async def all_bound() -> bool:
+        return len(await env.bound("train")) == 3
+
+    await env.until(s, all_bound)
+    assert len(set((await env.bound("train")).values())) == 3
+    cond = await env.group_condition("train")
+    assert (cond.status, cond.reason) == ("True", "Scheduled")
+
+
+async def test_barrier_waits_for_group_and_min_count(env: Env) -> None:
+    await env.node("a")
+    s = env.scheduler()
+    await s.start()
+    # pods before their PodGroup: held
+    await env.pod("w-0", "w")
+    await env.pod("w-1", "w")
+    await env.seen(s, lambda: len(s.cache.pods) == 2)
+    assert await s.schedule_until_idle() == 0
+    assert await env.bound() == {}
+    e = s.queue.entities[("PodGroup", env.namespace, "w")]
+    assert e.state == "gated" and "to appear" in e.gate_message
+    # the group arrives but only 2 of minCount 3 pods exist: still held, no status written
+    await env.pod_group("w", 3)
+    await env.seen(s, lambda: s.cache.groups[(env.namespace, "w")].pod_group is not None)
+    assert await s.schedule_until_idle() == 0
+    assert s.queue.entities[("PodGroup", env.namespace, "w")].gate_message.startswith(
+        "waiting for minCount pods from a gang: 2 of 3"
+    )
+    assert await env.group_condition("w") is None
+    await env.pod("w-2", "w")
+
+    async def all_bound() -> bool:
+        return len(await env.bound("w-")) == 3
+
+    await env.until(s, all_bound)
+
+
+async def test_priority_then_first_seen(env: Env) -> None:
+    await env.node("a", cpu="4")
+    high = await env.priority_class("high", 1000)
+    s = env.scheduler()
+    await s.start()
+    # two gangs of 4 x 1 cpu compete for 4 cpus; the later, higher-priority one wins
+    await env.pod_group("early", 4)
+    for i in range(4):
+        await env.pod(f"early-{i}", "early")
+    await env.pod_group("late", 4, priority_class=high)
+    for i in range(4):
+        await env.pod(f"late-{i}", "late", priority_class=high)
+    await env.seen(s, lambda: len(s.cache.pods) == 8)
+
+    async def decided() -> bool:
+        return len(await env.bound()) == 4
+
+    await env.until(s, decided)
+    assert set(await env.bound()) == {f"late-{i}" for i in range(4)}
+
+
+async def test_equal_priority_first_seen_wins(env: Env) -> None:
+    await env.node("a", cpu="4")
+    s = env.scheduler()
+    await s.start()
+    for name in ("zeta", "alpha"):  # created in this order; names sort the other way
+        await env.pod_group(name, 4)
+        for i in range(4):
+            await env.pod(f"{name}-{i}", name)
+        await env.seen(s, lambda n=name: (env.namespace, n) in s.cache.groups)  # type: ignore[misc]
+    await env.seen(s, lambda: len(s.cache.pods) == 8)
+
+    async def decided() -> bool:
+        return len(await env.bound()) == 4
+
+    await env.until(s, decided)
+    assert set(await env.bound()) == {f"zeta-{i}" for i in range(4)}
+
+
+async def test_basic_group_places_what_fits(env: Env) -> None:
+    await env.node("a", cpu="2")
+    await env.pod_group("web")  # basic policy
+    for i in range(3):
+        await env.pod(f"web-{i}", "web", cpu="1")
+    s = env.scheduler()
+    await s.start()
+    await env.seen(s, lambda: len(s.cache.pods) == 3)
+
+    async def two_bound() -> bool:
+        return len(await env.bound("web")) == 2
+
+    await env.until(s, two_bound)
+    cond = await env.group_condition("web")
+    assert (cond.status, cond.reason) == ("True", "Scheduled")
+    pending = [n for n in ("web-0", "web-1", "web-2") if n not in await env.bound()]
+    assert pending == ["web-2"]  # deterministic order: first seen first
+
+    async def failed_condition() -> bool:
+        c = await env.pod_condition("web-2")
+        return c is not None and c.get("status") == "False"
+
+    await env.until(s, failed_condition)
+    c = await env.pod_condition("web-2")
+    assert c is not None and c["message"] == "0/1 nodes are available: 1 Insufficient cpu."
+
+
+async def test_single_pods_filters_and_spreading(env: Env) -> None:
+    await env.node("a", labels={"zone": "z1"})
+    await env.node("b", labels={"zone": "z2"})
+    await env.node("c", labels={"zone": "z1"}, unschedulable=True)
+    taint = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}
+    await env.node("d", labels={"zone": "z3"}, taints=[taint])
+    await env.pod("s-0")
+    await env.pod("s-1")
+    await env.pod("sel", node_selector={"zone": "z1"})
+    await env.pod(
+        "tol",
+        node_selector={"zone": "z3"},
+        tolerations=[{**taint, "operator": "Equal"}],
+    )
+    await env.pod("nowhere", node_selector={"zone": "z9"})
+    s = env.scheduler()
+    await s.start()
+    await env.seen(s, lambda: len(s.cache.pods) == 5)
+
+    async def four_bound() -> bool:
+        return len(await env.bound()) == 4
+
+    await env.until(s, four_bound)
+    bound = await env.bound()
+    # least-allocated spreads the two plain pods over the two plain nodes
+    assert {bound["s-0"], bound["s-1"]} == {env.node_name("a"), env.node_name("b")}
+    assert bound["sel"] == env.node_name("a")  # c is cordoned
+    assert bound["tol"] == env.node_name("d")
+    assert "nowhere" not in bound
+
+    async def failed() -> bool:
+        c = await env.pod_condition("nowhere")
+        return c is not None and c.get("status") == "False"
+
+    await env.until(s, failed)
+    c = await env.pod_condition("nowhere")
+    assert c is not None
+    assert c["reason"] == "Unschedulable"
+    assert c["message"] == (
+        "0/4 nodes are available: 1 node(s) had untolerated taint {dedicated=x:NoSchedule}, "
+        "1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector."
+    )
+
+
+async def test_explanation_says_what_blocked_and_by_how_much(env: Env) -> None:
+    for i in range(3):
+        await env.node(f"gpu-{i}", gpu=8)
+    await env.node("cordoned", gpu=8, unschedulable=True)
+    for i in range(6):
+        await env.node(f"cpu-{i}")
+    await env.gang("llm", 4, gpu=8)
+    s = env.scheduler()
+    await s.start()
+    await env.seen(s, lambda: len(s.cache.pods) == 4 and s.cache.nodes.count >= 10)
+
+    async def decided() -> bool:
+        return await env.group_condition("llm") is not None
+
+    await env.until(s, decided)
+    expected = (
+        "minCount 4: at most 3 pods fit, 1 short; 9 of 10 nodes lack nvidia.com/gpu: 8; "
+        "1 of 10 nodes are unschedulable (cordoned)"
+    )
+    assert s.explanations[(env.namespace, "llm")] == expected
+    cond = await env.group_condition("llm")
+    assert cond.message == expected
+
+    from scheduler.cli import explain_text
+
+    text = await explain_text(env.cluster, "llm", env.namespace)
+    assert "Unschedulable" in text and expected in text and "0/4 pods bound" in text
+
+
+async def test_scheduler_error_mixed_scheduler_names(env: Env) -> None:
+    await env.node("a")
+    await env.pod_group("mixed", 2)
+    await env.pod("mixed-0", "mixed")
+    await env.pod("mixed-1", "mixed", scheduler_name="default-scheduler")
+    s = env.scheduler()
+    await s.start()
+    await env.seen(s, lambda: len(s.cache.pods) == 2)
+
+    async def decided() -> bool:
+        return await env.group_condition("mixed") is not None
+
+    await env.until(s, decided)
+    cond = await env.group_condition("mixed")
+    assert (cond.status, cond.reason) == ("False", "SchedulerError")
+    assert "different scheduler names" in cond.message
+    assert await env.bound() == {}
+
+
+async def test_scheduler_error_priority_mismatch(env: Env) -> None:
+    await env.node("a")
+    high = await env.priority_class("prio", 100)
+    await env.pod_group("pm", 2)
+    await env.pod("pm-0", "pm")
+    await env.pod("pm-1", "pm", priority_class=high)
+    s = env.scheduler()
+    await s.start()
+    await env.seen(s, lambda: len(s.cache.pods) == 2)
+
+    async def decided() -> bool:
+        return await env.group_condition("pm") is not None
+
+    await env.until(s, decided)
+    cond = await env.group_condition("pm")
+    assert (cond.status, cond.reason) == ("False", "SchedulerError")
+    assert cond.message == "pod 'pm-1' has priority 100 but pod group 'pm' has priority 0"
+
+
+async def test_condition_never_regresses(env: Env) -> None:
+    await env.node("a", cpu="4")
+    await env.gang("g", 5, min_count=4)  # 4 fit, the 5th stays pending
+    s = env.scheduler()
+    await s.start()
+    await env.seen(s, lambda: len(s.cache.pods) == 5)
+
+    async def four() -> bool:
+        return len(await env.bound("g-")) == 4
+
+    await env.until(s, four)
+    cond = await env.group_condition("g")
+    assert (cond.status, cond.reason) == ("True", "Scheduled")
+    # the extra pod fails on later attempts; the group's condition stays True
+    await env.node("tiny", cpu="100m")
+    await env.seen(s, lambda: s.cache.nodes.count == 2)
+    await s.schedule_until_idle()
+    cond = await env.group_condition("g")
+    assert (cond.status, cond.reason) == ("True", "Scheduled")
+
+
+async def test_retry_on_pod_deleted_and_min_count_lowered(env: Env) -> None:
+    await env.node("a", cpu="4")
+    await env.gang("first", 3)  # uses 3 of 4 cpus
+    s = env.scheduler()
+    await s.start()
+    await env.seen(s, lambda: len(s.cache.pods) == 3)
+
+    async def first_bound() -> bool:
+        return len(await env.bound("first")) == 3
+
+    await env.until(s, first_bound)
+    await env.gang("second", 2)
+    await env.seen(s, lambda: len(s.cache.pods) == 5)
+
+    async def second_failed() -> bool:
+        c = await env.group_condition("second")
+        return c is not None and c.status == "False"
+
+    await env.until(s, second_failed)
+    # a bound pod goes away: resources are freed, the group is retried
+    await env.cluster.delete("Pod", "first-0", env.namespace, grace_period_seconds=0)
+
+    async def second_bound() -> bool:
+        return len(await env.bound("second")) == 2
+
+    await env.until(s, second_bound)
+
+    # lowering minCount is a relevant event too
+    await env.gang("third", 3)
+    await env.seen(s, lambda: len(s.cache.pods) == 7)
+
+    async def third_failed() -> bool:
+        c = await env.group_condition("third")
+        return c is not None and c.status == "False"
+
+    await env.until(s, third_failed)
+    await env.cluster.delete("Pod", "first-1", env.namespace, grace_period_seconds=0)
+    await env.seen(s, lambda: len(s.cache.pods) == 6)
+    # one cpu free, minCount 3: still unschedulable; lower it to 1
+    await env.cluster.patch(
+        "PodGroup",
+        "third",
+        {"spec": {"schedulingPolicy": {"gang": {"minCount": 1}}}},
+        env.namespace,
+    )
+
+    async def third_one() -> bool:
+        return len(await env.bound("third")) == 1
+
+    await env.until(s, third_one)
+
+
+async def test_gang_invariant_under_contention(env: Env) -> None:
+    """No gang ever has between 1 and minCount-1 pods bound, checked on a pod watch at every
+    point the scheduler is idle (no binding in flight)."""
+    for i in range(4):
+        await env.node(f"n{i}", cpu="8")
+    watch = GangWatch(env.cluster, env.namespace)
+    await watch.start()
+    s = env.scheduler()
+    await s.start()
+    sizes = [5, 7, 3, 6, 8, 4, 9, 2]
+    for i, size in enumerate(sizes):
+        await env.gang(f"g{i}", size, cpu="2")
+    await env.seen(s, lambda: len(s.cache.pods) == sum(sizes))
+    total = 0
+    for _round in range(3):
+        total += await s.schedule_until_idle()
+        await watch.settle(total)
+        watch.check()
+        # free one node's worth of capacity by finishing the oldest bound gang
+        bound = await env.bound()
+        if bound:
+            victim = sorted({n.rsplit("-", 1)[0] for n in bound})[0]
+            for name in [n for n in bound if n.startswith(f"{victim}-")]:
+                await env.cluster.delete("Pod", name, env.namespace, grace_period_seconds=0)
+            await env.seen(
+                s,
+                lambda v=victim: (
+                    not any(  # type: ignore[misc]
+                        k[1].startswith(f"{v}-") for k in s.cache.pods
+                    )
+                ),
+            )
+    total += await s.schedule_until_idle()
+    await watch.settle(total)
+    watch.check()
+    assert watch.max_bound_seen() > 0
+    await watch.stop()
+
+
+async def test_events_recorded(env: Env) -> None:
+    await env.node("a")
+    await env.pod("ev-0")
+    await env.pod("ev-1", node_selector={"missing": "label"})
+    s = env.scheduler()
+    await s.start()
+    await env.seen(s, lambda: len(s.cache.pods) == 2)
+
+    async def done() -> bool:
+        evs = (await env.cluster.list("Event", env.namespace)).items
+        reasons = {(e["involvedObject"]["name"], e["reason"]) for e in evs}  # type: ignore[index]
+        return {("ev-0", "Scheduled"), ("ev-1", "FailedScheduling")} <= reasons
+
+    await env.until(s, done)

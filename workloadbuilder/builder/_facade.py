@@ -1,0 +1,252 @@
+"""A few-lines facade over the Builder for custom operators.
+
+::
+
+    result = simple_workload(
+        name="trainer",
+        namespace="ml",
+        owner=my_custom_resource,  # a dict with apiVersion/kind/metadata, or an OwnerReference
+        pod_sets=[PodSet(name="workers", replicas=8, topology_key="topology.kubernetes.io/rack")],
+        priority_class_name="high",
+    )
+    result.objects()                       # [Workload, PodGroup...] in creation order
+    result.pod_group_names["workers"]      # -> put into pod.spec.schedulingGroup.podGroupName
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from workloadbuilder.api import (
+    OwnerReference,
+    PodGroup,
+    PodGroupResourceClaim,
+    TopologyConstraint,
+    Workload,
+    WorkloadPodGroupAllDisruptionMode,
+    WorkloadPodGroupBasicSchedulingPolicy,
+    WorkloadPodGroupDisruptionMode,
+    WorkloadPodGroupGangSchedulingPolicy,
+    WorkloadPodGroupResourceClaim,
+    WorkloadPodGroupSchedulingConstraints,
+    WorkloadPodGroupSchedulingPolicy,
+    WorkloadPodGroupSingleDisruptionMode,
+)
+from workloadbuilder.builder._builder import Builder, build_flat_workload
+from workloadbuilder.builder._formats import dns1123_label_errors
+from workloadbuilder.builder._types import (
+    ALL_DISRUPTION_MODES,
+    ALL_POLICIES,
+    BuildOptions,
+    DisruptionModeName,
+    SchedulingConfig,
+    WorkloadInput,
+    WorkloadItem,
+)
+from workloadbuilder.errors import BuildError, FieldError, ValidationError
+from workloadbuilder.naming import pod_group_name
+
+__all__ = ["PodSet", "SimpleWorkload", "controller_ref", "simple_workload"]
+
+
+def controller_ref(obj: Mapping[str, Any] | OwnerReference) -> OwnerReference:
+    """A controller ownerReference to ``obj`` (as ``metav1.NewControllerRef``).
+
+    ``obj`` is a Kubernetes object dict (``apiVersion``, ``kind``, ``metadata.name``,
+    ``metadata.uid``) or an OwnerReference, returned with ``controller`` and
+    ``blockOwnerDeletion`` set to true. A missing UID becomes ``""`` (fill it in before
+    creating objects on a real cluster).
+    """
+    if isinstance(obj, OwnerReference):
+        return attrs.evolve(obj, controller=True, block_owner_deletion=True)
+    meta = obj.get("metadata") or {}
+    api_version, kind, name = obj.get("apiVersion"), obj.get("kind"), meta.get("name")
+    if not (isinstance(api_version, str) and isinstance(kind, str) and isinstance(name, str)):
+        raise BuildError("the owner needs apiVersion, kind and metadata.name")
+    uid = meta.get("uid")
+    return OwnerReference(
+        api_version=api_version,
+        kind=kind,
+        name=name,
+        uid=uid if isinstance(uid, str) else "",
+        controller=True,
+        block_owner_deletion=True,
+    )
+
+
+def _claims(value: Iterable[PodGroupResourceClaim]) -> tuple[PodGroupResourceClaim, ...]:
+    return tuple(value)
+
+
+@attrs.frozen(kw_only=True)
+class PodSet:
+    """A named set of identical pods that is scheduled as one group.
+
+    ``gang=True``: all-or-nothing with ``min_count`` (default ``replicas``, at least 1);
+    ``gang=False``: pod-by-pod (``basic``). ``topology_key`` confines the group to one value of
+    that node label. ``disruption_mode`` / ``topology_key`` fall back to the workload-wide values
+    given to :func:`simple_workload`.
+    """
+
+    name: str
+    replicas: int
+    gang: bool = True
+    min_count: int | None = None
+    topology_key: str | None = None
+    disruption_mode: DisruptionModeName | None = None
+    resource_claims: tuple[PodGroupResourceClaim, ...] = attrs.field(default=(), converter=_claims)
+
+
+@attrs.frozen(kw_only=True)
+class SimpleWorkload:
+    """The objects :func:`simple_workload` planned."""
+
+    workload: Workload
+    pod_groups: tuple[PodGroup, ...]
+    #: pod-set name -> PodGroup name (the value of ``pod.spec.schedulingGroup.podGroupName``)
+    pod_group_names: dict[str, str]
+
+    def pod_group(self, pod_set: str) -> PodGroup:
+        """The PodGroup of ``pod_set``."""
+        name = self.pod_group_names[pod_set]
+        return next(pg for pg in self.pod_groups if pg.metadata.name == name)
+
+    def objects(self) -> list[Workload | PodGroup]:
+        """Everything to create, in the order the API expects: the Workload, then PodGroups."""
+        return [self.workload, *self.pod_groups]
+
+
+def _input_for(ps: PodSet, topology_key: str | None, mode: str | None) -> WorkloadInput:
+    policy = (
+        WorkloadPodGroupSchedulingPolicy(
+            gang=WorkloadPodGroupGangSchedulingPolicy(min_count=ps.min_count)
+        )
+        if ps.gang
+        else WorkloadPodGroupSchedulingPolicy(basic=WorkloadPodGroupBasicSchedulingPolicy())
+    )
+    key = ps.topology_key or topology_key
+    constraints = (
+        WorkloadPodGroupSchedulingConstraints(topology=(TopologyConstraint(key=key),))
+        if key
+        else None
+    )
+    chosen = ps.disruption_mode or mode
+    disruption = None
+    if chosen == "all":
+        disruption = WorkloadPodGroupDisruptionMode(all=WorkloadPodGroupAllDisruptionMode())
+    elif chosen == "single":
+        disruption = WorkloadPodGroupDisruptionMode(single=WorkloadPodGroupSingleDisruptionMode())
+    claims = tuple(
+        WorkloadPodGroupResourceClaim(
+            name=c.name,
+            resource_claim_name=c.resource_claim_name,
+            resource_claim_template_name=c.resource_claim_template_name,
+        )
+        for c in ps.resource_claims
+    )
+    return WorkloadInput.at_standard_paths(
+        policy=policy, constraints=constraints, disruption_mode=disruption, resource_claims=claims
+    )
+
+
+def _default_min_count(replicas: int) -> Any:
+    def callback(cfg: SchedulingConfig) -> SchedulingConfig:
+        if cfg.policy == "gang" and cfg.min_count is None:
+            return attrs.evolve(cfg, min_count=max(1, replicas))
+        return cfg
+
+    return callback
+
+
+def simple_workload(
+    *,
+    name: str,
+    namespace: str,
+    owner: Mapping[str, Any] | OwnerReference,
+    pod_sets: Sequence[PodSet],
+    priority_class_name: str | None = None,
+    disruption_mode: DisruptionModeName | None = None,
+    topology_key: str | None = None,
+) -> SimpleWorkload:
+    """Plan a Workload with one PodGroupTemplate and one PodGroup per pod set.
+
+    Pod-set names become template names (DNS labels, unique); PodGroups are named like the
+    Job controller names them (:func:`workloadbuilder.naming.pod_group_name`). Every object is
+    owned by ``owner`` (a controller reference). Raises :class:`ValidationError` with paths
+    such as ``podSets[0].schedulingPolicy.gang.minCount`` when the input is invalid.
+    """
+    if not pod_sets:
+        raise ValidationError([FieldError(path="podSets", type="Required value")])
+    ref = controller_ref(owner)
+    opts = BuildOptions(
+        name=name,
+        namespace=namespace,
+        owner=ref,
+        allowed_policies=ALL_POLICIES,
+        allowed_disruption_modes=ALL_DISRUPTION_MODES,
+    )
+    errors: list[FieldError] = []
+    items: list[WorkloadItem] = []
+    seen: set[str] = set()
+    for i, ps in enumerate(pod_sets):
+        path = f"podSets[{i}]"
+        if ps.name in seen:
+            errors.append(
+                FieldError(
+                    path=f"{path}.name", type="Duplicate value", value=ps.name, has_value=True
+                )
+            )
+        seen.add(ps.name)
+        name_errors = [
+            FieldError(
+                path=f"{path}.name", type="Invalid value", value=ps.name, has_value=True, detail=m
+            )
+            for m in dns1123_label_errors(ps.name)
+        ]
+        errors += name_errors
+        if ps.replicas < 0:
+            errors.append(
+                FieldError(
+                    path=f"{path}.replicas",
+                    type="Invalid value",
+                    value=ps.replicas,
+                    has_value=True,
+                    detail="must be greater than or equal to 0",
+                )
+            )
+        if ps.gang and ps.min_count is not None and ps.min_count > max(ps.replicas, 1):
+            errors.append(
+                FieldError(
+                    path=f"{path}.schedulingPolicy.gang.minCount",
+                    type="Invalid value",
+                    value=ps.min_count,
+                    has_value=True,
+                    detail=f"must not be greater than replicas ({ps.replicas})",
+                )
+            )
+        item = WorkloadItem(
+            name=ps.name,
+            path=path,
+            default_config=SchedulingConfig(
+                policy="basic", priority_class_name=priority_class_name
+            ),
+            input=_input_for(ps, topology_key, disruption_mode),
+            callbacks=[_default_min_count(ps.replicas)],
+        )
+        items.append(item)
+        if not name_errors:
+            errors += Builder(item, opts).validate()
+    if errors:
+        raise ValidationError(errors, subject=f"workload {name}")
+    workload = (
+        Builder(items[0], opts).build_workload()
+        if len(items) == 1
+        else build_flat_workload(items, opts)
+    )
+    materializer = Builder.from_existing_workload(workload, opts)
+    names = {ps.name: pod_group_name(name, ps.name) for ps in pod_sets}
+    groups = tuple(materializer.new_pod_group(names[ps.name], ps.name) for ps in pod_sets)
+    return SimpleWorkload(workload=workload, pod_groups=groups, pod_group_names=names)

@@ -1,0 +1,301 @@
+"""Admission for :class:`MemoryCluster`: defaulting, Priority admission, PodGroup protection
+and the SDK's validation of Workload / PodGroup / CompositePodGroup.
+
+Everything works on the stored JSON form (dicts) of an object; errors are raised as the API
+server would (``Invalid`` with causes, ``Forbidden``).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from workloadbuilder.api import (
+    CodecError,
+    CompositePodGroup,
+    PodGroup,
+    Workload,
+    from_dict,
+    to_dict,
+)
+from workloadbuilder.cluster._protocol import ResourceInfo
+from workloadbuilder.errors import FieldError, Forbidden, Invalid
+
+__all__ = [
+    "PODGROUP_PROTECTION_FINALIZER",
+    "SYSTEM_PRIORITY_CLASSES",
+    "TYPED_KINDS",
+    "admit_priority",
+    "default_pod",
+    "forbidden",
+    "invalid",
+    "qualified_kind",
+    "resource_name",
+    "validate_metadata",
+    "validate_typed",
+]
+
+log = logging.getLogger(__name__)
+
+#: The finalizer the PodGroupProtection admission plugin stamps on every new PodGroup.
+PODGROUP_PROTECTION_FINALIZER = "scheduling.k8s.io/podgroup-protection"
+#: PriorityClasses every API server creates at start-up: name -> value.
+SYSTEM_PRIORITY_CLASSES = {
+    "system-node-critical": 2000001000,
+    "system-cluster-critical": 2000000000,
+}
+
+_GROUP = "scheduling.k8s.io"
+#: (group, plural) -> the typed model of that resource.
+TYPED_KINDS: dict[tuple[str, str], type[Workload] | type[PodGroup] | type[CompositePodGroup]] = {
+    (_GROUP, "workloads"): Workload,
+    (_GROUP, "podgroups"): PodGroup,
+    (_GROUP, "compositepodgroups"): CompositePodGroup,
+}
+
+_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
+    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
+    "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+
+
+def resource_name(info: ResourceInfo) -> str:
+    """``plural`` or ``plural.group``, as in API server error messages."""
+    return f"{info.plural}.{info.group}" if info.group else info.plural
+
+
+def qualified_kind(info: ResourceInfo) -> str:
+    """``Kind`` or ``Kind.group``, as in ``... is invalid`` messages."""
+    return f"{info.kind}.{info.group}" if info.group else info.kind
+
+
+def _status_body(
+    info: ResourceInfo, name: str, message: str, reason: str, code: int, causes: Any = None
+) -> dict[str, Any]:
+    details: dict[str, Any] = {"name": name, "kind": info.plural}
+    if info.group:
+        details["group"] = info.group
+    if causes:
+        details["causes"] = [
+            {"reason": "Field" + c.type.replace(" ", ""), "message": str(c), "field": c.path}
+            for c in causes
+        ]
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "details": details,
+        "code": code,
+    }
+
+
+def invalid(info: ResourceInfo, name: str, errors: list[FieldError]) -> Invalid:
+    """The API server's 422 for ``errors`` (``Kind.group "name" is invalid: ...``)."""
+    rendered = [str(e) for e in errors]
+    body = rendered[0] if len(rendered) == 1 else "[" + ", ".join(rendered) + "]"
+    message = f'{qualified_kind(info)} "{name}" is invalid: {body}'
+    return Invalid(
+        message,
+        causes=errors,
+        body=_status_body(info, name, message, "Invalid", 422, errors),
+    )
+
+
+def forbidden(info: ResourceInfo, name: str, detail: str) -> Forbidden:
+    """The API server's 403 from an admission plugin."""
+    message = f'{resource_name(info)} "{name}" is forbidden: {detail}'
+    return Forbidden(message, body=_status_body(info, name, message, "Forbidden", 403))
+
+
+def validate_metadata(info: ResourceInfo, meta: Mapping[str, Any]) -> list[FieldError]:
+    """Object name rules (DNS subdomain; DNS label for Namespaces)."""
+    name = meta.get("name")
+    if not name:
+        return [
+            FieldError(
+                path="metadata.name",
+                type="Required value",
+                detail="name or generateName is required",
+            )
+        ]
+    if info.kind == "Namespace" and not info.group:
+        ok, msg, limit = bool(_LABEL_RE.match(name)), _LABEL_MSG, 63
+    else:
+        ok, msg, limit = bool(_SUBDOMAIN_RE.match(name)), _SUBDOMAIN_MSG, 253
+    errors: list[FieldError] = []
+    if len(name) > limit:
+        errors.append(
+            FieldError(
+                path="metadata.name",
+                type="Invalid value",
+                detail=f"must be no more than {limit} characters",
+                value=name,
+                has_value=True,
+            )
+        )
+    if not ok:
+        errors.append(
+            FieldError(
+                path="metadata.name", type="Invalid value", detail=msg, value=name, has_value=True
+            )
+        )
+    return errors
+
+
+@functools.cache
+def _validation() -> Any:
+    try:
+        import workloadbuilder.validation as validation
+    except ImportError:  # pragma: no cover - only while the validation package is missing
+        log.warning("workloadbuilder.validation is not available; admission skips validation")
+        return None
+    return validation
+
+
+def validate_typed(
+    info: ResourceInfo,
+    doc: Mapping[str, Any],
+    old: Mapping[str, Any] | None,
+    gates: Any,
+    *,
+    run_validation: bool = True,
+) -> dict[str, Any]:
+    """Decode ``doc`` (and ``old``) into the typed model, apply the server's defaults and
+    gate-dependent field dropping, and run the SDK's validation.
+
+    Returns the JSON form of what the server would store; raises ``Invalid`` on a decoding or
+    validation error.
+    """
+    model_cls = TYPED_KINDS[(info.group, info.plural)]
+    name = str((doc.get("metadata") or {}).get("name") or "")
+    try:
+        model: Any = from_dict(doc, model_cls)
+    except CodecError as err:
+        raise invalid(
+            info, name, [FieldError(path=err.path, type="Invalid value", detail=err.detail)]
+        ) from None
+    validation = _validation() if run_validation else None
+    if validation is None:
+        if run_validation:
+            errors = validate_metadata(info, doc.get("metadata") or {})
+            if errors:
+                raise invalid(info, name, errors)
+        return dict(doc)
+    old_model = None
+    if old is not None:
+        try:
+            old_model = from_dict(old, model_cls)
+        except CodecError:
+            old_model = None
+    kwargs: dict[str, Any] = {} if gates is None else {"gates": gates}
+    errors = list(validation.validate_object(model, old_model, **kwargs))
+    if errors:
+        raise invalid(info, name, errors)
+    if old_model is not None:
+        old_model = validation.apply_defaults(old_model, **kwargs)
+    stored = validation.drop_disabled_fields(
+        validation.apply_defaults(model, **kwargs), old_model, **kwargs
+    )
+    if stored == model:
+        return dict(doc)
+    out: dict[str, Any] = to_dict(stored)
+    return out
+
+
+def default_pod(spec: dict[str, Any]) -> None:
+    """The pod spec defaults the scheduler and simulator rely on (a subset of upstream)."""
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+
+
+def pod_qos_class(spec: Mapping[str, Any]) -> str:
+    """``status.qosClass`` of a pod spec (BestEffort / Burstable / Guaranteed)."""
+    containers = list(spec.get("containers") or ()) + list(spec.get("initContainers") or ())
+    any_set = False
+    guaranteed = True
+    for c in containers:
+        res = c.get("resources") or {}
+        req = res.get("requests") or {}
+        lim = res.get("limits") or {}
+        if req or lim:
+            any_set = True
+        for r in ("cpu", "memory"):
+            if r not in lim or (r in req and req[r] != lim[r]):
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def admit_priority(
+    info: ResourceInfo,
+    name: str,
+    spec: dict[str, Any],
+    classes: Callable[[], list[Mapping[str, Any]]],
+    *,
+    set_preemption_policy: bool,
+) -> None:
+    """The Priority admission plugin on create: resolve ``priority`` (and ``preemptionPolicy``)
+    from ``priorityClassName`` or the globalDefault class; ``Forbidden`` when the class does not
+    exist or a pre-set value differs from the computed one."""
+    pc_name = spec.get("priorityClassName") or ""
+    policy = "PreemptLowerPriority"
+    all_classes = classes()
+    if not pc_name:
+        default = None
+        for pc in all_classes:
+            if pc.get("globalDefault") and (
+                default is None or int(pc.get("value", 0)) < int(default.get("value", 0))
+            ):
+                default = pc
+        if default is not None:
+            priority = int(default.get("value", 0))
+            policy = str(default.get("preemptionPolicy") or policy)
+            spec["priorityClassName"] = (default.get("metadata") or {}).get("name")
+        else:
+            priority = 0
+    else:
+        found = next(
+            (pc for pc in all_classes if (pc.get("metadata") or {}).get("name") == pc_name), None
+        )
+        if found is None:
+            raise forbidden(info, name, f"no PriorityClass with name {pc_name} was found")
+        priority = int(found.get("value", 0))
+        policy = str(found.get("preemptionPolicy") or policy)
+    given = spec.get("priority")
+    if given is not None and given != priority:
+        what = "pod" if info.kind == "Pod" else info.kind
+        raise forbidden(
+            info,
+            name,
+            f"the integer value of priority ({given}) must not be provided in {what} spec; "
+            f"priority admission controller computed {priority} from the given PriorityClass name",
+        )
+    spec["priority"] = priority
+    if set_preemption_policy:
+        given_policy = spec.get("preemptionPolicy")
+        if given_policy is not None and given_policy != policy:
+            what = "pod" if info.kind == "Pod" else info.kind
+            raise forbidden(
+                info,
+                name,
+                f"the string value of PreemptionPolicy ({given_policy}) must not be provided in "
+                f"{what} spec; priority admission controller computed {policy} from the given "
+                "PriorityClass name",
+            )
+        spec["preemptionPolicy"] = policy

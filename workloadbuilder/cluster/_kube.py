@@ -1,0 +1,884 @@
+"""``KubeCluster``: the :class:`~workloadbuilder.cluster.Cluster` protocol on a real API server.
+
+Built on kubernetes-asyncio's configuration loading (kubeconfig file + context, in-cluster
+service account) and its ``ApiClient`` (authentication, TLS, one pooled aiohttp session).
+Requests are plain REST calls on paths from :meth:`ResourceInfo.path`, so every kind works,
+including those the generated client does not know (``scheduling.k8s.io/v1beta1`` and
+``v1alpha3``, JobSet, LeaderWorkerSet, custom resources).
+
+Lifetime: the factories (:meth:`KubeCluster.from_kubeconfig`, :meth:`KubeCluster.in_cluster`)
+are synchronous and cheap; they read and check the configuration but open nothing. The
+HTTP session is created on first use (or by :meth:`KubeCluster.open` /
+``async with``) inside the running event loop, and belongs to that loop. Call
+:meth:`KubeCluster.close` (or use ``async with``) when done. ``await KubeCluster.connect(...)``
+is the one-step "load + open".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import json
+import logging
+import os
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import quote
+
+import aiohttp
+from kubernetes_asyncio.client import ApiClient, Configuration
+from kubernetes_asyncio.config import ConfigException
+from kubernetes_asyncio.config.incluster_config import load_incluster_config
+from kubernetes_asyncio.config.kube_config import KubeConfigLoader, KubeConfigMerger
+
+from workloadbuilder.api import KINDS, object_from_dict, object_to_dict
+from workloadbuilder.cluster._protocol import (
+    KubeObject,
+    ObjectList,
+    PatchType,
+    Preconditions,
+    PropagationPolicy,
+    ResourceInfo,
+    WatchEvent,
+    resource_info,
+    resource_of,
+)
+from workloadbuilder.cluster._retry import (
+    RetryableTransportError,
+    RetryPolicy,
+    classify_transport_error,
+    retry_call,
+)
+from workloadbuilder.errors import (
+    AlreadyExists,
+    ApiError,
+    Conflict,
+    FieldError,
+    Forbidden,
+    Gone,
+    Invalid,
+    NotFound,
+    TooManyRequests,
+    Unauthorized,
+    WorkloadBuilderError,
+)
+
+__all__ = ["KubeCluster", "KubeConfigError", "error_from_status"]
+
+logger = logging.getLogger(__name__)
+
+_PATCH_CONTENT_TYPES: dict[str, str] = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+
+#: upstream metav1.CauseType -> field.ErrorType string (as rendered in messages)
+_CAUSE_TYPES: dict[str, str] = {
+    "FieldValueNotFound": "Not found",
+    "FieldValueRequired": "Required value",
+    "FieldValueDuplicate": "Duplicate value",
+    "FieldValueInvalid": "Invalid value",
+    "FieldValueNotSupported": "Unsupported value",
+    "FieldValueForbidden": "Forbidden",
+    "FieldValueTooLong": "Too long",
+    "FieldValueTooMany": "Too many",
+    "InternalError": "Internal error",
+    "FieldValueTypeInvalid": "Invalid value",
+}
+
+_USER_AGENT = "workloadbuilder/0.1 (kubernetes-asyncio)"
+
+ConfigSource = Callable[[Configuration], Awaitable[None]]
+
+
+class KubeConfigError(WorkloadBuilderError):
+    """The kubeconfig (or in-cluster service account) cannot be used: missing file, unknown
+    context, malformed content, or no service-account token."""
+
+
+class KubeCluster:
+    """The :class:`~workloadbuilder.cluster.Cluster` protocol over HTTP to a real API server.
+
+    Prefer the factories: ``KubeCluster.from_kubeconfig(path, context)``,
+    ``KubeCluster.in_cluster()``, or ``await KubeCluster.connect(path, context)``. The
+    constructor takes a ready kubernetes-asyncio ``Configuration``.
+
+    Options: ``retry`` (a :class:`RetryPolicy`), ``request_timeout`` (seconds for a whole
+    non-watch request), ``connect_timeout``, ``watch_idle_timeout`` (a watch that receives
+    nothing for this long ends, like a dropped connection; the caller resumes from its last
+    resourceVersion), ``max_connections`` (the pool size, watches included).
+    """
+
+    def __init__(
+        self,
+        configuration: Configuration | None = None,
+        *,
+        retry: RetryPolicy | None = None,
+        request_timeout: float = 30.0,
+        connect_timeout: float = 10.0,
+        watch_idle_timeout: float = 300.0,
+        max_connections: int = 100,
+        user_agent: str = _USER_AGENT,
+        _source: ConfigSource | None = None,
+        _description: str = "",
+    ) -> None:
+        if configuration is None and _source is None:
+            raise TypeError("KubeCluster needs a Configuration; see KubeCluster.from_kubeconfig")
+        self._configuration = configuration
+        self._source = _source
+        self._description = _description
+        self.retry = retry if retry is not None else RetryPolicy()
+        self.request_timeout = request_timeout
+        self.connect_timeout = connect_timeout
+        self.watch_idle_timeout = watch_idle_timeout
+        self.max_connections = max_connections
+        self.user_agent = user_agent
+        self._api: ApiClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock: asyncio.Lock | None = None
+        self._closed = False
+        self._streams: set[aiohttp.ClientResponse] = set()
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def from_kubeconfig(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        context: str | None = None,
+        **options: Any,
+    ) -> KubeCluster:
+        """A cluster from a kubeconfig file (``$KUBECONFIG`` or ``~/.kube/config`` when
+        ``path`` is None; ``:``-separated lists merge) and a context (its current context when
+        None). Synchronous: the file and context are checked now (``KubeConfigError``);
+        credentials (e.g. exec plugins) are loaded and the session opened on first use."""
+        if path is None:
+            paths = os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
+        else:
+            paths = os.fspath(path)
+        existing = [p for p in paths.split(os.pathsep) if p and Path(p).expanduser().exists()]
+        if not existing:
+            raise KubeConfigError(f"kubeconfig not found: {paths}")
+        try:
+            merger = KubeConfigMerger(os.pathsep.join(existing))
+            loader = KubeConfigLoader(
+                config_dict=merger.config, config_base_path=None, active_context=context
+            )
+        except (ConfigException, KeyError, TypeError, ValueError, AssertionError) as e:
+            where = f" (context {context!r})" if context else ""
+            raise KubeConfigError(f"cannot use kubeconfig {paths}{where}: {e}") from e
+        except OSError as e:
+            raise KubeConfigError(f"cannot read kubeconfig {paths}: {e}") from e
+
+        async def source(cfg: Configuration) -> None:
+            try:
+                await loader.load_and_set(cfg)
+            except (ConfigException, KeyError, TypeError, ValueError, OSError) as e:
+                raise KubeConfigError(f"cannot load credentials from {paths}: {e}") from e
+            _install_exec_refresh(loader, cfg)
+
+        name = context or _current_context_name(loader)
+        return cls(_source=source, _description=f"kubeconfig {paths} context {name}", **options)
+
+    @classmethod
+    def in_cluster(cls, **options: Any) -> KubeCluster:
+        """A cluster from the pod's service account (``KUBERNETES_SERVICE_HOST``/``PORT``, the
+        mounted token, refreshed as it rotates, and CA). Raises ``KubeConfigError`` outside
+        a pod."""
+        cfg = type.__call__(Configuration)
+        try:
+            load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+        except ConfigException as e:
+            raise KubeConfigError(f"not running in a cluster: {e}") from e
+        return cls(cfg, _description="in-cluster", **options)
+
+    @classmethod
+    async def connect(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        context: str | None = None,
+        *,
+        in_cluster: bool = False,
+        **options: Any,
+    ) -> KubeCluster:
+        """:meth:`from_kubeconfig` (or :meth:`in_cluster`) and :meth:`open` in one step."""
+        if in_cluster:
+            cluster = cls.in_cluster(**options)
+        else:
+            cluster = cls.from_kubeconfig(path, context, **options)
+        await cluster.open()
+        return cluster
+
+    async def open(self) -> KubeCluster:
+        """Load credentials and create the HTTP session now (otherwise done on first use)."""
+        await self._client()
+        return self
+
+    async def __aenter__(self) -> KubeCluster:
+        return await self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close open watches and the HTTP session. Idempotent; the cluster is unusable after."""
+        self._closed = True
+        for resp in list(self._streams):
+            resp.close()
+        self._streams.clear()
+        api, self._api = self._api, None
+        if api is not None:
+            await api.close()
+
+    @property
+    def server(self) -> str | None:
+        """The API server URL (known once the configuration is loaded)."""
+        cfg = self._configuration
+        return str(cfg.host) if cfg is not None else None
+
+    def __repr__(self) -> str:
+        return f"KubeCluster({self.server or self._description})"
+
+    async def _client(self) -> ApiClient:
+        if self._closed:
+            raise RuntimeError("KubeCluster is closed")
+        loop = asyncio.get_running_loop()
+        if self._api is not None:
+            if self._loop is not loop:
+                raise RuntimeError(
+                    "KubeCluster is bound to the event loop it was opened in; "
+                    "create one KubeCluster per event loop"
+                )
+            return self._api
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._api is None:
+                cfg = self._configuration
+                if cfg is None:
+                    assert self._source is not None
+                    cfg = type.__call__(Configuration)
+                    await self._source(cfg)
+                    self._configuration = cfg
+                cfg.connection_pool_maxsize = self.max_connections
+                try:
+                    api = ApiClient(configuration=cfg)
+                except (OSError, ValueError) as e:  # ssl.SSLError is an OSError
+                    raise KubeConfigError(f"cannot set up TLS for {cfg.host}: {e}") from e
+                api.user_agent = self.user_agent
+                if self._closed:  # closed while we were loading
+                    await api.close()
+                    raise RuntimeError("KubeCluster is closed")
+                self._api = api
+                self._loop = loop
+        assert self._api is not None
+        return self._api
+
+    # ------------------------------------------------------------------ transport
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: aiohttp.ClientTimeout | None = None,
+    ) -> aiohttp.ClientResponse:
+        """One attempt: send the request, return the (unread) response. Transport failures
+        become ``RetryableTransportError`` (or a final ``ApiError``)."""
+        api = await self._client()
+        if timeout is None:
+            timeout = aiohttp.ClientTimeout(
+                total=self.request_timeout, sock_connect=self.connect_timeout
+            )
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        try:
+            resp: aiohttp.ClientResponse = await api.call_api(
+                path,
+                method,
+                query_params=list(query),
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=timeout,
+            )
+        except (aiohttp.ClientError, TimeoutError) as e:
+            marker = classify_transport_error(e)
+            if marker is not None:
+                raise marker from e
+            raise ApiError(f"{method} {path}: {e}", status=0, reason="ClientError") from e
+        return resp
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        body: Any = None,
+        content_type: str = "application/json",
+        idempotent: bool,
+        retried_not_found_ok: bool = False,
+    ) -> dict[str, Any]:
+        """Send a request with retries; return the decoded JSON body or raise ``ApiError``."""
+        attempts = 0
+
+        async def attempt() -> dict[str, Any]:
+            nonlocal attempts
+            attempts += 1
+            resp = await self._send(method, path, query=query, body=body, content_type=content_type)
+            try:
+                data = await resp.read()
+            except (aiohttp.ClientError, TimeoutError) as e:
+                resp.close()
+                marker = classify_transport_error(e)
+                if marker is not None:
+                    raise marker from e
+                raise ApiError(f"{method} {path}: {e}", status=0, reason="ClientError") from e
+            finally:
+                resp.release()
+            if resp.status >= 400:
+                if resp.status == 404 and retried_not_found_ok and attempts > 1:
+                    return {}
+                raise error_from_status(resp.status, data, resp.headers, what=f"{method} {path}")
+            if not data:
+                return {}
+            try:
+                decoded = json.loads(data)
+            except ValueError as e:
+                raise ApiError(f"{method} {path}: response is not JSON", status=resp.status) from e
+            return decoded if isinstance(decoded, dict) else {"items": decoded}
+
+        try:
+            return await retry_call(
+                attempt, policy=self.retry, idempotent=idempotent, what=f"{method} {path}"
+            )
+        except RetryableTransportError as e:
+            reason = "Timeout" if isinstance(e.cause, TimeoutError) else "ConnectionError"
+            raise ApiError(f"{method} {path}: {reason}: {e}", status=0, reason=reason) from (
+                e.cause
+            )
+
+    # ------------------------------------------------------------------ reads
+
+    async def get(
+        self, kind: str | ResourceInfo, name: str, namespace: str | None = None
+    ) -> KubeObject:
+        """Read one object."""
+        info = resource_info(kind)
+        doc = await self._call("GET", _path(info, namespace, name), idempotent=True)
+        return _decode(doc, info)
+
+    async def list(
+        self,
+        kind: str | ResourceInfo,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+    ) -> ObjectList:
+        """List objects (all namespaces when ``namespace`` is None), one page at a time when
+        ``limit`` is given."""
+        info = resource_info(kind)
+        query: list[tuple[str, str]] = []
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        if limit is not None:
+            query.append(("limit", str(limit)))
+        if continue_token:
+            query.append(("continue", continue_token))
+        path = info.path(namespace) if info.namespaced and namespace else info.path()
+        doc = await self._call("GET", path, query=query, idempotent=True)
+        meta = doc.get("metadata") or {}
+        items = tuple(_decode(item, info) for item in doc.get("items") or ())
+        return ObjectList(
+            items=items,
+            resource_version=str(meta.get("resourceVersion", "")),
+            continue_token=meta.get("continue") or None,
+        )
+
+    async def watch(
+        self,
+        kind: str | ResourceInfo,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        allow_bookmarks: bool = True,
+        timeout_seconds: float | None = None,
+    ) -> AsyncIterator[WatchEvent]:
+        """Stream changes after ``resource_version``. Raises ``Gone`` when it is too old (a
+        410 status or ERROR event); other ERROR events raise their ``ApiError``. Ends
+        normally after ``timeout_seconds`` (server-side), when the connection drops, or
+        when nothing arrives for ``watch_idle_timeout``: resume from the last
+        resourceVersion seen. ``BOOKMARK`` objects are dicts (only metadata.resourceVersion
+        is meaningful)."""
+        info = resource_info(kind)
+        query: list[tuple[str, str]] = [("watch", "1")]
+        if allow_bookmarks:
+            query.append(("allowWatchBookmarks", "true"))
+        if resource_version is not None:
+            query.append(("resourceVersion", resource_version))
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        idle = self.watch_idle_timeout
+        if timeout_seconds is not None:
+            query.append(("timeoutSeconds", str(max(1, int(timeout_seconds)))))
+            idle = max(idle, timeout_seconds + 30.0)
+        path = info.path(namespace) if info.namespaced and namespace else info.path()
+        timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=self.connect_timeout, sock_read=idle
+        )
+        what = f"WATCH {path}"
+
+        async def open_stream() -> aiohttp.ClientResponse:
+            resp = await self._send("GET", path, query=query, timeout=timeout)
+            if resp.status >= 400:
+                try:
+                    data = await resp.read()
+                except (aiohttp.ClientError, TimeoutError):
+                    data = b""
+                finally:
+                    resp.release()
+                raise error_from_status(resp.status, data, resp.headers, what=what)
+            return resp
+
+        try:
+            resp = await retry_call(open_stream, policy=self.retry, idempotent=True, what=what)
+        except RetryableTransportError as e:
+            reason = "Timeout" if isinstance(e.cause, TimeoutError) else "ConnectionError"
+            raise ApiError(f"{what}: {reason}: {e}", status=0, reason=reason) from e.cause
+        self._streams.add(resp)
+        try:
+            async for line in _lines(resp):
+                event = _watch_event(line, info, what)
+                if event is not None:
+                    yield event
+        finally:
+            self._streams.discard(resp)
+            resp.close()
+
+    # ------------------------------------------------------------------ writes
+
+    async def create(
+        self,
+        obj: KubeObject,
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+    ) -> KubeObject:
+        """Create an object; returns what the server stored (defaults applied)."""
+        info = resource_of(obj)
+        body = _encode(obj)
+        ns = namespace or _meta(body).get("namespace")
+        doc = await self._call(
+            "POST",
+            _path(info, ns),
+            query=_write_query(dry_run, field_manager),
+            body=body,
+            idempotent=False,
+        )
+        return _decode(doc, info)
+
+    async def update(
+        self, obj: KubeObject, *, dry_run: bool = False, field_manager: str | None = None
+    ) -> KubeObject:
+        """Replace an object (optimistic concurrency on ``metadata.resourceVersion``)."""
+        return await self._put(obj, "", dry_run=dry_run, field_manager=field_manager)
+
+    async def update_status(
+        self, obj: KubeObject, *, field_manager: str | None = None
+    ) -> KubeObject:
+        """Replace the status subresource."""
+        return await self._put(obj, "status", dry_run=False, field_manager=field_manager)
+
+    async def _put(
+        self, obj: KubeObject, subresource: str, *, dry_run: bool, field_manager: str | None
+    ) -> KubeObject:
+        info = resource_of(obj)
+        body = _encode(obj)
+        meta = _meta(body)
+        name = meta.get("name")
+        if not name:
+            raise ValueError("update needs metadata.name")
+        path = _path(info, meta.get("namespace"), str(name))
+        if subresource:
+            path += "/" + subresource
+        doc = await self._call(
+            "PUT",
+            path,
+            query=_write_query(dry_run, field_manager),
+            body=body,
+            idempotent=True,
+        )
+        return _decode(doc, info)
+
+    async def patch(
+        self,
+        kind: str | ResourceInfo,
+        name: str,
+        patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        namespace: str | None = None,
+        *,
+        patch_type: PatchType = "merge",
+        subresource: str | None = None,
+        field_manager: str | None = None,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> KubeObject:
+        """Patch an object or a subresource: JSON merge, JSON patch, strategic merge, or
+        server-side apply (``field_manager`` required, ``force`` takes over conflicts).
+        JSON patches are not retried after the request may have reached the server."""
+        info = resource_info(kind)
+        try:
+            content_type = _PATCH_CONTENT_TYPES[patch_type]
+        except KeyError:
+            raise ValueError(f"unknown patch type {patch_type!r}") from None
+        path = _path(info, namespace, name)
+        if subresource:
+            path += "/" + subresource
+        query = _write_query(dry_run, field_manager)
+        if force and patch_type == "apply":
+            query.append(("force", "true"))
+        doc = await self._call(
+            "PATCH",
+            path,
+            query=query,
+            body=_plain(patch),
+            content_type=content_type,
+            idempotent=patch_type != "json",
+        )
+        return _decode(doc, info)
+
+    async def delete(
+        self,
+        kind: str | ResourceInfo,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: PropagationPolicy | None = None,
+        preconditions: Preconditions | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> None:
+        """Delete an object (finalizers hold it with a ``deletionTimestamp``). When a retry
+        of a delete finds the object gone, the earlier attempt deleted it: no error."""
+        info = resource_info(kind)
+        options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if propagation_policy is not None:
+            options["propagationPolicy"] = propagation_policy
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        if preconditions is not None:
+            pre: dict[str, str] = {}
+            if preconditions.uid is not None:
+                pre["uid"] = preconditions.uid
+            if preconditions.resource_version is not None:
+                pre["resourceVersion"] = preconditions.resource_version
+            options["preconditions"] = pre
+        await self._call(
+            "DELETE",
+            _path(info, namespace, name),
+            body=options,
+            idempotent=True,
+            retried_not_found_ok=True,
+        )
+
+    async def bind(
+        self, namespace: str, pod_name: str, node_name: str, *, pod_uid: str | None = None
+    ) -> None:
+        """``pods/binding``: set ``spec.nodeName``. ``Conflict`` when already bound."""
+        meta: dict[str, Any] = {"name": pod_name, "namespace": namespace}
+        if pod_uid:
+            meta["uid"] = pod_uid
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": meta,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+        }
+        pods = resource_info("Pod", "v1")
+        await self._call(
+            "POST", _path(pods, namespace, pod_name) + "/binding", body=body, idempotent=False
+        )
+
+    async def evict(
+        self, namespace: str, pod_name: str, *, grace_period_seconds: int | None = None
+    ) -> None:
+        """``policy/v1`` Eviction of a pod. A PodDisruptionBudget refusal is a
+        ``TooManyRequests`` that is not retried."""
+        body: dict[str, Any] = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": pod_name, "namespace": namespace},
+        }
+        if grace_period_seconds is not None:
+            body["deleteOptions"] = {"gracePeriodSeconds": grace_period_seconds}
+        pods = resource_info("Pod", "v1")
+        await self._call(
+            "POST", _path(pods, namespace, pod_name) + "/eviction", body=body, idempotent=False
+        )
+
+    async def create_event(
+        self,
+        *,
+        namespace: str,
+        involved_object: Mapping[str, Any],
+        reason: str,
+        message: str,
+        type: Literal["Normal", "Warning"] = "Normal",
+        reporting_component: str = "workloadbuilder",
+    ) -> None:
+        """Record a core/v1 Event about ``involved_object`` (apiVersion/kind/name/uid)."""
+        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        involved = {
+            k: involved_object[k]
+            for k in ("apiVersion", "kind", "name", "uid", "resourceVersion", "fieldPath")
+            if involved_object.get(k)
+        }
+        involved["namespace"] = involved_object.get("namespace") or namespace
+        name = str(involved_object.get("name") or "object")
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{name}.", "namespace": namespace},
+            "involvedObject": involved,
+            "reason": reason,
+            "message": message,
+            "type": type,
+            "source": {"component": reporting_component},
+            "reportingComponent": reporting_component,
+            "reportingInstance": socket.gethostname(),
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        events = resource_info("Event", "v1")
+        await self._call("POST", _path(events, namespace), body=body, idempotent=False)
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _current_context_name(loader: KubeConfigLoader) -> str:
+    ctx = loader.current_context
+    return str(ctx.get("name", "")) if isinstance(ctx, dict) else ""
+
+
+def _install_exec_refresh(loader: KubeConfigLoader, cfg: Configuration) -> None:
+    """Re-run an exec credential plugin when the token it gave has expired."""
+    if getattr(loader, "exec_plugin_expiry", None) is None:
+        return
+
+    async def refresh(config: Configuration) -> None:
+        await loader.load_from_exec_plugin()  # a no-op until the token expires
+        token = getattr(loader, "token", None)
+        if token:
+            config.api_key["BearerToken"] = token
+
+    cfg.refresh_api_key_hook = refresh
+
+
+def _path(info: ResourceInfo, namespace: str | None, name: str | None = None) -> str:
+    ns = (namespace or "default") if info.namespaced else None
+    return info.path(
+        quote(ns, safe="") if ns else None, quote(name, safe="") if name is not None else None
+    )
+
+
+def _write_query(dry_run: bool, field_manager: str | None) -> list[tuple[str, str]]:
+    query: list[tuple[str, str]] = []
+    if dry_run:
+        query.append(("dryRun", "All"))
+    if field_manager:
+        query.append(("fieldManager", field_manager))
+    return query
+
+
+def _meta(body: Mapping[str, Any]) -> dict[str, Any]:
+    meta = body.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def _encode(obj: KubeObject) -> dict[str, Any]:
+    if isinstance(obj, dict):
+        return _plain(obj)  # type: ignore[no-any-return]
+    return object_to_dict(obj)
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-ready deep copy (plain dicts and lists) of a Mapping/Sequence document."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _decode(doc: dict[str, Any], info: ResourceInfo | None) -> KubeObject:
+    """Typed model for our kinds, the dict otherwise (list items get apiVersion/kind)."""
+    if info is not None:
+        doc.setdefault("apiVersion", info.api_version)
+        doc.setdefault("kind", info.kind)
+    kind = doc.get("kind")
+    if isinstance(kind, str) and kind in KINDS and doc.get("apiVersion") in KINDS[kind][1]:
+        return object_from_dict(doc)
+    return doc
+
+
+async def _lines(resp: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
+    """The response body split at newlines. A dropped connection or an idle timeout ends
+    the stream (the caller resumes from its last resourceVersion)."""
+    buf = b""
+    try:
+        async for chunk in resp.content.iter_any():
+            buf += chunk
+            while True:
+                i = buf.find(b"\n")
+                if i < 0:
+                    break
+                line, buf = buf[:i], buf[i + 1 :]
+                if line.strip():
+                    yield line
+    except (aiohttp.ClientError, TimeoutError, ConnectionError) as e:
+        logger.debug("watch stream ended: %s", e)
+        return
+    if buf.strip():
+        yield buf
+
+
+def _watch_event(line: bytes, info: ResourceInfo, what: str) -> WatchEvent | None:
+    try:
+        raw = json.loads(line)
+    except ValueError:
+        # A line cut short by a dropped connection: the stream is over.
+        logger.debug("%s: undecodable watch line dropped", what)
+        return None
+    if not isinstance(raw, dict):
+        return None
+    etype = raw.get("type")
+    obj = raw.get("object")
+    if not isinstance(obj, dict):
+        obj = {}
+    if etype == "ERROR":
+        code = obj.get("code")
+        status = code if isinstance(code, int) else 500
+        raise error_from_status(status, obj, {}, what=what)
+    if etype == "BOOKMARK":
+        return WatchEvent(type="BOOKMARK", object=obj)
+    if etype not in ("ADDED", "MODIFIED", "DELETED"):
+        logger.debug("%s: unknown watch event type %r", what, etype)
+        return None
+    return WatchEvent(type=etype, object=_decode(obj, info))
+
+
+def _retry_after(headers: Mapping[str, str], details: Mapping[str, Any]) -> float | None:
+    value = headers.get("Retry-After")
+    if value:
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            pass
+    seconds = details.get("retryAfterSeconds")
+    return float(seconds) if isinstance(seconds, (int, float)) and seconds > 0 else None
+
+
+def _field_error(cause: Mapping[str, Any]) -> FieldError:
+    """A server StatusCause -> FieldError; the message is ``<type>[: <value>][: <detail>]``."""
+    path = str(cause.get("field") or "")
+    reason = str(cause.get("reason") or "")
+    message = str(cause.get("message") or "")
+    etype = _CAUSE_TYPES.get(reason)
+    if etype is None:
+        return FieldError(path=path, type=reason or "Invalid value", detail=message)
+    rest = message
+    if rest.startswith(etype):
+        rest = rest[len(etype) :]
+        rest = rest[2:] if rest.startswith(": ") else rest.lstrip(":").lstrip()
+    else:
+        return FieldError(path=path, type=etype, detail=message)
+    if etype in ("Invalid value", "Unsupported value", "Duplicate value", "Too many") and rest:
+        try:
+            value, end = json.JSONDecoder().raw_decode(rest)
+        except ValueError:
+            return FieldError(path=path, type=etype, detail=rest)
+        tail = rest[end:]
+        if not tail or tail.startswith(": "):
+            return FieldError(path=path, type=etype, detail=tail[2:], value=value, has_value=True)
+        return FieldError(path=path, type=etype, detail=rest)
+    return FieldError(path=path, type=etype, detail=rest)
+
+
+def error_from_status(
+    status: int,
+    body: bytes | Mapping[str, Any],
+    headers: Mapping[str, str],
+    *,
+    what: str = "",
+) -> ApiError:
+    """Turn an HTTP error (status code, body - ideally a ``metav1.Status`` - and headers)
+    into the matching typed :class:`~workloadbuilder.errors.ApiError`."""
+    doc: Any
+    if isinstance(body, Mapping):
+        doc = dict(body)
+    else:
+        try:
+            doc = json.loads(body) if body else {}
+        except ValueError:
+            doc = {}
+        if not isinstance(doc, dict):
+            doc = {}
+    if doc.get("kind") != "Status":
+        text = body.decode("utf-8", "replace").strip() if isinstance(body, bytes) else ""
+        doc = {"message": text[:500]} if text else {}
+    code = doc.get("code")
+    if isinstance(code, int) and code >= 400:
+        status = code
+    reason = str(doc.get("reason") or "")
+    message = str(doc.get("message") or "") or f"HTTP {status}"
+    if what:
+        message = f"{message} ({what})" if status >= 500 or status == 0 else message
+    details = doc.get("details") if isinstance(doc.get("details"), dict) else {}
+    assert isinstance(details, dict)
+    kwargs: dict[str, Any] = {
+        "status": status,
+        "reason": reason or None,
+        "retry_after": _retry_after(headers, details),
+        "body": doc,
+    }
+    if status == 404:
+        return NotFound(message, **kwargs)
+    if status == 409:
+        if reason == "AlreadyExists":
+            return AlreadyExists(message, **kwargs)
+        return Conflict(message, **kwargs)
+    if status == 410:
+        return Gone(message, **kwargs)
+    if status == 422:
+        causes = [
+            _field_error(c)
+            for c in details.get("causes") or ()
+            if isinstance(c, dict) and (c.get("field") or c.get("reason") in _CAUSE_TYPES)
+        ]
+        return Invalid(message, causes=causes, **kwargs)
+    if status == 403:
+        return Forbidden(message, **kwargs)
+    if status == 401:
+        return Unauthorized(message, **kwargs)
+    if status == 429:
+        return TooManyRequests(message, **kwargs)
+    return ApiError(message, **kwargs)

@@ -1,0 +1,166 @@
+"""Retry policy for API requests: which failures are retryable, and how long to wait.
+
+Only failures that say nothing about the request itself are retried:
+
+* ``429 TooManyRequests`` (the server did not run the request), waiting at least the
+  ``Retry-After`` the server asked for (a request whose Retry-After exceeds
+  :attr:`RetryPolicy.max_retry_after` fails at once with ``TooManyRequests``);
+* ``5xx`` server errors other than ``501``/``505``;
+* timeouts and connection resets;
+* connection failures (the request never reached the server).
+
+Non-idempotent requests (``POST``, JSON patch) are retried only when the request surely did
+not run: connection failures and 429. Every other 4xx (404, 409, 410, 422, ...) is final.
+Waits grow exponentially with random jitter, and both the number of attempts and the total
+time are bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import aiohttp
+import attrs
+import tenacity
+
+from workloadbuilder.errors import ApiError, TooManyRequests
+
+__all__ = [
+    "RetryPolicy",
+    "RetryableTransportError",
+    "is_retryable",
+    "retry_call",
+]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: 5xx codes that will not get better by asking again.
+_FINAL_5XX = frozenset({501, 505})
+
+
+@attrs.frozen(kw_only=True)
+class RetryPolicy:
+    """How :class:`~workloadbuilder.cluster.KubeCluster` retries retryable failures.
+
+    ``max_attempts`` counts the first try (``1`` disables retries). Waits are
+    ``min(max_backoff, initial_backoff * 2**(n-1))`` stretched by up to ``jitter`` (a
+    fraction), or the server's ``Retry-After`` (plus jitter) when it sent one.
+    ``max_elapsed`` bounds the total time spent retrying one request. ``sleep`` is the
+    coroutine used to wait (tests may record the waits instead).
+    """
+
+    max_attempts: int = 6
+    initial_backoff: float = 0.2
+    max_backoff: float = 5.0
+    jitter: float = 0.5
+    max_retry_after: float = 60.0
+    max_elapsed: float = 120.0
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+
+    def backoff(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before attempt ``attempt + 1`` (``attempt`` >= 1 failed)."""
+        if retry_after is not None and retry_after > 0:
+            base = retry_after
+        else:
+            base = min(self.max_backoff, self.initial_backoff * 2 ** max(0, attempt - 1))
+        return base * (1.0 + self.jitter * random.random())
+
+
+class RetryableTransportError(Exception):
+    """Internal marker: a transport failure, with whether the request surely did not run."""
+
+    def __init__(self, cause: BaseException, *, not_sent: bool) -> None:
+        super().__init__(str(cause) or type(cause).__name__)
+        self.cause = cause
+        self.not_sent = not_sent
+
+
+def classify_transport_error(exc: BaseException) -> RetryableTransportError | None:
+    """Map an aiohttp/asyncio failure to a :class:`RetryableTransportError`, or None when it
+    is not a transport failure worth retrying (e.g. a TLS verification error)."""
+    if isinstance(exc, (aiohttp.ClientSSLError, aiohttp.InvalidURL)):
+        return None
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        # The TCP (or TLS) connection could not be established: nothing was sent.
+        return RetryableTransportError(exc, not_sent=True)
+    if isinstance(
+        exc,
+        (
+            asyncio.TimeoutError,
+            aiohttp.ServerDisconnectedError,
+            aiohttp.ClientOSError,
+            aiohttp.ClientPayloadError,
+            aiohttp.ServerTimeoutError,
+            ConnectionResetError,
+        ),
+    ):
+        return RetryableTransportError(exc, not_sent=False)
+    return None
+
+
+def is_retryable(exc: BaseException, *, idempotent: bool) -> bool:
+    """Whether ``exc`` (an ``ApiError`` or a :class:`RetryableTransportError`) may be retried
+    for a request that is (or is not) idempotent."""
+    if isinstance(exc, RetryableTransportError):
+        return idempotent or exc.not_sent
+    if isinstance(exc, TooManyRequests):
+        # The server did not run the request. An eviction refused by a PodDisruptionBudget
+        # is also a 429, but it is an answer, not a throttle.
+        causes = exc.body.get("details", {}).get("causes", []) if exc.body else []
+        return not any(
+            isinstance(c, dict) and c.get("reason") == "DisruptionBudget" for c in causes
+        )
+    if isinstance(exc, ApiError):
+        return idempotent and exc.status >= 500 and exc.status not in _FINAL_5XX
+    return False
+
+
+async def retry_call(
+    fn: Callable[[], Awaitable[T]],
+    *,
+    policy: RetryPolicy,
+    idempotent: bool,
+    what: str = "request",
+) -> T:
+    """Run ``fn`` until it succeeds, fails for good, or the policy's bound is reached.
+
+    The last failure is re-raised as it was (``ApiError`` or ``RetryableTransportError``).
+    """
+
+    def retryable(exc: BaseException) -> bool:
+        if not is_retryable(exc, idempotent=idempotent):
+            return False
+        ra = getattr(exc, "retry_after", None)
+        return not (ra is not None and ra > policy.max_retry_after)
+
+    def wait(state: tenacity.RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        ra = getattr(exc, "retry_after", None)
+        return policy.backoff(state.attempt_number, ra if isinstance(ra, (int, float)) else None)
+
+    def before_sleep(state: tenacity.RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        logger.debug(
+            "%s failed (attempt %d): %s; retrying in %.2fs",
+            what,
+            state.attempt_number,
+            exc,
+            state.upcoming_sleep,
+        )
+
+    retrying = tenacity.AsyncRetrying(
+        stop=tenacity.stop_after_attempt(max(1, policy.max_attempts))
+        | tenacity.stop_after_delay(policy.max_elapsed),
+        wait=wait,
+        retry=tenacity.retry_if_exception(retryable),
+        reraise=True,
+        sleep=policy.sleep,
+        before_sleep=before_sleep,
+    )
+    return await retrying(fn)
