@@ -8,13 +8,15 @@ printed order (Workload first, then PodGroups, then pods); see docs/sdk.md.
 
 from __future__ import annotations
 
+from typing import Any
+
 import yaml
 
 from workloadbuilder.api import object_to_dict
 from workloadbuilder.builder import PodSet, simple_workload
 
 # The custom resource the operator reconciles (normally read from the API server).
-trainer = {
+trainer: dict[str, Any] = {
     "apiVersion": "example.com/v1",
     "kind": "Trainer",
     "metadata": {

@@ -151,6 +151,8 @@ class _Attempt:
     placed: int
     first_failed: PodRequirements | None
     diagnoses: dict[PodRequirements, Diagnosis]
+    #: pods not evaluated when the cycle aborted (of shapes that had not failed yet)
+    remaining: int = 0
 
 
 def _attempt(
@@ -176,7 +178,7 @@ def _attempt(
     placed = 0
     status = fw.run_placement_feasible(min_count, scheduled, remaining)
     if status.code is Code.UNSCHEDULABLE:
-        return _Attempt(status, 0, None, failed)
+        return _Attempt(status, 0, None, failed, remaining)
     for pod in pods:
         req = pod.req
         left[req] -= 1
@@ -204,7 +206,7 @@ def _attempt(
         status = Status(code=Code.UNSCHEDULABLE, message="no pod could be placed")
     elif status.code is Code.WAIT:
         status = Status(code=Code.UNSCHEDULABLE, message=status.message)
-    return _Attempt(status, placed, first_failed, failed)
+    return _Attempt(status, placed, first_failed, failed, remaining)
 
 
 def _explain(
@@ -215,7 +217,8 @@ def _explain(
     placed: int,
     attempt: _Attempt,
 ) -> str:
-    fit = scheduled + placed
+    # greedy placement could at best also fit the pods it did not get to evaluate
+    fit = scheduled + placed + attempt.remaining
     parts: list[str] = []
     if gang:
         head = f"minCount {min_count}: at most {fit} pods fit"

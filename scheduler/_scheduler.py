@@ -48,6 +48,18 @@ REASON_SCHEDULER_ERROR = "SchedulerError"
 _MAX_MESSAGE = 32768
 
 
+def _creation_order(obj: Any) -> tuple[str, int, str]:
+    """Sort key approximating creation order for an initial list (first-seen order)."""
+    if isinstance(obj, dict):
+        meta = obj.get("metadata") or {}
+        ts, rv, name = meta.get("creationTimestamp"), meta.get("resourceVersion"), meta.get("name")
+    else:
+        m = obj.metadata
+        ts, rv, name = m.creation_timestamp, m.resource_version, m.name
+    rv_num = int(rv) if isinstance(rv, str) and rv.isdigit() else 0
+    return (str(ts or ""), rv_num, str(name or ""))
+
+
 def _rfc3339(t: float) -> str:
     return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -287,7 +299,7 @@ class Scheduler:
     def _on_pod_group(self, kind: str, obj: Any) -> None:
         if kind == "SYNC":
             seen = set()
-            for o in obj:
+            for o in sorted(obj, key=_creation_order):
                 if isinstance(o, PodGroup):
                     seen.add((o.metadata.namespace or "default", o.metadata.name or ""))
                     self._on_pod_group("ADDED", o)
@@ -320,7 +332,7 @@ class Scheduler:
         now = self.clock.now()
         if kind == "SYNC":
             seen = set()
-            for o in obj:
+            for o in sorted(obj, key=_creation_order):
                 meta = o.get("metadata") or {}
                 seen.add((str(meta.get("namespace") or "default"), str(meta.get("name"))))
                 self._on_pod("ADDED", o)

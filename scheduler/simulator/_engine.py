@@ -16,6 +16,7 @@ import attrs
 
 from scheduler.simulator._clock import VirtualClock
 from scheduler.simulator._controllers import JobRun, plan_object
+from scheduler.simulator._recording import RecordingCluster
 from scheduler.simulator._result import (
     GroupRecord,
     NodeRecord,
@@ -32,7 +33,13 @@ from scheduler.simulator._scenario import (
 from scheduler.simulator._units import parse_duration, parse_quantity
 from workloadbuilder.api import CompositePodGroup, PodGroup, Workload, object_from_dict
 from workloadbuilder.cluster import Cluster, KubeObject
-from workloadbuilder.errors import AlreadyExists, ApiError, Invalid, WorkloadBuilderError
+from workloadbuilder.errors import (
+    AlreadyExists,
+    ApiError,
+    Invalid,
+    NotFound,
+    WorkloadBuilderError,
+)
 
 __all__ = [
     "DEFAULT_SCHEDULER_NAME",
@@ -237,6 +244,11 @@ class Simulation:
         self._seq = itertools.count()
         self._rounds = 0
         self._cluster: Cluster | None = None
+        self._unbound: set[tuple[str, str]] = set()
+        self._running: set[tuple[str, str]] = set()
+        self._bound_count: dict[tuple[str, str], int] = {}
+        self._binds: list[tuple[str, str, str]] = []
+        self._deletes: list[tuple[str, str]] = []
 
     # -- public ---------------------------------------------------------------------------
 
@@ -247,10 +259,14 @@ class Simulation:
         end = 0.0
         try:
             await self._create_namespaces()
-            sched = self._scheduler_factory(cluster, self.clock)
+            recording = RecordingCluster(cluster, on_bind=self._on_bind, on_delete=self._on_delete)
+            sched = self._scheduler_factory(recording, self.clock)
             await sched.start()
             try:
                 end = await self._loop(sched)
+                for gkey, state in list(self._groups.items()):
+                    if not state.initially_scheduled:
+                        await self._refresh_group(gkey, end)
             finally:
                 await sched.stop()
         finally:
@@ -505,6 +521,12 @@ class Simulation:
             run=run,
             preassigned=bool(node),
         )
+        if node:
+            st = self._pods[(ns, name)]
+            st.node, st.bound = str(node), t
+            await self._start_running(st, t)
+        else:
+            self._unbound.add((ns, name))
 
     # -- completions ------------------------------------------------------------------------
 
@@ -522,9 +544,10 @@ class Simulation:
             )
         except ApiError as e:
             _log.debug("pod %s/%s vanished before it finished: %s", *key, e)
-            st.deleted = t
+            self._vanished(st, t)
             return
         st.finished = t
+        self._running.discard(key)
         if st.run is not None:
             for pod in st.run.pod_succeeded():
                 origin = self._origin_of(st)
@@ -539,49 +562,72 @@ class Simulation:
 
     # -- observation ------------------------------------------------------------------------
 
+    def _on_bind(self, namespace: str, name: str, node: str) -> None:
+        self._binds.append((namespace, name, node))
+
+    def _on_delete(self, namespace: str, name: str) -> None:
+        self._deletes.append((namespace, name))
+
     async def _observe(self, sched: SchedulerLike, t: float) -> bool:
-        """Record bindings and group status at time ``t``; check the invariant. Returns True
-        when a pod was bound (or vanished)."""
+        """Record the bindings and deletions the scheduler made at time ``t`` (reported by
+        the :class:`RecordingCluster` it talks to), refresh the status of the groups that
+        changed, and check the invariant. Returns True when a pod was bound or deleted."""
         changed = False
-        listing = await self.cluster.list("Pod")
-        seen: set[tuple[str, str]] = set()
-        for item in listing.items:
-            if not isinstance(item, dict):
+        touched: set[tuple[str, str]] = set()
+        binds, self._binds = self._binds, []
+        for ns, name, node in binds:
+            st = self._pods.get((ns, name))
+            if st is None or st.node is not None:
                 continue
-            meta = item.get("metadata") or {}
-            spec = item.get("spec") or {}
-            key = (str(meta.get("namespace")), str(meta.get("name")))
-            seen.add(key)
-            st = self._pods.get(key)
-            if st is None:
-                continue
-            node = spec.get("nodeName")
-            if node and st.node is None:
-                st.node = str(node)
-                st.bound = st.created if st.preassigned else t
+            self._unbound.discard((ns, name))
+            st.node = node
+            st.bound = t
+            if st.group:
+                gkey = (ns, st.group)
+                touched.add(gkey)
+                if st.ours:
+                    self._bound_count[gkey] = self._bound_count.get(gkey, 0) + 1
+            changed = True
+            await self._start_running(st, t)
+        deletes, self._deletes = self._deletes, []
+        for ns, name in deletes:
+            st = self._pods.get((ns, name))
+            if st is not None and st.deleted is None:
+                self._vanished(st, t)
+                if st.group:
+                    touched.add((ns, st.group))
                 changed = True
-                await self._start_running(st, t)
-        for key, st in self._pods.items():
-            if key not in seen and st.deleted is None:
-                st.deleted = t
-                changed = True
-        groups = await self.cluster.list("PodGroup")
-        for pg in groups.items:
-            if isinstance(pg, PodGroup):
-                gkey = (pg.metadata.namespace or "default", pg.metadata.name or "")
-                state = self._groups.get(gkey)
-                if state is None:  # created by someone else
-                    state = _GroupState(namespace=gkey[0], name=gkey[1], owner="", arrival=t)
-                    self._groups[gkey] = state
-                self._update_group(state, pg, t)
+        for gkey in sorted(touched):
+            await self._refresh_group(gkey, t)
         for gkey, state in self._groups.items():
-            if not state.initially_scheduled:
-                explanation = sched.explanations.get(gkey)
-                if explanation:
-                    state.message = explanation
-                    state.wait_message = explanation
+            if state.initially_scheduled:
+                continue
+            explanation = sched.explanations.get(gkey)
+            if explanation:
+                state.message = explanation
+                state.wait_message = explanation
         self._check_invariant(t)
         return changed
+
+    async def _refresh_group(self, gkey: tuple[str, str], t: float) -> None:
+        state = self._groups.get(gkey)
+        if state is None:
+            return
+        try:
+            pg = await self.cluster.get("PodGroup", state.name, state.namespace)
+        except NotFound:
+            return
+        if isinstance(pg, PodGroup):
+            self._update_group(state, pg, t)
+
+    def _vanished(self, st: _PodState, t: float) -> None:
+        key = (st.namespace, st.name)
+        st.deleted = t
+        self._unbound.discard(key)
+        self._running.discard(key)
+        if st.node is not None and st.ours and st.group:
+            gkey = (st.namespace, st.group)
+            self._bound_count[gkey] = self._bound_count.get(gkey, 1) - 1
 
     async def _start_running(self, st: _PodState, t: float) -> None:
         try:
@@ -594,6 +640,8 @@ class Simulation:
             )
         except ApiError as e:
             _log.debug("could not mark %s/%s Running: %s", st.namespace, st.name, e)
+        else:
+            self._running.add((st.namespace, st.name))
         if st.duration is not None:
             heapq.heappush(
                 self._completions, (t + st.duration, next(self._seq), (st.namespace, st.name))
@@ -625,20 +673,13 @@ class Simulation:
                     state.wait_message = c.message
 
     def _check_invariant(self, t: float) -> None:
-        bound: dict[tuple[str, str], int] = {}
-        for p in self._pods.values():
-            if p.group and p.ours and p.node is not None and p.deleted is None:
-                k = (p.namespace, p.group)
-                bound[k] = bound.get(k, 0) + 1
-        for gkey, n in bound.items():
+        for gkey, n in self._bound_count.items():
             g = self._groups.get(gkey)
-            if g is None:
+            if g is None or n <= 0:
                 continue
             if g.quorum_at is None and n >= (g.min_count or 1):
                 g.quorum_at = t
-            if g.policy != "gang" or g.min_count is None:
-                continue
-            if 0 < n < g.min_count:
+            if g.policy == "gang" and g.min_count is not None and n < g.min_count:
                 self._violations.append(
                     Violation(
                         time=t, namespace=gkey[0], name=gkey[1], min_count=g.min_count, bound=n
@@ -719,6 +760,11 @@ def _fill_owner_uids(
         attrs.evolve(r, uid=uids.get((r.kind, r.name), r.uid)) if not r.uid else r for r in refs
     )
     return attrs.evolve(item, metadata=attrs.evolve(item.metadata, owner_references=fixed))
+
+
+def _key_of(item: KubeObject) -> tuple[str, str]:
+    meta = (item.get("metadata") or {}) if isinstance(item, dict) else {}
+    return (str(meta.get("namespace")), str(meta.get("name")))
 
 
 def _name_of(item: KubeObject) -> str:

@@ -312,6 +312,7 @@ def render_table(result: SimulationResult) -> str:
     header = (
         "POD GROUP",
         "OWNER",
+        "PRIO",
         "MIN",
         "BOUND",
         "ARRIVED",

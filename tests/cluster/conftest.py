@@ -9,6 +9,7 @@ collector, namespace and PodGroup protection controllers run in kube-controller-
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -67,10 +68,8 @@ async def _make_namespace(c: Cluster) -> AsyncIterator[str]:
     name = f"wb-{uuid.uuid4().hex[:10]}"
     await c.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     yield name
-    try:
+    with contextlib.suppress(NotFound):
         await c.delete("Namespace", name)
-    except NotFound:
-        pass
 
 
 @pytest.fixture

@@ -129,3 +129,17 @@ def test_facade_output_matches_the_v137_schema() -> None:
     )
     for obj in result.objects():
         kv.validate(object_to_dict(obj), "1.37.0", strict=True)
+
+
+def test_facade_output_passes_sdk_validation() -> None:
+    validation = pytest.importorskip("workloadbuilder.validation")
+    result = simple_workload(
+        name="trainer",
+        namespace="ml",
+        owner=TRAINER,
+        pod_sets=[PodSet(name="workers", replicas=4), PodSet(name="ps", replicas=2, gang=False)],
+        priority_class_name="high",
+        disruption_mode="single",
+    )
+    for obj in result.objects():
+        assert validation.validate_object(obj) == []

@@ -8,6 +8,12 @@ template's priority class, gang minCount defaulting to parallelism clamped to >=
 often invalid, ``spec.scheduling`` building blocks, some of them as updates of an old item.
 Each vector records the exact ``Validate`` error strings and the compiled Workload / PodGroup
 specs.
+
+``test_builder_upstream_tree_vectors.json`` holds 80 random WorkloadItem *trees* (composite and
+leaf items, mixed/duplicate/invalid inputs, random allow-lists, some updates) run through the
+same Go library: ``Validate`` errors, ``BuildWorkload`` result or error, and
+``NewCompositePodGroup`` / ``NewPodGroup`` specs (the latter only for top-level templates, which
+is all upstream can materialise).
 """
 
 from __future__ import annotations
@@ -19,7 +25,18 @@ from typing import Any
 import attrs
 import pytest
 
-from workloadbuilder.api import JobSchedulingConfiguration, OwnerReference, from_dict, to_dict
+from workloadbuilder.api import (
+    JobSchedulingConfiguration,
+    OwnerReference,
+    WorkloadCompositePodGroupDisruptionMode,
+    WorkloadCompositePodGroupSchedulingConstraints,
+    WorkloadCompositePodGroupSchedulingPolicy,
+    WorkloadPodGroupDisruptionMode,
+    WorkloadPodGroupSchedulingConstraints,
+    WorkloadPodGroupSchedulingPolicy,
+    from_dict,
+    to_dict,
+)
 from workloadbuilder.builder import (
     ALL_DISRUPTION_MODES,
     ALL_POLICIES,
@@ -31,9 +48,9 @@ from workloadbuilder.builder import (
 )
 from workloadbuilder.errors import BuildError
 
-_VECTORS = json.loads(
-    (Path(__file__).with_name("test_builder_upstream_vectors.json")).read_text()
-)["cases"]
+_VECTORS = json.loads((Path(__file__).with_name("test_builder_upstream_vectors.json")).read_text())[
+    "cases"
+]
 
 OPTS = BuildOptions(
     name="wl",
@@ -97,3 +114,78 @@ def test_vectors_cover_errors_and_updates() -> None:
     assert len(_VECTORS) >= 100
     assert sum(1 for v in _VECTORS if v["expected"]["errors"]) > 30
     assert sum(1 for v in _VECTORS if "old" in v["input"]) > 20
+
+
+# ------------------------------------------------------------------------------ trees
+
+_TREE_VECTORS = json.loads(
+    (Path(__file__).with_name("test_builder_upstream_tree_vectors.json")).read_text()
+)["cases"]
+
+_TREE_OWNER = OwnerReference(
+    api_version="apps.example.com/v1", kind="Thing", name="t", uid="u", controller=True
+)
+
+
+def _block(value: Any, cls: type[Any]) -> Any:
+    return from_dict(value, cls) if value is not None else None
+
+
+def _tree_item(node: dict[str, Any], path: str) -> WorkloadItem:
+    default = SchedulingConfig(priority_class_name=node["pcn"] or None)
+    if node.get("defaultGang") is not None:
+        default = attrs.evolve(default, policy="gang", min_count=node["defaultGang"])
+    inp = WorkloadInput(
+        policy=_block(node.get("policy"), WorkloadPodGroupSchedulingPolicy),
+        constraints=_block(node.get("constraints"), WorkloadPodGroupSchedulingConstraints),
+        disruption_mode=_block(node.get("mode"), WorkloadPodGroupDisruptionMode),
+        composite_policy=_block(node.get("cpolicy"), WorkloadCompositePodGroupSchedulingPolicy),
+        composite_constraints=_block(
+            node.get("cconstraints"), WorkloadCompositePodGroupSchedulingConstraints
+        ),
+        composite_disruption_mode=_block(
+            node.get("cmode"), WorkloadCompositePodGroupDisruptionMode
+        ),
+        policy_path="schedulingPolicy",
+        constraints_path="schedulingConstraints",
+        disruption_mode_path="disruptionMode",
+    )
+    children = [
+        _tree_item(child, f"{path}.children[{i}]" if path else "")
+        for i, child in enumerate(node.get("children", []))
+    ]
+    return WorkloadItem(
+        name=node["name"], path=path, default_config=default, input=inp, children=children
+    )
+
+
+@pytest.mark.parametrize("vector", _TREE_VECTORS, ids=[f"t{i}" for i in range(len(_TREE_VECTORS))])
+def test_tree_matches_upstream(vector: dict[str, Any]) -> None:
+    case, expected = vector["input"], vector["expected"]
+    opts = BuildOptions(
+        name="wl",
+        namespace="ns",
+        owner=_TREE_OWNER,
+        allowed_policies={("basic", "gang")[p] for p in case["policies"]},
+        allowed_disruption_modes={("single", "all")[m] for m in case["modes"]},
+    )
+    builder = Builder(_tree_item(case["root"], "spec"), opts)
+    old = _tree_item(case["old"], "") if "old" in case else None
+    assert [str(e) for e in builder.validate(old_root=old)] == expected["errors"]
+    if "buildError" in expected:
+        with pytest.raises(BuildError) as info:
+            builder.build_workload()
+        assert str(info.value) == expected["buildError"]
+        return
+    assert to_dict(builder.build_workload().spec) == expected["spec"]
+
+    def materialise(make: Any, name: str) -> Any:
+        try:
+            return to_dict(make(f"{name}-x", name).spec)
+        except BuildError:
+            return None
+
+    cpgs = [materialise(builder.new_composite_pod_group, n) for n in case["cpgs"]]
+    assert cpgs == expected["cpgs"]
+    pgs = [materialise(builder.new_pod_group, n) for n in case["pgs"]]
+    assert pgs == expected["pgs"]

@@ -21,6 +21,7 @@ from workloadbuilder.errors import BuildError, ValidationError
 from workloadbuilder.kinds.generic import (
     GENERIC_API_VERSION,
     POD_SET_ANNOTATION,
+    WORKLOAD_ANNOTATION,
     GenericGroup,
     GenericGroupScheduling,
     GenericPodSet,
@@ -223,11 +224,10 @@ def test_example_file_parses_and_builds() -> None:
         ({"podSets": [{"name": "a"}, {"name": "a"}]}, "spec.podSets[1].name"),
     ],
 )
-def test_invalid_specs_name_the_field(spec: dict[str, Any], path: str | None) -> None:
+def test_invalid_specs_name_the_field(spec: dict[str, Any], path: str) -> None:
     with pytest.raises(ValidationError) as exc:
         plan_generic_dict(doc(spec))
-    if path is not None:
-        assert path in paths(exc), paths(exc)
+    assert path in paths(exc), paths(exc)
 
 
 def test_wrong_kind_is_refused() -> None:
@@ -245,3 +245,34 @@ def test_names_longer_than_a_subdomain_are_rejected() -> None:
     )
     with pytest.raises(ValidationError, match="at most 253"):
         plan_generic(spec)
+
+
+def test_unknown_fields_inside_building_blocks_are_errors() -> None:
+    bad = doc(
+        {
+            "podSets": [{"name": "a", "scheduling": {"schedulingPolicy": {"gang": {"minCnt": 2}}}}],
+            "owner": {"apiVersion": "v1", "kind": "X", "name": "x", "uid": "u", "extra": 1},
+        }
+    )
+    with pytest.raises(ValidationError) as exc:
+        plan_generic_dict(bad)
+    assert paths(exc) == {
+        "spec.podSets[0].scheduling.schedulingPolicy.gang.minCnt",
+        "spec.owner.extra",
+    }
+
+
+def test_pod_workload_annotation_must_match_when_present() -> None:
+    plan = plan_generic_dict(doc({"podSets": [{"name": "a"}]}))
+    mine = {"metadata": {"annotations": {POD_SET_ANNOTATION: "a-0", WORKLOAD_ANNOTATION: "op"}}}
+    other = {"metadata": {"annotations": {POD_SET_ANNOTATION: "a-0", WORKLOAD_ANNOTATION: "x"}}}
+    assert plan.pod_group_for(mine) == "op-a-0"
+    assert plan.pod_group_for(other) is None
+
+
+def test_planned_objects_are_checked_against_api_validation() -> None:
+    deepest = GenericGroup(name="g4", pod_sets=(GenericPodSet(name="p"),))
+    for i in (3, 2, 1, 0):
+        deepest = GenericGroup(name=f"g{i}", groups=(deepest,))
+    with pytest.raises(ValidationError, match="maximum template hierarchy depth is 4"):
+        plan_generic(GenericSpec(name="deep", groups=(deepest,)))

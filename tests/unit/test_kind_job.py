@@ -17,6 +17,7 @@ from workloadbuilder.kinds.job import (
     job_controller_ref,
     job_is_new,
     job_workload_item,
+    link_job_pod,
     management_mode,
     plan_job,
 )
@@ -313,6 +314,8 @@ def test_pod_group_for() -> None:
     assert plan.pod_group_for(elsewhere) is None
     linked = {**_pod(), "spec": {"schedulingGroup": {"podGroupName": PG}}}
     assert plan.pod_group_for(linked) == PG
+    linked_elsewhere = {**owned, "spec": {"schedulingGroup": {"podGroupName": "byo"}}}
+    assert plan.pod_group_for(linked_elsewhere) is None
     assert plan.pod_group_for(_pod()) is None
 
 
@@ -358,3 +361,72 @@ def test_plan_objects_match_the_v137_schema() -> None:
     ).with_workload_uid("wl-uid")
     for obj in plan.objects():
         kv.validate(object_to_dict(obj), "1.37.0", strict=True)
+
+
+@pytest.mark.parametrize(
+    ("doc", "module", "func"),
+    [
+        (
+            {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet"},
+            "workloadbuilder.kinds.jobset",
+            "plan_jobset",
+        ),
+        (
+            {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet"},
+            "workloadbuilder.kinds.lws",
+            "plan_lws",
+        ),
+        (
+            {"apiVersion": "workloadbuilder.io/v1alpha1", "kind": "GenericWorkload"},
+            "workloadbuilder.kinds.generic",
+            "plan_generic_dict",
+        ),
+    ],
+)
+def test_plan_for_routes_to_the_other_adapters(
+    doc: dict[str, Any], module: str, func: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mod = pytest.importorskip(module)
+    sentinel = plan_job(make_job())
+    calls: list[Any] = []
+
+    def fake(d: Any, **kwargs: Any) -> Plan:
+        calls.append((d, kwargs))
+        return sentinel
+
+    monkeypatch.setattr(mod, func, fake)
+    assert plan_for(doc, revision="r") is sentinel
+    assert calls == [(doc, {"revision": "r"})]
+
+
+def test_link_job_pod_like_the_job_controller() -> None:
+    pod = _pod(ownerReferences=[JOB_REF])
+    pod["spec"] = {"containers": [{"name": "c", "image": "busybox"}]}
+    linked = link_job_pod(pod, PG, "pg-uid")
+    assert linked["spec"]["schedulingGroup"] == {"podGroupName": PG}
+    assert linked["metadata"]["ownerReferences"] == [
+        JOB_REF,
+        {
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "PodGroup",
+            "name": PG,
+            "uid": "pg-uid",
+        },
+    ]
+    assert "schedulingGroup" not in pod["spec"]  # the input is not modified
+    assert link_job_pod(linked, PG, "pg-uid") == linked  # idempotent
+    assert plan_job(make_job()).pod_group_for(linked) == PG
+
+
+def test_plan_objects_pass_sdk_validation() -> None:
+    validation = pytest.importorskip("workloadbuilder.validation")
+    plan = plan_job(
+        make_job(
+            scheduling={
+                "schedulingPolicy": {"gang": {}},
+                "schedulingConstraints": {"topology": [{"key": "zone"}]},
+            }
+        )
+    ).with_workload_uid("wl-uid")
+    for obj in plan.objects():
+        assert validation.validate_object(obj) == []

@@ -7,6 +7,8 @@ import hashlib
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from workloadbuilder.api import PodGroup, Workload
 from workloadbuilder.errors import BuildError, ValidationError
@@ -514,3 +516,60 @@ def test_min_count_patches_follow_the_plan() -> None:
         "spec": {"schedulingPolicy": {"gang": {"minCount": 6}}}
     }
     assert plan.min_count_patch is not None
+
+
+# --------------------------------------------------------------------------- properties
+
+_label = st.from_regex(r"[a-z]([a-z0-9-]{0,40}[a-z0-9])?", fullmatch=True)
+
+
+@st.composite
+def jobsets(draw: st.DrawFn) -> dict[str, Any]:
+    names = draw(st.lists(_label, min_size=1, max_size=4, unique=True))
+    rjobs = [rjob(n, draw(st.integers(1, 3)), draw(st.integers(1, 4))) for n in names]
+    mode = draw(st.sampled_from(["top", "basic", "entries", "per-job", "depends"]))
+    scheduling: dict[str, Any] = {}
+    if mode == "basic":
+        scheduling = {"schedulingPolicy": {"basic": {}}}
+    elif mode == "entries":
+        scheduling = {"replicatedJobs": [{"targetReplicatedJobs": names}]}
+    elif mode == "per-job":
+        scheduling = {
+            "replicatedJobs": [
+                {"targetReplicatedJobs": [n], "job": {"schedulingPolicy": {"gang": {}}}}
+                for n in names
+            ]
+        }
+    elif mode == "depends" and len(rjobs) > 1:
+        rjobs[1]["dependsOn"] = [{"name": names[0], "status": "Ready"}]
+    return jobset(scheduling, rjobs, name=draw(_label), namespace=draw(_label))
+
+
+@settings(max_examples=40, deadline=None)
+@given(jobsets())
+def test_any_jobset_plans_valid_objects_or_says_why(doc: dict[str, Any]) -> None:
+    from workloadbuilder.validation import validate_object
+
+    try:
+        plan = plan_jobset(doc)
+    except ValidationError as e:
+        assert e.errors and all(err.path for err in e.errors)
+        return
+    pod_groups = {pg.metadata.name for pg in plan.pod_groups}
+    templates_ = {t.name for t in plan.workload.spec.pod_group_templates}
+    assert len(pod_groups) == len(plan.pod_groups) == len(templates_)
+    for obj in plan.objects():
+        assert validate_object(obj) == []
+        assert len(obj.metadata.name or "") <= 63
+    # every child Job maps to a planned PodGroup, and gang minCounts cover exactly the pods
+    total = sum(
+        rj["replicas"] * rj["template"]["spec"]["parallelism"]
+        for rj in doc["spec"]["replicatedJobs"]
+    )
+    jobs = jobset_child_jobs(doc)
+    assert len(jobs) == sum(rj["replicas"] for rj in doc["spec"]["replicatedJobs"])
+    assert {j.pod_group_name for j in jobs} == pod_groups
+    assert {j.template_name for j in jobs} == templates_
+    gangs = [min_count(pg) for pg in plan.pod_groups]
+    if all(g is not None for g in gangs):
+        assert sum(g for g in gangs if g is not None) == total

@@ -201,6 +201,10 @@ def test_pod_group_for_reads_the_group_index_label() -> None:
     pod = {"metadata": {"namespace": "ns", "labels": {GROUP_INDEX_LABEL: "1"}}}
     assert plan.pod_group_for(pod) == "web-1"
     assert plan.pod_group_for({"metadata": {"namespace": "ns", "labels": {}}}) is None
+    named = {"metadata": {"labels": {NAME_LABEL: "web", GROUP_INDEX_LABEL: "0"}}}
+    assert plan.pod_group_for(named) == "web-0"
+    other_lws = {"metadata": {"labels": {NAME_LABEL: "api", GROUP_INDEX_LABEL: "0"}}}
+    assert plan.pod_group_for(other_lws) is None
 
 
 def test_no_scheduling_or_delegated_builds_nothing() -> None:
@@ -333,3 +337,15 @@ def test_invalid_subgroup_policies(subgroup: dict[str, Any] | None, size: int, p
     with pytest.raises(ValidationError) as exc:
         plan_lws(doc)
     assert path in paths(exc)
+
+
+def test_basic_subgroups_refuse_all_disruption() -> None:
+    doc = lws(
+        {"schedulingPolicy": {"basic": {}}, "disruptionMode": {"all": {}}},
+        size=4,
+        annotations={SUBGROUP_EXCLUSIVE_TOPOLOGY_ANNOTATION: RACK},
+        subgroup={"subGroupSize": 2},
+    )
+    with pytest.raises(ValidationError) as exc:
+        plan_lws(doc)
+    assert "spec.scheduling.disruptionMode" in paths(exc)

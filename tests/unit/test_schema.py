@@ -9,11 +9,20 @@ v1alpha3 Workload / PodGroup / CompositePodGroup.
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 from typing import Any
 
 import kubernetes_validate
 import pytest
-from fixtures.manifests import built_objects, case_manifests, manifests, owned_manifests
+import yaml
+from fixtures.manifests import (
+    EXAMPLES_DIR,
+    built_objects,
+    case_manifests,
+    manifests,
+    owned_manifests,
+)
 
 from workloadbuilder.api import object_from_dict
 
@@ -132,3 +141,18 @@ def test_builder_facade_objects_conform() -> None:
     )
     for obj in plan.objects():
         assert schema_errors(object_to_dict(obj)) is None
+
+
+def test_python_example_prints_conforming_objects() -> None:
+    script = EXAMPLES_DIR / "custom_operator.py"
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    docs = [d for d in yaml.safe_load_all(proc.stdout) if d]
+    assert [d["kind"] for d in docs] == ["Workload", "PodGroup", "PodGroup"]
+    for d in docs:
+        assert schema_errors(d) is None
+    names = {d["metadata"]["name"] for d in docs[1:]}
+    assert all(f"#   {k}: " in proc.stdout for k in ("driver", "workers"))
+    assert all(n in proc.stdout.split("# pod set")[1] for n in names)

@@ -58,7 +58,11 @@ def test_gated_fields_kept_when_the_old_object_uses_them() -> None:
     assert drop_disabled_fields(old, old, gates=OFF) == old
     assert validate_workload(old, old, gates=OFF) == []
     changed = workload(
-        {"podGroupTemplates": [{**GATED_TEMPLATE, "schedulingConstraints": {"topology": [{"key": "zone"}]}}]}
+        {
+            "podGroupTemplates": [
+                {**GATED_TEMPLATE, "schedulingConstraints": {"topology": [{"key": "zone"}]}}
+            ]
+        }
     )
     assert [str(e) for e in validate_workload(changed, old, gates=OFF)] == [
         "spec.podGroupTemplates[0].schedulingConstraints: Forbidden",
@@ -67,11 +71,16 @@ def test_gated_fields_kept_when_the_old_object_uses_them() -> None:
 
 
 def test_composite_templates_dropped_without_the_gate() -> None:
-    spec = {"compositePodGroupTemplates": [{"name": "c", "schedulingPolicy": {"basic": {}}, "podGroupTemplates": [template()]}]}
+    spec = {
+        "compositePodGroupTemplates": [
+            {"name": "c", "schedulingPolicy": {"basic": {}}, "podGroupTemplates": [template()]}
+        ]
+    }
     w = workload(spec)
     assert validate_workload(w) == []
     assert [str(e) for e in validate_workload(w, gates=OFF)] == [
-        'spec: Invalid value: "": must specify one of: `podGroupTemplates`, `compositePodGroupTemplates`'
+        'spec: Invalid value: "": must specify one of: `podGroupTemplates`, '
+        "`compositePodGroupTemplates`"
     ]
 
 
@@ -88,7 +97,12 @@ def test_pod_group_gated_fields() -> None:
     stored = drop_disabled_fields(pg, gates=OFF)
     assert isinstance(stored, PodGroup)
     s = stored.spec
-    assert (s.parent_composite_pod_group_name, s.scheduling_constraints, s.resource_claims, s.preemption_policy) == (
+    assert (
+        s.parent_composite_pod_group_name,
+        s.scheduling_constraints,
+        s.resource_claims,
+        s.preemption_policy,
+    ) == (
         None,
         None,
         (),
@@ -128,7 +142,9 @@ def test_composite_pod_group_preemption_policy_gate() -> None:
     assert isinstance(stored, CompositePodGroup)
     assert stored.spec.preemption_policy is None
     assert validate_composite_pod_group(cpg, gates=OFF) == []
-    changed = attrs.evolve(cpg, spec=attrs.evolve(cpg.spec, preemption_policy="PreemptLowerPriority"))
+    changed = attrs.evolve(
+        cpg, spec=attrs.evolve(cpg.spec, preemption_policy="PreemptLowerPriority")
+    )
     assert [str(e) for e in validate_composite_pod_group(changed, cpg, gates=OFF)] == [
         "spec.preemptionPolicy: Forbidden",
         "spec.preemptionPolicy: Invalid value: null: field is immutable",

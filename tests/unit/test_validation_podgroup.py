@@ -32,7 +32,10 @@ def cpg(spec: dict[str, Any] | None = None, **meta: Any) -> CompositePodGroup:
     }
     metadata = {"name": "cpg", "namespace": "default", **meta}
     return from_dict(
-        {"metadata": {k: v for k, v in metadata.items() if v is not None}, "spec": {**base, **(spec or {})}},
+        {
+            "metadata": {k: v for k, v in metadata.items() if v is not None},
+            "spec": {**base, **(spec or {})},
+        },
         CompositePodGroup,
     )
 
@@ -68,7 +71,9 @@ def test_pod_group_name_and_namespace() -> None:
     assert pg_errors({"schedulingPolicy": GANG}, name="a.b") == []
     errs = validate_pod_group(pod_group(name="Bad"))
     assert [(e.path, e.type) for e in errs] == [("metadata.name", "Invalid value")]
-    assert pg_errors({"schedulingPolicy": GANG}, namespace=None) == ["metadata.namespace: Required value"]
+    assert pg_errors({"schedulingPolicy": GANG}, namespace=None) == [
+        "metadata.namespace: Required value"
+    ]
 
 
 def test_parent_requires_workload_ref() -> None:
@@ -87,7 +92,9 @@ def test_pod_group_parent_name_format() -> None:
         "workloadRef": {"workloadName": "w", "templateName": "t"},
     }
     errs = validate_pod_group(pod_group(spec))
-    assert [(e.path, e.type) for e in errs] == [("spec.parentCompositePodGroupName", "Invalid value")]
+    assert [(e.path, e.type) for e in errs] == [
+        ("spec.parentCompositePodGroupName", "Invalid value")
+    ]
 
 
 def test_workload_reference() -> None:
@@ -101,9 +108,21 @@ def test_workload_reference() -> None:
 @pytest.mark.parametrize(
     ("field", "value", "expected"),
     [
-        ("schedulingPolicy", {}, 'spec.schedulingPolicy: Invalid value: "": must specify one of: `basic`, `gang`'),
-        ("schedulingPolicy", {"gang": {"minCount": 0}}, "spec.schedulingPolicy.gang.minCount: Required value"),
-        ("disruptionMode", {}, 'spec.disruptionMode: Invalid value: "": must specify one of: `single`, `all`'),
+        (
+            "schedulingPolicy",
+            {},
+            'spec.schedulingPolicy: Invalid value: "": must specify one of: `basic`, `gang`',
+        ),
+        (
+            "schedulingPolicy",
+            {"gang": {"minCount": 0}},
+            "spec.schedulingPolicy.gang.minCount: Required value",
+        ),
+        (
+            "disruptionMode",
+            {},
+            'spec.disruptionMode: Invalid value: "": must specify one of: `single`, `all`',
+        ),
         (
             "schedulingConstraints",
             {"topology": [{"key": "a"}, {"key": "b"}]},
@@ -128,9 +147,9 @@ def test_workload_reference() -> None:
     ],
 )
 def test_pod_group_spec_rules(field: str, value: Any, expected: str) -> None:
-    assert pg_errors({"schedulingPolicy": GANG, field: value} if field != "schedulingPolicy" else {field: value}) == [
-        expected
-    ]
+    assert pg_errors(
+        {"schedulingPolicy": GANG, field: value} if field != "schedulingPolicy" else {field: value}
+    ) == [expected]
 
 
 def test_pod_group_disruption_mode_defaults_to_single() -> None:
@@ -153,10 +172,12 @@ def test_valid_composite_pod_group() -> None:
 
 def test_composite_pod_group_rules() -> None:
     assert cpg_errors({"schedulingPolicy": {"gang": {"minGroupCount": -1}}}) == [
-        "spec.schedulingPolicy.gang.minGroupCount: Invalid value: -1: must be greater than or equal to 1"
+        "spec.schedulingPolicy.gang.minGroupCount: Invalid value: -1: must be greater than or "
+        "equal to 1"
     ]
     assert cpg_errors({"schedulingPolicy": {"basic": {}, "gang": {"minGroupCount": 1}}}) == [
-        'spec.schedulingPolicy: Invalid value: "{basic, gang}": must specify exactly one of: `basic`, `gang`'
+        'spec.schedulingPolicy: Invalid value: "{basic, gang}": must specify exactly one of: '
+        "`basic`, `gang`"
     ]
     assert cpg_errors({"workloadRef": {"workloadName": "w", "templateName": ""}}) == [
         "spec.workloadRef.templateName: Required value"
@@ -165,10 +186,13 @@ def test_composite_pod_group_rules() -> None:
         'spec.schedulingConstraints.topology[0].key: Invalid value: "a b": name part must consist'
     )
     assert cpg_errors({"disruptionMode": {"single": {}, "all": {}}}) == [
-        'spec.disruptionMode: Invalid value: "{single, all}": must specify exactly one of: `single`, `all`'
+        'spec.disruptionMode: Invalid value: "{single, all}": must specify exactly one of: '
+        "`single`, `all`"
     ]
     errs = validate_composite_pod_group(cpg({"parentCompositePodGroupName": "Bad"}))
-    assert [(e.path, e.type) for e in errs] == [("spec.parentCompositePodGroupName", "Invalid value")]
+    assert [(e.path, e.type) for e in errs] == [
+        ("spec.parentCompositePodGroupName", "Invalid value")
+    ]
     errs = validate_composite_pod_group(cpg(name="Bad"))
     assert [(e.path, e.type) for e in errs] == [("metadata.name", "Invalid value")]
 
@@ -186,4 +210,4 @@ def test_validate_object_dispatches() -> None:
     assert validate_object(pod_group()) == []
     assert validate_object(cpg()) == []
     with pytest.raises(TypeError):
-        validate_object(pod_group(), cpg())  # type: ignore[arg-type]
+        validate_object(pod_group(), cpg())

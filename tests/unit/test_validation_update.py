@@ -42,10 +42,16 @@ def test_unchanged_workload_update_is_valid() -> None:
 
 def test_workload_gang_min_count_is_mutable() -> None:
     old = workload({"podGroupTemplates": [pgt("a"), pgt("b")]})
-    new = workload({"podGroupTemplates": [pgt("a"), pgt("b", schedulingPolicy={"gang": {"minCount": 9}})]})
+    new = workload(
+        {"podGroupTemplates": [pgt("a"), pgt("b", schedulingPolicy={"gang": {"minCount": 9}})]}
+    )
     assert w_errors(new, old) == []
-    zero = workload({"podGroupTemplates": [pgt("a", schedulingPolicy={"gang": {"minCount": 0}}), pgt("b")]})
-    assert w_errors(zero, old) == ["spec.podGroupTemplates[0].schedulingPolicy.gang.minCount: Required value"]
+    zero = workload(
+        {"podGroupTemplates": [pgt("a", schedulingPolicy={"gang": {"minCount": 0}}), pgt("b")]}
+    )
+    assert w_errors(zero, old) == [
+        "spec.podGroupTemplates[0].schedulingPolicy.gang.minCount: Required value"
+    ]
 
 
 def test_workload_templates_cannot_be_added_or_removed() -> None:
@@ -64,7 +70,10 @@ def test_workload_templates_cannot_be_added_or_removed() -> None:
 def test_workload_template_fields_are_immutable() -> None:
     old = workload({"podGroupTemplates": [pgt("a", priority=1)]})
     cases = {
-        "priority": (pgt("a", priority=2), "spec.podGroupTemplates[0].priority: Invalid value: null: field is immutable"),
+        "priority": (
+            pgt("a", priority=2),
+            "spec.podGroupTemplates[0].priority: Invalid value: null: field is immutable",
+        ),
         "disruption": (
             pgt("a", priority=1, disruptionMode={"all": {}}),
             "spec.podGroupTemplates[0].disruptionMode: Invalid value: null: field is immutable",
@@ -75,7 +84,8 @@ def test_workload_template_fields_are_immutable() -> None:
         ),
         "constraints": (
             pgt("a", priority=1, schedulingConstraints={"topology": [{"key": "rack"}]}),
-            "spec.podGroupTemplates[0].schedulingConstraints: Invalid value: null: field is immutable",
+            "spec.podGroupTemplates[0].schedulingConstraints: Invalid value: null: field is "
+            "immutable",
         ),
         "claims": (
             pgt("a", priority=1, resourceClaims=[{"name": "c", "resourceClaimName": "r"}]),
@@ -95,11 +105,13 @@ def test_workload_policy_variant_cannot_switch() -> None:
     basic = workload({"podGroupTemplates": [pgt("a", schedulingPolicy={"basic": {}})]})
     assert w_errors(basic, old) == [
         "spec.podGroupTemplates[0].schedulingPolicy.basic: Invalid value: null: field is immutable",
-        "spec.podGroupTemplates[0].schedulingPolicy.gang: Invalid value: null: field cannot be cleared once set",
+        "spec.podGroupTemplates[0].schedulingPolicy.gang: Invalid value: null: field cannot be "
+        "cleared once set",
     ]
     assert w_errors(old, basic) == [
         "spec.podGroupTemplates[0].schedulingPolicy.basic: Invalid value: null: field is immutable",
-        "spec.podGroupTemplates[0].schedulingPolicy.gang: Invalid value: null: field cannot be set once created",
+        "spec.podGroupTemplates[0].schedulingPolicy.gang: Invalid value: null: field cannot be "
+        "set once created",
     ]
 
 
@@ -146,11 +158,16 @@ def pod_group(spec: dict[str, Any], **meta: Any) -> PodGroup:
 
 
 def test_pod_group_min_count_mutable_everything_else_immutable() -> None:
-    old = pod_group({"schedulingPolicy": {"gang": {"minCount": 4}}, "workloadRef": {"workloadName": "w", "templateName": "t"}})
+    old = pod_group(
+        {
+            "schedulingPolicy": {"gang": {"minCount": 4}},
+            "workloadRef": {"workloadName": "w", "templateName": "t"},
+        }
+    )
     policy = PodGroupSchedulingPolicy(gang=GangSchedulingPolicy(min_count=8))
     grown = attrs.evolve(old, spec=attrs.evolve(old.spec, scheduling_policy=policy))
     assert validate_pod_group(grown, old) == []
-    cases = {
+    cases: dict[str, dict[str, Any]] = {
         "workloadRef": {"workloadRef": {"workloadName": "w2", "templateName": "t"}},
         "disruptionMode": {"disruptionMode": {"all": {}}},
         "priority": {"priority": 3},
@@ -160,7 +177,10 @@ def test_pod_group_min_count_mutable_everything_else_immutable() -> None:
         "schedulingConstraints": {"schedulingConstraints": {"topology": [{"key": "rack"}]}},
         "parentCompositePodGroupName": {"parentCompositePodGroupName": "p"},
     }
-    base = {"schedulingPolicy": {"gang": {"minCount": 4}}, "workloadRef": {"workloadName": "w", "templateName": "t"}}
+    base: dict[str, Any] = {
+        "schedulingPolicy": {"gang": {"minCount": 4}},
+        "workloadRef": {"workloadName": "w", "templateName": "t"},
+    }
     for field, change in cases.items():
         errs = [str(e) for e in validate_pod_group(pod_group({**base, **change}), old)]
         assert errs == [f"spec.{field}: Invalid value: null: field is immutable"], field

@@ -29,7 +29,9 @@ def pgt(name: str, **extra: Any) -> dict[str, Any]:
     return {"name": name, "schedulingPolicy": {"gang": {"minCount": 2}}, **extra}
 
 
-def cpgt(name: str, pgts: list[Any] | None = None, cpgts: list[Any] | None = None, **extra: Any) -> dict[str, Any]:
+def cpgt(
+    name: str, pgts: list[Any] | None = None, cpgts: list[Any] | None = None, **extra: Any
+) -> dict[str, Any]:
     out: dict[str, Any] = {"name": name, "schedulingPolicy": {"basic": {}}, **extra}
     if pgts:
         out["podGroupTemplates"] = pgts
@@ -61,13 +63,17 @@ def test_minimal_workload_is_valid() -> None:
 
 
 def test_metadata_name_required_unless_generate_name() -> None:
-    assert errors(workload(name=None)) == ["metadata.name: Required value: name or generateName is required"]
+    assert errors(workload(name=None)) == [
+        "metadata.name: Required value: name or generateName is required"
+    ]
     assert errors(workload(name=None, generateName="w-")) == []
 
 
 def test_metadata_name_is_dns_subdomain() -> None:
     assert errors(workload(name="a.b-c")) == []
-    assert errors(workload(name="Bad_Name")) == [f'metadata.name: Invalid value: "Bad_Name": {SUBDOMAIN_MSG}']
+    assert errors(workload(name="Bad_Name")) == [
+        f'metadata.name: Invalid value: "Bad_Name": {SUBDOMAIN_MSG}'
+    ]
 
 
 def test_metadata_generate_name_is_validated_as_prefix() -> None:
@@ -87,7 +93,9 @@ def test_metadata_namespace_required_and_dns_label() -> None:
 
 
 def test_metadata_labels_annotations_finalizers_owner_references() -> None:
-    assert errors(workload(labels={"ok": "v"}, annotations={"a/b": "x"}, finalizers=["x.io/f"])) == []
+    assert (
+        errors(workload(labels={"ok": "v"}, annotations={"a/b": "x"}, finalizers=["x.io/f"])) == []
+    )
     bad = errors(workload(labels={"bad key": "v"}))
     assert bad and bad[0].startswith('metadata.labels: Invalid value: "bad key": name part must')
     assert errors(workload(annotations={"Example.com/Key": "v"})) == []  # keys lower-cased first
@@ -104,9 +112,12 @@ def test_metadata_labels_annotations_finalizers_owner_references() -> None:
     assert errors(workload(ownerReferences=[ref])) == []
     two = errors(workload(ownerReferences=[ref, {**ref, "name": "k"}]))
     assert len(two) == 1 and two[0].endswith(
-        'Only one reference can have Controller set to true. Found "true" in references for Job/j and Job/k'
+        'Only one reference can have Controller set to true. Found "true" in references for Job/j '
+        "and Job/k"
     )
-    missing = errors(workload(ownerReferences=[{"apiVersion": "", "kind": "", "name": "", "uid": ""}]))
+    missing = errors(
+        workload(ownerReferences=[{"apiVersion": "", "kind": "", "name": "", "uid": ""}])
+    )
     assert missing == [
         "metadata.ownerReferences[0].apiVersion: Required value: must not be empty",
         "metadata.ownerReferences[0].kind: Required value: must not be empty",
@@ -121,11 +132,13 @@ def test_metadata_labels_annotations_finalizers_owner_references() -> None:
 def test_exactly_one_template_list() -> None:
     assert errors(workload({"compositePodGroupTemplates": [cpgt("c", [pgt("a")])]})) == []
     assert errors(workload({})) == [
-        'spec: Invalid value: "": must specify one of: `podGroupTemplates`, `compositePodGroupTemplates`'
+        'spec: Invalid value: "": must specify one of: `podGroupTemplates`, '
+        "`compositePodGroupTemplates`"
     ]
     both = {"podGroupTemplates": [pgt("a")], "compositePodGroupTemplates": [cpgt("c", [pgt("b")])]}
     assert errors(workload(both)) == [
-        'spec: Invalid value: "{podGroupTemplates, compositePodGroupTemplates}": must specify exactly '
+        'spec: Invalid value: "{podGroupTemplates, compositePodGroupTemplates}": must specify '
+        "exactly "
         "one of: `podGroupTemplates`, `compositePodGroupTemplates`"
     ]
 
@@ -139,10 +152,15 @@ def test_at_most_eight_templates_per_list() -> None:
     ]
     nested = workload({"compositePodGroupTemplates": [cpgt("c", [pgt(f"t{i}") for i in range(9)])]})
     assert errors(nested) == [
-        "spec.compositePodGroupTemplates[0].podGroupTemplates: Too many: 9: must have at most 8 items"
+        "spec.compositePodGroupTemplates[0].podGroupTemplates: Too many: 9: must have at most 8 "
+        "items"
     ]
-    top = workload({"compositePodGroupTemplates": [cpgt(f"c{i}", [pgt(f"t{i}")]) for i in range(9)]})
-    assert errors(top) == ["spec.compositePodGroupTemplates: Too many: 9: must have at most 8 items"]
+    top = workload(
+        {"compositePodGroupTemplates": [cpgt(f"c{i}", [pgt(f"t{i}")]) for i in range(9)]}
+    )
+    assert errors(top) == [
+        "spec.compositePodGroupTemplates: Too many: 9: must have at most 8 items"
+    ]
 
 
 def test_template_name_is_dns_label() -> None:
@@ -181,12 +199,19 @@ def test_depth_at_most_four_levels() -> None:
     four = cpgt("l1", cpgts=[cpgt("l2", cpgts=[cpgt("l3", cpgts=[cpgt("l4", [pgt("leaf")])])])])
     errs = validate_workload(workload({"compositePodGroupTemplates": [four]}))
     assert [(e.path, e.type, e.detail) for e in errs] == [
-        ("spec.compositePodGroupTemplates[0]", "Invalid value", "maximum template hierarchy depth is 4")
+        (
+            "spec.compositePodGroupTemplates[0]",
+            "Invalid value",
+            "maximum template hierarchy depth is 4",
+        )
     ]
 
 
 def test_priorities_identical_across_templates() -> None:
-    same = [pgt("a", priority=5, priorityClassName="high"), pgt("b", priority=5, priorityClassName="high")]
+    same = [
+        pgt("a", priority=5, priorityClassName="high"),
+        pgt("b", priority=5, priorityClassName="high"),
+    ]
     assert errors(workload({"podGroupTemplates": same})) == []
     assert errors(workload({"podGroupTemplates": [pgt("a", priority=5), pgt("b")]})) == [
         "spec: Invalid value: null: detected multiple priority configurations"
@@ -211,7 +236,8 @@ def test_composite_template_needs_a_child() -> None:
     ]
     nested = errors(workload({"compositePodGroupTemplates": [cpgt("c", cpgts=[cpgt("d")])]}))
     assert nested == [
-        'spec.compositePodGroupTemplates[0].compositePodGroupTemplates[0]: Invalid value: "d": must '
+        'spec.compositePodGroupTemplates[0].compositePodGroupTemplates[0]: Invalid value: "d": '
+        "must "
         "have at least one child PodGroupTemplate or CompositePodGroupTemplate"
     ]
 
@@ -224,7 +250,13 @@ def test_composite_template_needs_a_child() -> None:
     [
         ({"basic": {}}, []),
         ({"gang": {"minCount": 1}}, []),
-        ({}, ['spec.podGroupTemplates[0].schedulingPolicy: Invalid value: "": must specify one of: `basic`, `gang`']),
+        (
+            {},
+            [
+                'spec.podGroupTemplates[0].schedulingPolicy: Invalid value: "": must specify one '
+                "of: `basic`, `gang`"
+            ],
+        ),
         (
             {"basic": {}, "gang": {"minCount": 1}},
             [
@@ -232,18 +264,25 @@ def test_composite_template_needs_a_child() -> None:
                 "specify exactly one of: `basic`, `gang`"
             ],
         ),
-        ({"gang": {"minCount": 0}}, ["spec.podGroupTemplates[0].schedulingPolicy.gang.minCount: Required value"]),
+        (
+            {"gang": {"minCount": 0}},
+            ["spec.podGroupTemplates[0].schedulingPolicy.gang.minCount: Required value"],
+        ),
         (
             {"gang": {"minCount": -2}},
             [
-                "spec.podGroupTemplates[0].schedulingPolicy.gang.minCount: Invalid value: -2: must be "
+                "spec.podGroupTemplates[0].schedulingPolicy.gang.minCount: Invalid value: -2: "
+                "must be "
                 "greater than or equal to 1"
             ],
         ),
     ],
 )
 def test_scheduling_policy(policy: dict[str, Any], expected: list[str]) -> None:
-    assert errors(workload({"podGroupTemplates": [{"name": "a", "schedulingPolicy": policy}]})) == expected
+    assert (
+        errors(workload({"podGroupTemplates": [{"name": "a", "schedulingPolicy": policy}]}))
+        == expected
+    )
 
 
 def test_composite_scheduling_policy() -> None:
@@ -255,20 +294,24 @@ def test_composite_scheduling_policy() -> None:
     ]
     empty = cpgt("c", [pgt("a")], schedulingPolicy={})
     assert errors(workload({"compositePodGroupTemplates": [empty]})) == [
-        'spec.compositePodGroupTemplates[0].schedulingPolicy: Invalid value: "": must specify one of: '
+        'spec.compositePodGroupTemplates[0].schedulingPolicy: Invalid value: "": must specify one '
+        "of: "
         "`basic`, `gang`"
     ]
 
 
 def test_disruption_mode_union() -> None:
-    for mode in ({"single": {}}, {"all": {}}):
+    modes: list[dict[str, Any]] = [{"single": {}}, {"all": {}}]
+    for mode in modes:
         assert errors(workload({"podGroupTemplates": [pgt("a", disruptionMode=mode)]})) == []
     assert errors(workload({"podGroupTemplates": [pgt("a", disruptionMode={})]})) == [
-        'spec.podGroupTemplates[0].disruptionMode: Invalid value: "": must specify one of: `single`, `all`'
+        'spec.podGroupTemplates[0].disruptionMode: Invalid value: "": must specify one of: '
+        "`single`, `all`"
     ]
     both = pgt("a", disruptionMode={"single": {}, "all": {}})
     assert errors(workload({"podGroupTemplates": [both]})) == [
-        'spec.podGroupTemplates[0].disruptionMode: Invalid value: "{single, all}": must specify exactly '
+        'spec.podGroupTemplates[0].disruptionMode: Invalid value: "{single, all}": must specify '
+        "exactly "
         "one of: `single`, `all`"
     ]
 
@@ -278,11 +321,13 @@ def test_topology_constraints() -> None:
     assert errors(workload({"podGroupTemplates": [one]})) == []
     two = pgt("a", schedulingConstraints={"topology": [{"key": "a"}, {"key": "b"}]})
     assert errors(workload({"podGroupTemplates": [two]})) == [
-        "spec.podGroupTemplates[0].schedulingConstraints.topology: Too many: 2: must have at most 1 item"
+        "spec.podGroupTemplates[0].schedulingConstraints.topology: Too many: 2: must have at most "
+        "1 item"
     ]
     bad = pgt("a", schedulingConstraints={"topology": [{"key": "/x"}]})
     assert errors(workload({"podGroupTemplates": [bad]})) == [
-        'spec.podGroupTemplates[0].schedulingConstraints.topology[0].key: Invalid value: "/x": prefix '
+        'spec.podGroupTemplates[0].schedulingConstraints.topology[0].key: Invalid value: "/x": '
+        "prefix "
         "part must be non-empty"
     ]
     empty = pgt("a", schedulingConstraints={"topology": [{"key": ""}]})
@@ -291,7 +336,8 @@ def test_topology_constraints() -> None:
     ]
     cpg = cpgt("c", [pgt("a")], schedulingConstraints={"topology": [{"key": "a"}, {"key": "b"}]})
     assert errors(workload({"compositePodGroupTemplates": [cpg]})) == [
-        "spec.compositePodGroupTemplates[0].schedulingConstraints.topology: Too many: 2: must have at "
+        "spec.compositePodGroupTemplates[0].schedulingConstraints.topology: Too many: 2: must "
+        "have at "
         "most 1 item"
     ]
 
@@ -317,7 +363,8 @@ def test_resource_claims() -> None:
     bad_names = [{"name": "C", "resourceClaimName": "Bad_Claim"}]
     assert errors(workload({"podGroupTemplates": [pgt("a", resourceClaims=bad_names)]})) == [
         f'spec.podGroupTemplates[0].resourceClaims[0].name: Invalid value: "C": {LABEL_MSG}',
-        f'spec.podGroupTemplates[0].resourceClaims[0].resourceClaimName: Invalid value: "Bad_Claim": '
+        f"spec.podGroupTemplates[0].resourceClaims[0].resourceClaimName: Invalid value: "
+        f'"Bad_Claim": '
         f"{SUBDOMAIN_MSG}",
     ]
     dup = [{"name": "c", "resourceClaimName": "x"}, {"name": "c", "resourceClaimName": "y"}]
@@ -328,23 +375,30 @@ def test_resource_claims() -> None:
 
 
 def test_priority_class_name_priority_and_preemption_policy() -> None:
-    ok = pgt("a", priorityClassName="high.example", priority=1_000_000_000, preemptionPolicy="Never")
+    ok = pgt(
+        "a", priorityClassName="high.example", priority=1_000_000_000, preemptionPolicy="Never"
+    )
     assert errors(workload({"podGroupTemplates": [ok]})) == []
     assert errors(workload({"podGroupTemplates": [pgt("a", priorityClassName="Bad")]})) == [
         f'spec.podGroupTemplates[0].priorityClassName: Invalid value: "Bad": {SUBDOMAIN_MSG}'
     ]
     assert errors(workload({"podGroupTemplates": [pgt("a", priority=1_000_000_001)]})) == [
-        "spec.podGroupTemplates[0].priority: Invalid value: 1000000001: must be less than or equal to "
+        "spec.podGroupTemplates[0].priority: Invalid value: 1000000001: must be less than or "
+        "equal to "
         "1000000000"
     ]
     assert errors(workload({"podGroupTemplates": [pgt("a", preemptionPolicy="Always")]})) == [
-        'spec.podGroupTemplates[0].preemptionPolicy: Unsupported value: "Always": supported values: '
+        'spec.podGroupTemplates[0].preemptionPolicy: Unsupported value: "Always": supported '
+        "values: "
         '"Never", "PreemptLowerPriority"'
     ]
 
 
 def test_controller_ref() -> None:
-    ok = {"podGroupTemplates": [pgt("a")], "controllerRef": {"apiGroup": "batch", "kind": "Job", "name": "j"}}
+    ok = {
+        "podGroupTemplates": [pgt("a")],
+        "controllerRef": {"apiGroup": "batch", "kind": "Job", "name": "j"},
+    }
     assert errors(workload(ok)) == []
     bad = copy.deepcopy(ok)
     bad["controllerRef"] = {"apiGroup": "Bad_Group", "kind": "a/b", "name": ".."}

@@ -43,6 +43,7 @@ from workloadbuilder.builder._types import (
     BuildOptions,
     DisruptionModeName,
     SchedulingConfig,
+    SchedulingConfigFunc,
     WorkloadInput,
     WorkloadItem,
 )
@@ -152,7 +153,7 @@ def _input_for(ps: PodSet, topology_key: str | None, mode: str | None) -> Worklo
     )
 
 
-def _default_min_count(replicas: int) -> Any:
+def _default_min_count(replicas: int) -> SchedulingConfigFunc:
     def callback(cfg: SchedulingConfig) -> SchedulingConfig:
         if cfg.policy == "gang" and cfg.min_count is None:
             return attrs.evolve(cfg, min_count=max(1, replicas))

@@ -132,6 +132,34 @@ def _unknown_fields(value: Any, path: str) -> Iterator[str]:
             yield from _unknown_fields(item, f"{path}[{i}]")
 
 
+def _zero_fill(doc: dict[str, Any]) -> dict[str, Any]:
+    """Give absent non-pointer structs their Go zero value (``{}``), so that e.g. a template
+    without ``schedulingPolicy`` gets the server's union error instead of a decode error."""
+
+    def policy(node: Any) -> Any:
+        if isinstance(node, Mapping) and "schedulingPolicy" not in node:
+            return {**node, "schedulingPolicy": {}}
+        return node
+
+    def template_lists(node: Any) -> Any:
+        if not isinstance(node, Mapping):
+            return node
+        out = dict(node)
+        for key in ("podGroupTemplates", "compositePodGroupTemplates"):
+            items = out.get(key)
+            if isinstance(items, list):
+                out[key] = [template_lists(policy(item)) for item in items]
+        return out
+
+    kind = doc.get("kind")
+    spec = doc.get("spec", {})
+    if kind == "Workload":
+        doc["spec"] = template_lists(spec)
+    elif kind in ("PodGroup", "CompositePodGroup"):
+        doc["spec"] = policy({} if spec is None else spec)
+    return doc
+
+
 def validate_document(
     doc: Any, *, gates: FeatureGates | None = None, namespace: str = "default"
 ) -> tuple[list[FieldError], list[str]]:
@@ -147,6 +175,7 @@ def validate_document(
             meta = {}
         if isinstance(meta, Mapping) and not meta.get("namespace"):
             data["metadata"] = {**meta, "namespace": namespace}
+        data = _zero_fill(data)
         try:
             obj = object_from_dict(data)
         except CodecError as e:

@@ -49,6 +49,7 @@ SYSTEM_PRIORITY_CLASSES = {
 }
 
 _GROUP = "scheduling.k8s.io"
+_WHAT = {"Pod": "pod", "PodGroup": "pod group", "CompositePodGroup": "composite pod group"}
 #: (group, plural) -> the typed model of that resource.
 TYPED_KINDS: dict[tuple[str, str], type[Workload] | type[PodGroup] | type[CompositePodGroup]] = {
     (_GROUP, "workloads"): Workload,
@@ -278,19 +279,24 @@ def admit_priority(
         priority = int(found.get("value", 0))
         policy = str(found.get("preemptionPolicy") or policy)
     given = spec.get("priority")
+    what = _WHAT.get(info.kind, info.kind)
     if given is not None and given != priority:
-        what = "pod" if info.kind == "Pod" else info.kind
-        raise forbidden(
-            info,
-            name,
-            f"the integer value of priority ({given}) must not be provided in {what} spec; "
-            f"priority admission controller computed {priority} from the given PriorityClass name",
-        )
+        if info.kind == "Pod":
+            detail = (
+                f"the integer value of priority ({given}) must not be provided in pod spec; "
+                f"priority admission controller computed {priority} from the given "
+                "PriorityClass name"
+            )
+        else:
+            detail = (
+                f"priority set in the {what} ({given}) must match the priority computed "
+                f"({priority}) based on the priority class set in the spec"
+            )
+        raise forbidden(info, name, detail)
     spec["priority"] = priority
     if set_preemption_policy:
         given_policy = spec.get("preemptionPolicy")
         if given_policy is not None and given_policy != policy:
-            what = "pod" if info.kind == "Pod" else info.kind
             raise forbidden(
                 info,
                 name,

@@ -435,13 +435,11 @@ class KubeCluster:
             query.append(("labelSelector", label_selector))
         if field_selector:
             query.append(("fieldSelector", field_selector))
-        idle = self.watch_idle_timeout
         if timeout_seconds is not None:
             query.append(("timeoutSeconds", str(max(1, int(timeout_seconds)))))
-            idle = max(idle, timeout_seconds + 30.0)
         path = info.path(namespace) if info.namespaced and namespace else info.path()
         timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=self.connect_timeout, sock_read=idle
+            total=None, sock_connect=self.connect_timeout, sock_read=self.watch_idle_timeout
         )
         what = f"WATCH {path}"
 

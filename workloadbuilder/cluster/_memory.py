@@ -119,6 +119,24 @@ _INDEXED: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 Key = tuple[str, str]  # (namespace or "", name)
+#: kinds whose registry strategy does not maintain metadata.generation (checked on v1.37.2)
+_NO_GENERATION = frozenset(
+    {
+        ("", "configmaps"),
+        ("", "namespaces"),
+        ("", "nodes"),
+        ("", "events"),
+        ("", "secrets"),
+        ("", "services"),
+        ("", "endpoints"),
+        ("coordination.k8s.io", "leases"),
+        ("scheduling.k8s.io", "workloads"),
+        ("scheduling.k8s.io", "podgroups"),
+        ("scheduling.k8s.io", "compositepodgroups"),
+    }
+)
+#: kinds that refuse an update without metadata.resourceVersion (no unconditional update)
+_NEEDS_RV_ON_UPDATE_GROUPS = ("scheduling.k8s.io", "jobset.x-k8s.io", "leaderworkerset.x-k8s.io")
 _List = list
 _APPLY_META = ("labels", "annotations", "finalizers", "ownerReferences")
 
@@ -331,8 +349,6 @@ class MemoryCluster:
         store = self._stores.get(key)
         if store is None:
             store = _Store(info, self._history)
-            # Like the API server's watch cache, history starts when the store does.
-            store.floor = self._rv
             self._stores[key] = store
         return store
 
@@ -765,7 +781,8 @@ class MemoryCluster:
             meta.pop(server_field, None)
         meta["uid"] = self._new_uid()
         meta["creationTimestamp"] = self._now()
-        meta["generation"] = 1
+        if store.key not in _NO_GENERATION:
+            meta["generation"] = 1
         self._prepare_create_status(info, doc)
         if self._admission:
             self._admit_create(info, ns, name, doc)
@@ -781,6 +798,13 @@ class MemoryCluster:
         if info.group:
             if info.has_status:
                 doc.pop("status", None)
+            if (info.group, info.plural) == ("policy", "poddisruptionbudgets"):
+                doc["status"] = {
+                    "disruptionsAllowed": 0,
+                    "currentHealthy": 0,
+                    "desiredHealthy": 0,
+                    "expectedPods": 0,
+                }
             return
         if info.kind == "Pod":
             spec = doc.get("spec")
@@ -810,16 +834,11 @@ class MemoryCluster:
             if info.plural in ("podgroups", "compositepodgroups") and isinstance(spec, dict):
                 spec.setdefault("disruptionMode", {"single": {}})
                 if info.plural == "podgroups":
-                    parent = spec.get("parentCompositePodGroupName")
-                    if parent:
-                        self._check_parent_alive(info, name, ns, "CompositePodGroup", parent)
                     fins = doc["metadata"].setdefault("finalizers", [])
                     if adm.PODGROUP_PROTECTION_FINALIZER not in fins:
                         fins.append(adm.PODGROUP_PROTECTION_FINALIZER)
-                else:
-                    parent = spec.get("parentCompositePodGroupName")
-                    if parent:
-                        self._check_parent_alive(info, name, ns, "CompositePodGroup", parent)
+                if self._preempt_gate:
+                    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
                 adm.admit_priority(
                     info, name, spec, self._classes, set_preemption_policy=self._preempt_gate
                 )
@@ -829,9 +848,6 @@ class MemoryCluster:
             return
         if info.kind == "Pod" and not info.group:
             spec = doc["spec"]
-            group = (spec.get("schedulingGroup") or {}).get("podGroupName")
-            if group:
-                self._check_parent_alive(info, name, ns, "PodGroup", group)
             adm.admit_priority(info, name, spec, self._classes, set_preemption_policy=True)
         if info.kind == "PriorityClass" and doc.get("globalDefault"):
             for other in self._classes():
@@ -846,17 +862,6 @@ class MemoryCluster:
         errors = adm.validate_metadata(info, doc["metadata"])
         if errors:
             raise adm.invalid(info, name, errors)
-
-    def _check_parent_alive(
-        self, info: ResourceInfo, name: str, ns: str, parent_kind: str, parent: str
-    ) -> None:
-        rec = self._store(resource_info(parent_kind)).get(ns, parent)
-        if rec is not None and rec.doc["metadata"].get("deletionTimestamp"):
-            raise adm.forbidden(
-                info,
-                name,
-                f'{parent_kind} "{parent}" is being deleted, cannot add new members to it',
-            )
 
     # ------------------------------------------------------------------ update
 
@@ -896,6 +901,25 @@ class MemoryCluster:
             raise self._not_found(info, name)
         old_meta = old.doc["metadata"]
         given_rv = meta.get("resourceVersion")
+        if (
+            not given_rv
+            and not status_only
+            and info.group in _NEEDS_RV_ON_UPDATE_GROUPS
+            and info.plural != "priorityclasses"
+        ):
+            raise adm.invalid(
+                info,
+                name,
+                [
+                    FieldError(
+                        path="metadata.resourceVersion",
+                        type="Invalid value",
+                        detail="must be specified for an update",
+                        value=0,
+                        has_value=True,
+                    )
+                ],
+            )
         if given_rv and given_rv != old_meta.get("resourceVersion"):
             raise self._conflict(
                 info,
@@ -957,7 +981,7 @@ class MemoryCluster:
                             )
                         ],
                     )
-            if _spec_part(new) != _spec_part(old.doc):
+            if store.key not in _NO_GENERATION and _spec_part(new) != _spec_part(old.doc):
                 meta["generation"] = int(old_meta.get("generation") or 0) + 1
             if self._admission:
                 self._admit_update(info, name, new, old.doc)
@@ -1226,6 +1250,15 @@ class MemoryCluster:
         if policy == "Foreground" and uid and _FOREGROUND not in finalizers:
             finalizers.append(_FOREGROUND)
         if not finalizers and not is_namespace:
+            if store.key == ("", "pods") and not meta.get("deletionTimestamp"):
+                # the API server marks a pod (grace period 0) before removing it
+                marked = dict(rec.doc)
+                marked["metadata"] = {
+                    **meta,
+                    "deletionTimestamp": self._now(),
+                    "deletionGracePeriodSeconds": 0,
+                }
+                rec = self._replace(store, key, rec, marked)
             self._finalize(store, key, rec)
             return
         if not meta.get("deletionTimestamp") or finalizers != list(meta.get("finalizers") or ()):
@@ -1462,10 +1495,8 @@ class MemoryCluster:
                 )
             if matching:
                 pkey, prec = matching[0]
-                pstatus = dict(prec.doc.get("status") or {})
-                allowed = int(pstatus.get("disruptionsAllowed") or 0)
+                allowed, desired, healthy = self._pdb_budget(prec.doc, namespace)
                 if allowed <= 0:
-                    pdb_name = pkey[1]
                     raise TooManyRequests(
                         "Cannot evict pod as it would violate the pod's disruption budget.",
                         body={
@@ -1473,21 +1504,52 @@ class MemoryCluster:
                                 "causes": [
                                     {
                                         "reason": "DisruptionBudget",
-                                        "message": f"The disruption budget {pdb_name} needs "
-                                        f"{pstatus.get('desiredHealthy', 0)} healthy pods and "
-                                        f"has {pstatus.get('currentHealthy', 0)} currently",
+                                        "message": f"The disruption budget {pkey[1]} needs "
+                                        f"{desired} healthy pods and has {healthy} currently",
                                     }
                                 ]
                             }
                         },
                     )
-                pstatus["disruptionsAllowed"] = allowed - 1
-                new_pdb = dict(prec.doc)
-                new_pdb["status"] = pstatus
-                new_pdb["metadata"] = dict(prec.doc["metadata"])
-                self._commit(pdbs, pkey, prec, new_pdb)
         rec = store.get(namespace, pod_name) or rec
         self._delete_rec(store, (namespace, pod_name), rec, "Background")
+
+    def _pdb_budget(self, pdb: Mapping[str, Any], namespace: str) -> tuple[int, int, int]:
+        """(disruptionsAllowed, desiredHealthy, currentHealthy) of a PodDisruptionBudget,
+        computed now from the pods it selects (MemoryCluster has no disruption controller)."""
+        spec = pdb.get("spec") or {}
+        selects = label_selector_from_dict(spec.get("selector"))
+        expected = 0
+        healthy = 0
+        for _, rec in self._store(resource_info("Pod")).iter_sorted(namespace):
+            doc = rec.doc
+            m = doc["metadata"]
+            status = doc.get("status") or {}
+            if m.get("deletionTimestamp") or status.get("phase") in _TERMINAL:
+                continue
+            if not selects(m.get("labels") or {}):
+                continue
+            expected += 1
+            ready = next(
+                (c for c in status.get("conditions") or () if c.get("type") == "Ready"), None
+            )
+            if status.get("phase") == "Running" and (
+                ready is None or ready.get("status") == "True"
+            ):
+                healthy += 1
+
+        def amount(value: Any) -> int:
+            if isinstance(value, str) and value.endswith("%"):
+                return -(-int(value[:-1]) * expected // 100)
+            return int(value)
+
+        if spec.get("minAvailable") is not None:
+            desired = amount(spec["minAvailable"])
+        elif spec.get("maxUnavailable") is not None:
+            desired = max(0, expected - amount(spec["maxUnavailable"]))
+        else:
+            desired = 0
+        return max(0, healthy - desired), desired, healthy
 
     # ------------------------------------------------------------------ events, close
 

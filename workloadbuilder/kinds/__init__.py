@@ -1,5 +1,8 @@
 """Kind adapters: what to create for a Job, JobSet, LeaderWorkerSet or a custom workload.
 
+``GenericWorkload`` (``workloadbuilder.io/v1alpha1``) is this SDK's document for custom
+operators' workloads (see :mod:`workloadbuilder.kinds.generic`).
+
 Every adapter returns a :class:`Plan` (the Workload, the PodGroups / CompositePodGroups to
 create, the pod -> PodGroup mapping and the minCount patches). :func:`plan_for` dispatches on a
 document's ``kind``. The JobSet, LeaderWorkerSet and generic adapters live in their own modules
@@ -39,11 +42,12 @@ SUPPORTED_KINDS: dict[str, tuple[str, str, str]] = {
     "Job": ("batch", "workloadbuilder.kinds.job", "plan_job"),
     "JobSet": ("jobset.x-k8s.io", "workloadbuilder.kinds.jobset", "plan_jobset"),
     "LeaderWorkerSet": ("leaderworkerset.x-k8s.io", "workloadbuilder.kinds.lws", "plan_lws"),
+    "GenericWorkload": ("workloadbuilder.io", "workloadbuilder.kinds.generic", "plan_generic_dict"),
 }
 
 
 def plan_for(doc: Mapping[str, Any], **kwargs: Any) -> Plan | list[Plan]:
-    """Plan the scheduling objects for a Job, JobSet or LeaderWorkerSet document.
+    """Plan the scheduling objects for a Job, JobSet, LeaderWorkerSet or GenericWorkload.
 
     Dispatches on ``kind`` (and checks the ``apiVersion`` group); ``kwargs`` go to the adapter
     (e.g. ``parent_workload=`` for a delegated Job). Raises :class:`BuildError` for any other

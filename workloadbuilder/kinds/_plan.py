@@ -107,9 +107,9 @@ class Plan:
     def pod_group_for(self, pod: Mapping[str, Any]) -> str | None:
         """The name of the PodGroup ``pod`` belongs to, or ``None`` if it is not one of ours.
 
-        A pod that already names one of the planned PodGroups in
-        ``spec.schedulingGroup.podGroupName`` keeps it; otherwise the adapter's
-        ``pod_set_key`` decides. Pods in another namespace never match.
+        A pod that already sets ``spec.schedulingGroup.podGroupName`` (immutable) matches only
+        if it names one of the planned PodGroups; otherwise the adapter's ``pod_set_key``
+        decides. Pods in another namespace never match.
         """
         meta = pod.get("metadata") or {}
         pod_ns = meta.get("namespace")
@@ -118,8 +118,9 @@ class Plan:
         planned = {pg.metadata.name for pg in self.pod_groups}
         spec = pod.get("spec") or {}
         group = (spec.get("schedulingGroup") or {}).get("podGroupName")
-        if isinstance(group, str) and group in planned:
-            return group
+        if isinstance(group, str) and group:
+            # spec.schedulingGroup is immutable: a pod linked elsewhere is not ours to link.
+            return group if group in planned else None
         if self.pod_set_key is None:
             return None
         key = self.pod_set_key(pod)

@@ -29,7 +29,8 @@ instances). Runtime names: the Workload is ``spec.workloadName`` or ``metadata.n
 ``i``-th instance of a top-level template ``T`` is ``<workload>-<T>-<i>``, and the ``j``-th
 instance of a child template ``C`` of instance ``P`` is ``<P>-<C>-<j>``. Pod-set keys (the keys
 of :attr:`Plan.pod_group_names`) are the instance path, e.g. ``slices-0/slice-1``; a pod names
-its key in the annotation ``workloadbuilder.io/pod-set``.
+its key in the annotation ``workloadbuilder.io/pod-set`` (and may name the Workload in
+``workloadbuilder.io/workload``, which then must match).
 
 The module also holds the small input helpers shared by the JobSet and LWS adapters.
 """
@@ -64,13 +65,19 @@ from workloadbuilder.builder import (
     WorkloadItem,
 )
 from workloadbuilder.errors import BuildError, FieldError, ValidationError
-from workloadbuilder.kinds._plan import Plan, pod_group_min_count_patch, workload_min_count_patch
-from workloadbuilder.validation import is_dns1123_label
+from workloadbuilder.kinds._plan import (
+    Plan,
+    PodSetKeyFunc,
+    pod_group_min_count_patch,
+    workload_min_count_patch,
+)
+from workloadbuilder.validation import is_dns1123_label, validate_object
 
 __all__ = [
     "GENERIC_API_VERSION",
     "GENERIC_KIND",
     "POD_SET_ANNOTATION",
+    "WORKLOAD_ANNOTATION",
     "GenericGroup",
     "GenericGroupScheduling",
     "GenericPodSet",
@@ -84,6 +91,8 @@ GENERIC_API_VERSION = "workloadbuilder.io/v1alpha1"
 GENERIC_KIND = "GenericWorkload"
 #: Pod annotation naming the pod-set key (``slices-0/slice-1``) of the pod's PodGroup.
 POD_SET_ANNOTATION = "workloadbuilder.io/pod-set"
+#: Optional pod annotation naming the Workload; when present it must match.
+WORKLOAD_ANNOTATION = "workloadbuilder.io/workload"
 
 _MAX_NAME = 253
 T = TypeVar("T")
@@ -195,23 +204,29 @@ class _SpecBody:
     unknown_fields: dict[str, Any] = attrs.field(factory=dict, repr=False)
 
 
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
 def _reject_unknown(obj: Any, path: str) -> None:
+    """GenericWorkload is our own format, so unknown fields are errors (not silently dropped)."""
     errors: list[FieldError] = []
 
     def walk(o: Any, p: str) -> None:
-        extra = getattr(o, "unknown_fields", None)
-        if extra:
-            for k in extra:
-                errors.append(
-                    FieldError(path=f"{p}.{k}", type="Invalid value", detail="unknown field")
-                )
-        if isinstance(o, (GenericSpec, _SpecBody, GenericGroup)):
-            for i, ps in enumerate(o.pod_sets):
-                walk(ps, f"{p}.podSets[{i}]")
-            for i, g in enumerate(o.groups):
-                walk(g, f"{p}.groups[{i}]")
-        if isinstance(o, (GenericPodSet, GenericGroup)) and o.scheduling is not None:
-            walk(o.scheduling, f"{p}.scheduling")
+        for key in getattr(o, "unknown_fields", None) or ():
+            errors.append(
+                FieldError(path=f"{p}.{key}", type="Invalid value", detail="unknown field")
+            )
+        for field in attrs.fields(type(o)):
+            value = getattr(o, field.name)
+            child = f"{p}.{_camel(field.name)}"
+            if attrs.has(type(value)):
+                walk(value, child)
+            elif isinstance(value, tuple):
+                for i, item in enumerate(value):
+                    if attrs.has(type(item)):
+                        walk(item, f"{child}[{i}]")
 
     walk(obj, path)
     if errors:
@@ -438,8 +453,7 @@ def _compile_leaves(
     leaves: Sequence[_LeafSpec],
     pod_groups: Sequence[tuple[str, str]],
     pod_group_names: Mapping[str, str],
-    pod_key: Callable[[Mapping[str, Any]], str | None],
-    pod_group_owned_by_workload: bool,
+    pod_key: PodSetKeyFunc,
     labels: Callable[[str], Mapping[str, str]] | None = None,
 ) -> Plan:
     """Build a flat Workload from ``leaves`` and materialise ``pod_groups`` ((name, template))."""
@@ -461,7 +475,6 @@ def _compile_leaves(
                     pg, metadata=attrs.evolve(pg.metadata, labels={**pg.metadata.labels, **extra})
                 )
         groups.append(pg)
-    del pod_group_owned_by_workload  # JobSet and LWS PodGroups are owned by their controller only
     return _make_plan(workload, groups, [], dict(pod_group_names), pod_key)
 
 
@@ -470,8 +483,13 @@ def _make_plan(
     pod_groups: Sequence[PodGroup],
     composite_pod_groups: Sequence[CompositePodGroup],
     pod_group_names: dict[str, str],
-    pod_key: Callable[[Mapping[str, Any]], str | None],
+    pod_key: PodSetKeyFunc,
 ) -> Plan:
+    _check_object(workload)
+    for cpg in composite_pod_groups:
+        _check_object(cpg)
+    for pg in pod_groups:
+        _check_object(pg)
     patches: dict[str, dict[str, Any]] = {}
     for pg in pod_groups:
         body = pod_group_min_count_patch(pg)
@@ -486,6 +504,17 @@ def _make_plan(
         pod_group_patches=patches,
         pod_set_key=pod_key,
     )
+
+
+def _check_object(obj: Workload | PodGroup | CompositePodGroup) -> None:
+    """Safety net: the planned object must pass the API server's validation (all gates on).
+
+    The adapters check their own input with paths into it; this catches what only shows on
+    the compiled object (e.g. a hierarchy deeper than the Workload allows)."""
+    errors = validate_object(obj)
+    if errors:
+        short = [attrs.evolve(e, value=None, has_value=False) for e in errors]
+        raise ValidationError(short, subject=f"the planned {obj.kind} {obj.metadata.name}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -671,7 +700,7 @@ def plan_generic(spec: GenericSpec) -> Plan:
     instances(spec.pod_sets, spec.groups, wl_name, "", None)
     if name_errors:
         raise ValidationError(name_errors)
-    return _make_plan(workload, pod_groups, cpgs, names, _generic_pod_key)
+    return _make_plan(workload, pod_groups, cpgs, names, _generic_pod_key(wl_name))
 
 
 def _check_len(name: str, key: str, errors: list[FieldError]) -> None:
@@ -686,14 +715,19 @@ def _check_len(name: str, key: str, errors: list[FieldError]) -> None:
         )
 
 
-def _generic_pod_key(pod: Mapping[str, Any]) -> str | None:
-    meta = pod.get("metadata")
-    ann = meta.get("annotations") if isinstance(meta, Mapping) else None
-    if isinstance(ann, Mapping):
-        key = ann.get(POD_SET_ANNOTATION)
-        if isinstance(key, str):
-            return key
-    return None
+def _generic_pod_key(workload: str) -> PodSetKeyFunc:
+    def key(pod: Mapping[str, Any]) -> str | None:
+        meta = pod.get("metadata")
+        ann = meta.get("annotations") if isinstance(meta, Mapping) else None
+        if not isinstance(ann, Mapping):
+            return None
+        owner = ann.get(WORKLOAD_ANNOTATION)
+        if owner is not None and owner != workload:
+            return None
+        value = ann.get(POD_SET_ANNOTATION)
+        return value if isinstance(value, str) else None
+
+    return key
 
 
 def plan_generic_dict(doc: Mapping[str, Any]) -> Plan:

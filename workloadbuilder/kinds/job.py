@@ -29,6 +29,7 @@ The API server adds ``disruptionMode: {single: {}}``, ``priority`` and the
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -53,7 +54,12 @@ from workloadbuilder.builder import (
     WorkloadItem,
 )
 from workloadbuilder.errors import BuildError, FieldError, ValidationError
-from workloadbuilder.kinds._plan import Plan, pod_group_min_count_patch, workload_min_count_patch
+from workloadbuilder.kinds._plan import (
+    Plan,
+    PodSetKeyFunc,
+    pod_group_min_count_patch,
+    workload_min_count_patch,
+)
 from workloadbuilder.naming import job_template_name, pod_group_name, workload_name
 
 __all__ = [
@@ -66,6 +72,7 @@ __all__ = [
     "job_is_new",
     "job_scheduling",
     "job_workload_item",
+    "link_job_pod",
     "management_mode",
     "plan_job",
 ]
@@ -304,7 +311,7 @@ def _validate(j: _Job, item: WorkloadItem) -> list[FieldError]:
     return errs + Builder(item, opts).validate()
 
 
-def _pod_set_key(j: _Job) -> Any:
+def _pod_set_key(j: _Job) -> PodSetKeyFunc:
     def key(pod: Mapping[str, Any]) -> str | None:
         meta = pod.get("metadata") or {}
         for ref in meta.get("ownerReferences") or []:
@@ -326,6 +333,33 @@ def _pod_set_key(j: _Job) -> Any:
         return None
 
     return key
+
+
+def link_job_pod(pod: Mapping[str, Any], pod_group: str, pod_group_uid: str = "") -> dict[str, Any]:
+    """A copy of ``pod`` linked to its PodGroup the way the Job controller creates pods:
+    ``spec.schedulingGroup.podGroupName`` plus a non-controller ownerReference to the PodGroup
+    (``blockOwnerDeletion`` unset, so PodGroup deletion is never blocked by its pods)."""
+    out = copy.deepcopy(dict(pod))
+    spec = out.setdefault("spec", {})
+    spec["schedulingGroup"] = {"podGroupName": pod_group}
+    meta = out.setdefault("metadata", {})
+    refs = [
+        r
+        for r in meta.get("ownerReferences") or []
+        if not (
+            isinstance(r, Mapping) and r.get("kind") == "PodGroup" and r.get("name") == pod_group
+        )
+    ]
+    refs.append(
+        {
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "PodGroup",
+            "name": pod_group,
+            "uid": pod_group_uid,
+        }
+    )
+    meta["ownerReferences"] = refs
+    return out
 
 
 def plan_job(

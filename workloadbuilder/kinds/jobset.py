@@ -41,7 +41,7 @@ from workloadbuilder.api import (
     WorkloadPodGroupSchedulingPolicy,
 )
 from workloadbuilder.errors import BuildError, FieldError, ValidationError
-from workloadbuilder.kinds._plan import Plan
+from workloadbuilder.kinds._plan import Plan, PodSetKeyFunc
 from workloadbuilder.kinds.generic import (
     _as_int,
     _as_list,
@@ -630,7 +630,6 @@ def plan_jobset(jobset: Mapping[str, Any]) -> Plan:
         pod_groups=[(pg, t) for t, pg in compiled.pod_group_names.items()],
         pod_group_names=job_to_pg,
         pod_key=_pod_key(js_name),
-        pod_group_owned_by_workload=False,
     )
 
 
@@ -639,7 +638,7 @@ def jobset_child_jobs(jobset: Mapping[str, Any]) -> tuple[JobSetChildJob, ...]:
     return _compile(jobset)[2].jobs
 
 
-def _pod_key(js_name: str) -> Any:
+def _pod_key(js_name: str) -> PodSetKeyFunc:
     def key(pod: Mapping[str, Any]) -> str | None:
         meta = pod.get("metadata")
         labels = meta.get("labels") if isinstance(meta, Mapping) else None

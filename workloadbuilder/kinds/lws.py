@@ -62,7 +62,7 @@ from workloadbuilder.builder import (
     WorkloadItem,
 )
 from workloadbuilder.errors import BuildError, FieldError, ValidationError
-from workloadbuilder.kinds._plan import Plan
+from workloadbuilder.kinds._plan import Plan, PodSetKeyFunc
 from workloadbuilder.kinds.generic import (
     _as_int,
     _as_map,
@@ -98,7 +98,6 @@ NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
 REVISION_LABEL = "leaderworkerset.sigs.k8s.io/template-revision-hash"
 SUBGROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/subgroup-index"
-WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 REPLICA_TEMPLATE = "replica"
 _SUBGROUP_TEMPLATE = "subgroup"
 _SUBGROUP0_TEMPLATE = "subgroup-0"
@@ -380,8 +379,7 @@ def plan_lws(lws: Mapping[str, Any], *, revision: str | None = None) -> Plan:
         leaves=[leaf],
         pod_groups=[(pg, REPLICA_TEMPLATE) for pg in names.values()],
         pod_group_names=names,
-        pod_key=_pod_key(subgroups=None),
-        pod_group_owned_by_workload=False,
+        pod_key=_pod_key(cfg.name, subgroups=None),
         labels=lambda pg: _labels(cfg.name, index_of[pg], revision),
     )
 
@@ -394,7 +392,6 @@ def _plan_subgroups(cfg: _Lws, owner: _Owner, revision: str | None) -> Plan:
     sg = cfg.subgroups
     assert sg is not None
     sub_topology = (TopologyConstraint(key=cfg.subgroup_key),) if cfg.subgroup_key else ()
-    mode = _mode_name(cfg.disruption)
     policy = _gang_or_basic(cfg.gang)
 
     def leaf(name: str, pods: int) -> WorkloadItem:
@@ -405,11 +402,14 @@ def _plan_subgroups(cfg: _Lws, owner: _Owner, revision: str | None) -> Plan:
                 policy=policy,
                 min_count=pods if cfg.gang else None,
                 topology=sub_topology,
-                disruption_mode=mode,
-                resource_claims=(),
                 priority_class_name=cfg.priority_class_name,
             ),
-            input=WorkloadInput(resource_claims=cfg.claims, resource_claims_path="resourceClaims"),
+            input=WorkloadInput(
+                disruption_mode=cfg.disruption,
+                resource_claims=cfg.claims,
+                disruption_mode_path="disruptionMode",
+                resource_claims_path="resourceClaims",
+            ),
         )
 
     children: list[WorkloadItem] = []
@@ -483,27 +483,18 @@ def _plan_subgroups(cfg: _Lws, owner: _Owner, revision: str | None) -> Plan:
             )
             groups.append(pg)
             names[f"{i}/{suffix}"] = name
-    return _make_plan(workload, groups, cpgs, names, _pod_key(subgroups=sg))
+    return _make_plan(workload, groups, cpgs, names, _pod_key(cfg.name, subgroups=sg))
 
 
-def _mode_name(mode: WorkloadPodGroupDisruptionMode | None) -> Any:
-    if mode is None:
-        return None
-    if mode.all is not None:
-        return "all"
-    if mode.single is not None:
-        return "single"
-    return None
-
-
-def _pod_key(*, subgroups: _Subgroups | None) -> Any:
+def _pod_key(lws_name: str, *, subgroups: _Subgroups | None) -> PodSetKeyFunc:
     def key(pod: Mapping[str, Any]) -> str | None:
         meta = pod.get("metadata")
         labels = meta.get("labels") if isinstance(meta, Mapping) else None
         if not isinstance(labels, Mapping):
             return None
         index = labels.get(GROUP_INDEX_LABEL)
-        if not isinstance(index, str):
+        owner = labels.get(NAME_LABEL)
+        if not isinstance(index, str) or (owner is not None and owner != lws_name):
             return None
         if subgroups is None:
             return index

@@ -256,7 +256,6 @@ def each_val(
     old: Sequence[Any] | None,
     key: Callable[[Any], Any] | None,
     validator: Callable[[Op, str, Any, Any], list[FieldError]],
-    ratchet: bool = True,
 ) -> list[FieldError]:
     """``validate.EachValSliceVal``: correlate by ``key``; skip unchanged items on update."""
     errs: list[FieldError] = []
@@ -264,7 +263,7 @@ def each_val(
         prev = None
         if key is not None and old:
             prev = next((o for o in old if key(o) == key(item)), None)
-        if op.update and prev is not None and (not ratchet or eq(item, prev)):
+        if op.update and prev is not None and eq(item, prev):
             continue
         errs.extend(validator(op, index(path, i), item, prev))
     return errs

@@ -1,0 +1,415 @@
+"""Differential validation: ``workloadbuilder.validation`` vs the real v1.37.2 API server.
+
+Hypothesis generates valid and nearly-valid Workloads / PodGroups / CompositePodGroups
+(``tests/strategies.py``) and updates of stored objects (``_updates.py``). For every case our
+verdict (accept/reject) must equal the server's (server-side dry run), and when both reject,
+the set of field paths must be equal too. At least 2,000 cases per full run
+(``WB_DIFFERENTIAL_SCALE`` scales the example counts); the count is printed at the end.
+
+The server runs with the ``Priority`` admission plugin disabled: it resolves
+``priorityClassName``/``priority`` *before* validation and would answer 403 for classes that
+do not exist, hiding the validation verdict. Everything else is the stock v1.37.2 chain.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+import pytest
+import strategies as S
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from controlplane._differential import Differ, Outcome
+from controlplane._updates import updates
+from workloadbuilder.api import (
+    CompositeGangSchedulingPolicy,
+    CompositePodGroupSchedulingPolicy,
+    GangSchedulingPolicy,
+    PodGroupSchedulingPolicy,
+    object_from_dict,
+)
+from workloadbuilder.testing import DISABLED_ADMISSION_PLUGINS, ControlPlane, RestClient
+
+pytestmark = pytest.mark.controlplane
+
+_SCALE = float(os.environ.get("WB_DIFFERENTIAL_SCALE", "1"))
+_MIN_CASES = 2000
+_COUNTS = {"valid": 600, "nearly_valid": 1300, "updates": 450}
+
+
+def _settings(name: str) -> settings:
+    return settings(
+        max_examples=max(1, int(_COUNTS[name] * _SCALE)),
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+        print_blob=True,
+    )
+
+
+class _Run:
+    def __init__(self, api: RestClient, create_ns: str, update_ns: str) -> None:
+        self.create = Differ(api, create_ns)
+        self.update = Differ(api, update_ns)
+        self.tests_run: set[str] = set()
+
+    @property
+    def total(self) -> int:
+        return self.create.counts["total"] + self.update.counts["total"]
+
+
+@pytest.fixture(scope="module")
+def diff_run(control_plane: ControlPlane, request: pytest.FixtureRequest) -> Iterator[_Run]:
+    with (
+        ControlPlane(
+            bin_dir=control_plane.bin_dir,
+            disable_admission_plugins=(*DISABLED_ADMISSION_PLUGINS, "Priority"),
+        ) as plane,
+        plane.client() as api,
+    ):
+        run = _Run(api, plane.create_namespace("diff-"), plane.create_namespace("upd-"))
+        yield run
+    counts = run.create.counts + run.update.counts
+    summary = {
+        "cases": run.total,
+        "create": run.create.counts["total"],
+        "update": run.update.counts["total"],
+        "by_kind": {k: v for k, v in counts.items() if "/" in k},
+        "server_accepts": counts["server-accepts"],
+        "server_rejects": counts["server-rejects"],
+        "disagreements": len(run.create.disagreements) + len(run.update.disagreements),
+        "field_path_mismatches": len(run.create.field_mismatches)
+        + len(run.update.field_mismatches),
+    }
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    line = f"differential validation vs kube-apiserver v1.37.2: {json.dumps(summary)}"
+    if reporter is not None:
+        reporter.write_line("")
+        reporter.write_line(line)
+    out = os.environ.get("WB_DIFFERENTIAL_REPORT")
+    if out:
+        with open(out, "w") as fh:
+            json.dump(summary, fh, indent=2)
+    if _SCALE >= 1 and run.tests_run >= set(_COUNTS):
+        assert run.total >= _MIN_CASES, line
+
+
+def _check(outcome: Outcome) -> None:
+    assert outcome.agree, "verdict differs: " + outcome.describe()
+    if not outcome.server_valid:
+        assert outcome.our_fields == outcome.server_fields, (
+            f"field paths differ: ours {sorted(outcome.our_fields)} vs server "
+            f"{sorted(outcome.server_fields)}: " + outcome.describe()
+        )
+
+
+def test_valid_objects(diff_run: _Run) -> None:
+    ns = diff_run.create.namespace
+    diff_run.tests_run.add("valid")
+
+    @_settings("valid")
+    @given(
+        st.one_of(
+            S.workloads(ns),
+            S.pod_groups(ns, with_priority=True),
+            S.composite_pod_groups(ns, with_priority=True),
+        )
+    )
+    def run(obj: Any) -> None:
+        _check(diff_run.create.create(obj, "valid"))
+
+    run()
+
+
+def test_nearly_valid_objects(diff_run: _Run) -> None:
+    ns = diff_run.create.namespace
+    diff_run.tests_run.add("nearly_valid")
+
+    @_settings("nearly_valid")
+    @given(S.nearly_valid_cases(ns))
+    def run(case: tuple[str, Any]) -> None:
+        _check(diff_run.create.create(case[1], case[0]))
+
+    run()
+
+
+def test_updates(diff_run: _Run) -> None:
+    ns = diff_run.update.namespace
+    diff_run.tests_run.add("updates")
+
+    @_settings("updates")
+    @given(
+        st.one_of(
+            S.workloads(ns),
+            S.pod_groups(ns, with_priority=True),
+            S.composite_pod_groups(ns, with_priority=True),
+        ),
+        st.data(),
+    )
+    def run(obj: Any, data: st.DataObject) -> None:
+        stored = diff_run.update.persist(obj)
+        label, new = data.draw(updates(stored), label="update")
+        _check(diff_run.update.update(stored, new, label))
+
+    run()
+
+
+# --------------------------------------------------------------------------------------------
+# Fixed regression cases: upstream questions (upstream-api.md §17) and shapes worth pinning.
+# Each is compared like a generated case; the server's verdict is also asserted because
+# docs/controlplane.md records it.
+
+_PGT = {"name": "a", "schedulingPolicy": {"gang": {"minCount": 2}}}
+
+
+def _wl(spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "Workload",
+        "metadata": {"name": "w"},
+        "spec": spec,
+    }
+
+
+def _pg(spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "pg"},
+        "spec": spec,
+    }
+
+
+def _cpg(spec: dict[str, Any]) -> dict[str, Any]:
+    spec = {"workloadRef": {"workloadName": "w", "templateName": "t"}, **spec}
+    return {
+        "apiVersion": "scheduling.k8s.io/v1alpha3",
+        "kind": "CompositePodGroup",
+        "metadata": {"name": "cpg"},
+        "spec": spec,
+    }
+
+
+def _nest(depth: int) -> dict[str, Any]:
+    """A chain of ``depth`` composite templates ending in one leaf PodGroupTemplate."""
+    node: dict[str, Any] = {
+        "name": f"c{depth}",
+        "schedulingPolicy": {"basic": {}},
+        "podGroupTemplates": [{"name": "leaf", "schedulingPolicy": {"basic": {}}}],
+    }
+    for level in range(depth - 1, 0, -1):
+        node = {
+            "name": f"c{level}",
+            "schedulingPolicy": {"basic": {}},
+            "compositePodGroupTemplates": [node],
+        }
+    return node
+
+
+REGRESSION_CASES: list[tuple[str, dict[str, Any], bool]] = [
+    # (id, object, server accepts?)
+    (
+        "pg-all-disruption-with-basic-policy",
+        _pg({"schedulingPolicy": {"basic": {}}, "disruptionMode": {"all": {}}}),
+        True,
+    ),
+    (
+        "cpg-template-all-with-single-child",
+        _wl(
+            {
+                "compositePodGroupTemplates": [
+                    {
+                        "name": "root",
+                        "schedulingPolicy": {"gang": {"minGroupCount": 1}},
+                        "disruptionMode": {"all": {}},
+                        "podGroupTemplates": [dict(_PGT, disruptionMode={"single": {}})],
+                    }
+                ]
+            }
+        ),
+        True,
+    ),
+    (
+        "workload-both-template-lists",
+        _wl(
+            {
+                "podGroupTemplates": [_PGT],
+                "compositePodGroupTemplates": [
+                    {
+                        "name": "c",
+                        "schedulingPolicy": {"basic": {}},
+                        "podGroupTemplates": [dict(_PGT, name="b")],
+                    }
+                ],
+            }
+        ),
+        False,
+    ),
+    ("workload-no-templates", _wl({}), False),
+    (
+        "workload-9-templates",
+        _wl({"podGroupTemplates": [dict(_PGT, name=f"t{i}") for i in range(9)]}),
+        False,
+    ),
+    (
+        "workload-8-templates",
+        _wl({"podGroupTemplates": [dict(_PGT, name=f"t{i}") for i in range(8)]}),
+        True,
+    ),
+    ("workload-depth-3", _wl({"compositePodGroupTemplates": [_nest(3)]}), True),
+    ("workload-depth-4", _wl({"compositePodGroupTemplates": [_nest(4)]}), False),
+    (
+        "workload-empty-composite-template",
+        _wl({"compositePodGroupTemplates": [{"name": "c", "schedulingPolicy": {"basic": {}}}]}),
+        False,
+    ),
+    (
+        "workload-mixed-priorities",
+        _wl({"podGroupTemplates": [dict(_PGT, priority=1), dict(_PGT, name="b", priority=2)]}),
+        False,
+    ),
+    (
+        "workload-duplicate-name-across-levels",
+        _wl(
+            {
+                "compositePodGroupTemplates": [
+                    {
+                        "name": "x",
+                        "schedulingPolicy": {"basic": {}},
+                        "podGroupTemplates": [dict(_PGT, name="x")],
+                    }
+                ]
+            }
+        ),
+        False,
+    ),
+    (
+        "pg-parent-without-workload-ref",
+        _pg({"schedulingPolicy": {"basic": {}}, "parentCompositePodGroupName": "p"}),
+        False,
+    ),
+    ("pg-min-count-zero", _pg({"schedulingPolicy": {"gang": {"minCount": 0}}}), False),
+    (
+        "pg-two-topology-keys",
+        _pg(
+            {
+                "schedulingPolicy": {"basic": {}},
+                "schedulingConstraints": {"topology": [{"key": "a"}, {"key": "b"}]},
+            }
+        ),
+        False,
+    ),
+    (
+        "pg-5-claims",
+        _pg(
+            {
+                "schedulingPolicy": {"basic": {}},
+                "resourceClaims": [{"name": f"c{i}", "resourceClaimName": "x"} for i in range(5)],
+            }
+        ),
+        False,
+    ),
+    (
+        "pg-claim-both-sources",
+        _pg(
+            {
+                "schedulingPolicy": {"basic": {}},
+                "resourceClaims": [
+                    {"name": "c", "resourceClaimName": "x", "resourceClaimTemplateName": "y"}
+                ],
+            }
+        ),
+        False,
+    ),
+    (
+        "pg-priority-above-max",
+        _pg({"schedulingPolicy": {"basic": {}}, "priority": 1_000_000_001}),
+        False,
+    ),
+    (
+        "pg-preemption-bogus",
+        _pg({"schedulingPolicy": {"basic": {}}, "preemptionPolicy": "Sometimes"}),
+        False,
+    ),
+    (
+        "cpg-no-workload-ref",
+        dict(_cpg({}), spec={"schedulingPolicy": {"basic": {}}}),
+        False,
+    ),
+    ("cpg-min-group-count-zero", _cpg({"schedulingPolicy": {"gang": {"minGroupCount": 0}}}), False),
+]
+
+
+@pytest.mark.parametrize(
+    ("doc", "server_accepts"),
+    [pytest.param(doc, ok, id=name) for name, doc, ok in REGRESSION_CASES],
+)
+def test_regression_cases(diff_run: _Run, doc: dict[str, Any], server_accepts: bool) -> None:
+    outcome = diff_run.create.create(object_from_dict(doc), "regression")
+    assert outcome.server_valid == server_accepts, outcome.describe()
+    _check(outcome)
+
+
+def _update_case(diff_run: _Run, doc: dict[str, Any], patch: Any) -> tuple[Outcome, Any]:
+    stored = diff_run.update.persist(object_from_dict(doc))
+    return diff_run.update.update(stored, patch(stored), "regression"), stored
+
+
+def test_workload_gang_min_count_is_mutable(diff_run: _Run) -> None:
+    def bump(w: Any) -> Any:
+        t = w.spec.pod_group_templates[0]
+        t = attrs.evolve(
+            t, scheduling_policy=PodGroupSchedulingPolicy(gang=GangSchedulingPolicy(min_count=5))
+        )
+        return attrs.evolve(w, spec=attrs.evolve(w.spec, pod_group_templates=(t,)))
+
+    outcome, _ = _update_case(diff_run, _wl({"podGroupTemplates": [_PGT]}), bump)
+    assert outcome.server_valid
+    _check(outcome)
+
+
+def test_workload_composite_min_group_count_update(diff_run: _Run) -> None:
+    """upstream-api.md §4.4: minGroupCount carries no immutability marker in a template."""
+    doc = _wl(
+        {
+            "compositePodGroupTemplates": [
+                {
+                    "name": "c",
+                    "schedulingPolicy": {"gang": {"minGroupCount": 1}},
+                    "podGroupTemplates": [_PGT],
+                }
+            ]
+        }
+    )
+
+    def bump(w: Any) -> Any:
+        c = w.spec.composite_pod_group_templates[0]
+        c = attrs.evolve(
+            c,
+            scheduling_policy=CompositePodGroupSchedulingPolicy(
+                gang=CompositeGangSchedulingPolicy(min_group_count=2)
+            ),
+        )
+        return attrs.evolve(w, spec=attrs.evolve(w.spec, composite_pod_group_templates=(c,)))
+
+    outcome, _ = _update_case(diff_run, doc, bump)
+    _check(outcome)
+
+
+def test_composite_pod_group_min_group_count_is_immutable(diff_run: _Run) -> None:
+    def bump(c: Any) -> Any:
+        policy = CompositePodGroupSchedulingPolicy(
+            gang=CompositeGangSchedulingPolicy(min_group_count=3)
+        )
+        return attrs.evolve(c, spec=attrs.evolve(c.spec, scheduling_policy=policy))
+
+    outcome, _ = _update_case(
+        diff_run, _cpg({"schedulingPolicy": {"gang": {"minGroupCount": 2}}}), bump
+    )
+    assert not outcome.server_valid
+    _check(outcome)

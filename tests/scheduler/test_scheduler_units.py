@@ -1,0 +1,107 @@
+"""Units: quantities, pod requests, signatures, node affinity."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler._plugins import node_matches_affinity
+from scheduler._resources import (
+    format_quantity,
+    parse_quantity,
+    pod_requirements,
+    pod_resource_requests,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "resource", "value"),
+    [
+        ("1", "cpu", 1000),
+        ("250m", "cpu", 250),
+        ("0.5", "cpu", 500),
+        ("1.5Gi", "memory", 1610612736),
+        ("1G", "memory", 1_000_000_000),
+        ("128974848", "memory", 128974848),
+        ("129e6", "memory", 129_000_000),
+        ("123Mi", "memory", 128974848),
+        ("1k", "memory", 1000),
+        (8, "nvidia.com/gpu", 8),
+        ("100u", "cpu", 1),  # rounded up to a millicore
+    ],
+)
+def test_parse_quantity(text: str, resource: str, value: int) -> None:
+    assert parse_quantity(text, resource) == value
+
+
+@pytest.mark.parametrize("bad", ["", "abc", "1x", "1.2.3", "Gi"])
+def test_parse_quantity_rejects(bad: str) -> None:
+    with pytest.raises(ValueError):
+        parse_quantity(bad, "memory")
+
+
+def test_format_quantity() -> None:
+    assert format_quantity(2000, "cpu") == "2"
+    assert format_quantity(1500, "cpu") == "1500m"
+    assert format_quantity(8 * 2**30, "memory") == "8Gi"
+    assert format_quantity(1000, "memory") == "1000"
+    assert format_quantity(8, "nvidia.com/gpu") == "8"
+
+
+def test_pod_requests_init_sidecars_overhead_and_limits() -> None:
+    spec = {
+        "containers": [
+            {"resources": {"requests": {"cpu": "1", "memory": "1Gi"}}},
+            {"resources": {"limits": {"cpu": "500m", "nvidia.com/gpu": "2"}}},
+        ],
+        "initContainers": [
+            {"resources": {"requests": {"cpu": "4"}}},
+            {"restartPolicy": "Always", "resources": {"requests": {"memory": "1Gi"}}},
+        ],
+        "overhead": {"cpu": "100m"},
+    }
+    req = pod_resource_requests(spec)
+    # containers 1.5 cpu (+ sidecar 0) vs init 4 cpu -> 4, plus overhead 0.1
+    assert req["cpu"] == 4100
+    assert req["memory"] == 2 * 2**30  # container + sidecar
+    assert req["nvidia.com/gpu"] == 2  # requests default to limits
+
+
+def test_equal_pods_share_a_signature() -> None:
+    def pod(name: str, cpu: str) -> dict[str, object]:
+        return {
+            "metadata": {"name": name},
+            "spec": {
+                "nodeSelector": {"pool": "a"},
+                "containers": [{"resources": {"requests": {"cpu": cpu}}}],
+            },
+        }
+
+    assert pod_requirements(pod("x", "1")) == pod_requirements(pod("y", "1000m"))
+    assert pod_requirements(pod("x", "1")) != pod_requirements(pod("y", "2"))
+
+
+def test_required_node_affinity() -> None:
+    by_name = {"key": "metadata.name", "operator": "In", "values": ["n9"]}
+    spec = {
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": "zone", "operator": "In", "values": ["a", "b"]},
+                                {"key": "gpus", "operator": "Gt", "values": ["3"]},
+                            ]
+                        },
+                        {"matchFields": [by_name]},
+                    ]
+                }
+            }
+        },
+        "containers": [],
+    }
+    req = pod_requirements({"spec": spec})
+    assert node_matches_affinity(req, {"zone": "a", "gpus": "4"}, "n1")
+    assert not node_matches_affinity(req, {"zone": "a", "gpus": "2"}, "n1")
+    assert not node_matches_affinity(req, {"zone": "c", "gpus": "8"}, "n1")
+    assert node_matches_affinity(req, {}, "n9")

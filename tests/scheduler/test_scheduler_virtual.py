@@ -1,0 +1,165 @@
+"""Backoff, flush, bind failures and leader election with a virtual clock on MemoryCluster."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sched_helpers import Env, FakeClock
+from sched_invariant import GangWatch
+
+from scheduler._leader import LeaderElector
+from scheduler._queue import SchedulingQueue
+from workloadbuilder.errors import Conflict
+
+
+def _state(s: Any, name: str) -> str:
+    return str(s.queue.entities[("PodGroup", "default", name)].state)
+
+
+def test_backoff_durations_follow_upstream() -> None:
+    q = SchedulingQueue(lambda: 0.0, initial_backoff=1.0, max_backoff=10.0)
+    assert [q.backoff_duration(n) for n in range(1, 7)] == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
+
+
+async def test_backoff_then_retry_on_node_added(mem_env: tuple[Env, FakeClock]) -> None:
+    env, clock = mem_env
+    await env.node("a", cpu="2")
+    await env.gang("g", 3)
+    s = env.scheduler(clock=clock)
+    t0 = clock.now()
+    assert await s.schedule_until_idle() == 0
+    e = s.queue.entities[("PodGroup", "default", "g")]
+    assert e.state == "unschedulable" and e.attempts == 1
+    # nothing relevant happens: the next wakeup is the periodic flush
+    assert s.next_wakeup() == t0 + s.config.max_in_unschedulable
+    await env.node("b", cpu="2")  # relevant: leaves the pool, but still backing off (1s)
+    assert await s.schedule_until_idle() == 0
+    assert _state(s, "g") == "backoff"
+    assert s.next_wakeup() == t0 + 1.0
+    clock.advance(1.0)
+    assert await s.schedule_until_idle() == 3
+
+
+async def test_backoff_doubles(mem_env: tuple[Env, FakeClock]) -> None:
+    env, clock = mem_env
+    await env.node("a", cpu="1")
+    await env.gang("g", 2)
+    s = env.scheduler(clock=clock)
+    await s.schedule_until_idle()
+    e = s.queue.entities[("PodGroup", "default", "g")]
+    await env.node("b", cpu="100m")  # relevant event, but does not help
+    await s.schedule_until_idle()
+    clock.advance(1.0)
+    await s.schedule_until_idle()
+    assert e.attempts == 2 and e.state == "unschedulable"
+    t2 = clock.now()
+    await env.node("c", cpu="100m")
+    await s.schedule_until_idle()
+    assert _state(s, "g") == "backoff" and s.next_wakeup() == t2 + 2.0
+
+
+async def test_periodic_flush_retries(mem_env: tuple[Env, FakeClock]) -> None:
+    env, clock = mem_env
+    await env.node("a", cpu="1")
+    await env.gang("g", 2)
+    s = env.scheduler(clock=clock, max_in_unschedulable=60.0)
+    await s.schedule_until_idle()
+    e = s.queue.entities[("PodGroup", "default", "g")]
+    wake = s.next_wakeup()
+    assert wake == clock.now() + 60.0
+    clock.advance(60.0)
+    await s.schedule_until_idle()
+    assert e.attempts == 2
+
+
+class FlakyBind:
+    """Delegates to a cluster; the first bind of each pod in ``fail`` raises Conflict."""
+
+    def __init__(self, inner: Any, fail: set[str]) -> None:
+        self._inner = inner
+        self.fail = set(fail)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def bind(
+        self, namespace: str, pod_name: str, node_name: str, *, pod_uid: str | None = None
+    ) -> None:
+        if pod_name in self.fail:
+            self.fail.discard(pod_name)
+            raise Conflict("injected failure")
+        await self._inner.bind(namespace, pod_name, node_name, pod_uid=pod_uid)
+
+
+async def test_failed_bind_forgets_and_requeues_remaining_need(
+    mem_env: tuple[Env, FakeClock],
+) -> None:
+    env, clock = mem_env
+    await env.node("a", cpu="4")
+    await env.gang("g", 3)
+    flaky = FlakyBind(env.cluster, {"g-1"})
+    from scheduler import Scheduler, SchedulerConfig
+
+    s = Scheduler(flaky, SchedulerConfig(), clock=clock)
+    env.schedulers.append(s)
+    assert await s.schedule_until_idle() == 2
+    assert set(await env.bound("g-")) == {"g-0", "g-2"}
+    g1 = s.cache.pods[("default", "g-1")]
+    assert g1.assumed_node is None and g1.counted_node is None  # the assumption is forgotten
+    used_cpu = int(s.cache.nodes.used[:, s.cache.nodes.columns["cpu"]].sum())
+    assert used_cpu == 2000
+    cond = await env.pod_condition("g-1")
+    assert cond is not None and "injected failure" in cond["message"]
+    # the group is requeued with its remaining need (1 pod) after a backoff
+    assert s.next_wakeup() == clock.now() + 1.0
+    clock.advance(1.0)
+    assert await s.schedule_until_idle() == 1
+    assert len(await env.bound("g-")) == 3
+
+
+async def test_invariant_with_arrivals_and_departures(mem_env: tuple[Env, FakeClock]) -> None:
+    env, clock = mem_env
+    for i in range(6):
+        await env.node(f"n{i}", cpu="16")
+    watch = GangWatch(env.cluster, "default")
+    await watch.start()
+    s = env.scheduler(clock=clock)
+    sizes = [12, 30, 7, 25, 16, 40, 9, 33, 18, 11]
+    bound_total = 0
+    for step, size in enumerate(sizes):
+        await env.gang(f"g{step}", size, cpu="2")
+        bound_total += await s.schedule_until_idle()
+        await watch.settle()
+        watch.check()
+        if step % 3 == 2:  # the oldest running gang finishes
+            running = sorted({n.rsplit("-", 1)[0] for n in await env.bound()})
+            if running:
+                for name in [n for n in await env.bound() if n.startswith(running[0] + "-")]:
+                    await env.cluster.delete("Pod", name, "default", grace_period_seconds=0)
+        clock.advance(1.0)
+    for _ in range(5):
+        clock.advance(10.0)
+        bound_total += await s.schedule_until_idle()
+        await watch.settle()
+        watch.check()
+    assert bound_total > 0
+
+
+async def test_leader_election(mem_env: tuple[Env, FakeClock]) -> None:
+    env, clock = mem_env
+    a = LeaderElector(env.cluster, identity="a", lease_duration=15, clock=clock)
+    b = LeaderElector(env.cluster, identity="b", lease_duration=15, clock=clock)
+    assert await a.try_acquire_or_renew()
+    assert not await b.try_acquire_or_renew()
+    clock.advance(10)
+    assert await a.try_acquire_or_renew()  # renewal
+    clock.advance(14)
+    assert not await b.try_acquire_or_renew()  # a renewed 14s ago
+    clock.advance(2)
+    assert await b.try_acquire_or_renew()  # expired: b takes over
+    lease = await env.cluster.get("Lease", "workloadbuilder-scheduler", "kube-system")
+    assert isinstance(lease, dict)
+    assert lease["spec"]["holderIdentity"] == "b" and lease["spec"]["leaseTransitions"] == 1
+    b.leading = True
+    await b.release()
+    assert await a.try_acquire_or_renew()  # released: no need to wait
