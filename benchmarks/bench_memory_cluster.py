@@ -198,7 +198,7 @@ async def fan_out(
             await c.patch(
                 "Pod",
                 name,
-                {"metadata": {"annotations": {"bench/round": str(j)}}},
+                {"metadata": {"annotations": {"bench/round": f"{watchers}-{j}"}}},
                 ns,
             )
             if j % 256 == 0:

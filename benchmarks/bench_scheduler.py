@@ -25,16 +25,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scheduler import Scheduler, SchedulerConfig  # noqa: E402
-from workloadbuilder.api import (  # noqa: E402
+from scheduler import Scheduler, SchedulerConfig
+from workloadbuilder.api import (
     GangSchedulingPolicy,
     ObjectMeta,
     PodGroup,
     PodGroupSchedulingPolicy,
     PodGroupSpec,
 )
-from workloadbuilder.cluster import Cluster  # noqa: E402
-from workloadbuilder.cluster._memory import MemoryCluster  # noqa: E402
+from workloadbuilder.cluster import Cluster
+from workloadbuilder.cluster._memory import MemoryCluster
 
 
 class TimedBinds:
@@ -105,7 +105,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         gangs.append((f"gang-{len(gangs):05d}", size, cpu, mem))
         total += size
     config = SchedulerConfig(record_events=not args.no_events)
-    s = Scheduler(cluster, config)  # type: ignore[arg-type]
+    s = Scheduler(cluster, config)
     await s.start()
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     waves = [gangs[i :: args.waves] for i in range(args.waves)]

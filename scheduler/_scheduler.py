@@ -26,7 +26,7 @@ from scheduler._metrics import (
 from scheduler._plugins import default_framework
 from scheduler._queue import EntityKey, QueuedEntity, SchedulingQueue
 from scheduler._snapshot import Snapshot, StaticFilterCache
-from scheduler._watch import Reflector
+from scheduler._watch import Feed
 from workloadbuilder.api import CompositePodGroup, PodGroup, to_dict
 from workloadbuilder.cluster import Cluster
 from workloadbuilder.errors import ApiError, NotFound
@@ -102,8 +102,7 @@ class Scheduler:
         #: pods bound by this scheduler so far
         self.bound_total = 0
         self._static = StaticFilterCache()
-        self._reflectors: list[Reflector] = []
-        self._watch_tasks: list[asyncio.Task[None]] = []
+        self._feeds: list[Feed] = []
         self._tasks: set[asyncio.Task[Any]] = set()
         self._bind_sem: asyncio.Semaphore | None = None
         self._wake: asyncio.Event | None = None
@@ -126,16 +125,16 @@ class Scheduler:
         self._bind_sem = asyncio.Semaphore(self.config.bind_concurrency)
         self._wake = asyncio.Event()
         c = self.cluster
-        self._reflectors = [
-            Reflector(c, "PriorityClass", self._on_priority_class, optional=True),
-            Reflector(c, "Node", self._on_node),
-            Reflector(c, "PodGroup", self._on_pod_group, optional=True),
-            Reflector(c, "CompositePodGroup", self._on_composite_pod_group, optional=True),
-            Reflector(c, "Pod", self._on_pod),
+        order = _creation_order
+        self._feeds = [
+            Feed(c, "PriorityClass", self._on_priority_class, optional=True),
+            Feed(c, "Node", self._on_node, order=order),
+            Feed(c, "PodGroup", self._on_pod_group, optional=True, order=order),
+            Feed(c, "CompositePodGroup", self._on_composite_pod_group, optional=True),
+            Feed(c, "Pod", self._on_pod, order=order),
         ]
-        for r in self._reflectors:
-            await r.list()
-        self._watch_tasks = [asyncio.create_task(r.run()) for r in self._reflectors]
+        for f in self._feeds:
+            await f.start()
         self._started = True
         self._stopping = False
 
@@ -143,16 +142,8 @@ class Scheduler:
         """Stop watching and wait for bindings and status writes in flight."""
         self._stopping = True
         self._poke()
-        for t in self._watch_tasks:
-            t.cancel()
-        for t in self._watch_tasks:
-            try:
-                await t
-            except asyncio.CancelledError:
-                pass
-            except Exception:
-                _log.exception("watch task failed")
-        self._watch_tasks = []
+        for f in self._feeds:
+            await f.stop()
         await self._drain()
         self._started = False
 
@@ -184,7 +175,7 @@ class Scheduler:
             await self.start()
         last, stable = -1, 0
         while stable < 5:
-            total = sum(r.events for r in self._reflectors)
+            total = sum(f.events for f in self._feeds)
             if total == last:
                 stable += 1
             else:
@@ -299,7 +290,7 @@ class Scheduler:
     def _on_pod_group(self, kind: str, obj: Any) -> None:
         if kind == "SYNC":
             seen = set()
-            for o in sorted(obj, key=_creation_order):
+            for o in obj:
                 if isinstance(o, PodGroup):
                     seen.add((o.metadata.namespace or "default", o.metadata.name or ""))
                     self._on_pod_group("ADDED", o)
@@ -332,7 +323,7 @@ class Scheduler:
         now = self.clock.now()
         if kind == "SYNC":
             seen = set()
-            for o in sorted(obj, key=_creation_order):
+            for o in obj:
                 meta = o.get("metadata") or {}
                 seen.add((str(meta.get("namespace") or "default"), str(meta.get("name"))))
                 self._on_pod("ADDED", o)
@@ -526,8 +517,10 @@ class Scheduler:
         PODGROUP_ATTEMPT_DURATION.labels(result=result).observe(time.perf_counter() - t0)
         PODGROUP_ATTEMPTS.labels(result=result).inc()
         if res.status.ok:
-            self._assume_and_bind(e.key, res.assignments)
-            self._group_condition(g, "True", REASON_SCHEDULED, "")
+            # a gang whose quorum depends on this batch binds one pod first (see _bind_all)
+            self._assume_and_bind(
+                e.key, res.assignments, group=g, canary=g.is_gang and scheduled < g.min_count
+            )
             for p in res.unplaced:
                 diag = res.diagnoses.get(p.req)
                 if diag is not None:
@@ -545,14 +538,51 @@ class Scheduler:
 
     # ---- binding ---------------------------------------------------------------------
 
-    def _assume_and_bind(self, ekey: EntityKey, assignments: Iterable[tuple[PodInfo, str]]) -> None:
+    def _assume_and_bind(
+        self,
+        ekey: EntityKey,
+        assignments: Iterable[tuple[PodInfo, str]],
+        *,
+        group: GroupInfo | None = None,
+        canary: bool = False,
+    ) -> None:
         pairs = list(assignments)
         for p, node in pairs:  # the whole group is assumed before any bind is sent
             self.cache.assume(p, node)
-        self._spawn(self._bind_all(ekey, pairs))
+        self._spawn(self._bind_all(ekey, pairs, group, canary))
 
-    async def _bind_all(self, ekey: EntityKey, pairs: list[tuple[PodInfo, str]]) -> None:
-        results = await asyncio.gather(*(self._bind_one(p, node) for p, node in pairs))
+    async def _bind_all(
+        self,
+        ekey: EntityKey,
+        pairs: list[tuple[PodInfo, str]],
+        group: GroupInfo | None,
+        canary: bool,
+    ) -> None:
+        """Bind a placed batch. For a gang whose quorum depends on the batch, one pod is bound
+        first: if that fails (node gone, pod deleted, no permission...) nothing of the gang is
+        bound and the whole batch is forgotten and retried, so a systematic failure never
+        leaves a gang partially bound. The rest are then bound concurrently; a later failure
+        forgets that pod and requeues the group with its remaining need."""
+        results: list[bool] = []
+        if canary and len(pairs) > 1:
+            first = await self._bind_one(*pairs[0])
+            if not first:
+                for p, _ in pairs[1:]:
+                    if self.cache.pods.get(p.key) is p:
+                        self.cache.forget(p)
+                for p, _ in pairs:
+                    self._refresh_for(p)
+                self.queue.requeue_after_failure(ekey)
+                return
+            results.append(first)
+            pairs_left = pairs[1:]
+        else:
+            pairs_left = pairs
+        if group is not None and results:
+            self._group_condition(group, "True", REASON_SCHEDULED, "")
+        results.extend(await asyncio.gather(*(self._bind_one(p, n) for p, n in pairs_left)))
+        if group is not None and any(results):
+            self._group_condition(group, "True", REASON_SCHEDULED, "")
         if not all(results):
             for p, _ in pairs:
                 self._refresh_for(p)

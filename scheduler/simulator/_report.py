@@ -89,24 +89,31 @@ def _group_colors(names: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Any
     return {key: cmap(order[i % 20]) for i, key in enumerate(names)}
 
 
-def _assign_lanes(pods: list[PodRecord], end: float) -> tuple[dict[int, int], int]:
-    """Greedy interval colouring: lane per pod (by index in ``pods``) so pods that overlap in
-    time on one node do not hide each other."""
-    lanes_end: list[float] = []
-    lane_of: dict[int, int] = {}
+def _share(p: PodRecord, allocatable: dict[str, float]) -> float:
+    """A pod's dominant share of a node: the largest request / allocatable (at least 2%)."""
+    shares = [
+        q / allocatable[r]
+        for r, q in p.requests.items()
+        if r != "pods" and allocatable.get(r, 0.0) > 0 and q > 0
+    ]
+    return max([0.02, *shares])
+
+
+def _stack(pods: list[PodRecord], shares: list[float], end: float) -> tuple[list[float], float]:
+    """First-fit vertical offsets so pods that overlap in time on one node do not overlap on
+    the picture; returns the offsets and the height of the stack (1.0 = the node is full)."""
+    placed: list[tuple[float, float, float, float]] = []  # (start, stop, y0, y1)
+    offsets = [0.0] * len(pods)
     for i in sorted(range(len(pods)), key=lambda i: (pods[i].bound or 0.0, pods[i].name)):
-        p = pods[i]
-        start = p.bound or 0.0
-        stop = _stop(p, end)
-        for lane, free_at in enumerate(lanes_end):
-            if free_at <= start + 1e-9:
-                lanes_end[lane] = stop
-                lane_of[i] = lane
+        start, stop, h = pods[i].bound or 0.0, _stop(pods[i], end), shares[i]
+        live = [(y0, y1) for s0, s1, y0, y1 in placed if s0 < stop - 1e-9 and start < s1 - 1e-9]
+        for y in sorted({0.0, *(y1 for _, y1 in live)}):
+            if all(y + h <= y0 + 1e-9 or y >= y1 - 1e-9 for y0, y1 in live):
+                offsets[i] = y
                 break
-        else:
-            lanes_end.append(stop)
-            lane_of[i] = len(lanes_end) - 1
-    return lane_of, max(1, len(lanes_end))
+        placed.append((start, stop, offsets[i], offsets[i] + h))
+    top = max([1.0, *(y1 for _, _, _, y1 in placed)])
+    return offsets, top
 
 
 def _stop(p: PodRecord, end: float) -> float:
@@ -195,26 +202,32 @@ def plot_timeline(result: SimulationResult, path: str | os.PathLike[str]) -> Non
     for p in result.pods:
         if p.node is not None and p.bound is not None and p.node in node_index:
             by_node.setdefault(p.node, []).append(p)
+    alloc_of = {n.name: n.allocatable for n in nodes}
     for node, pods in by_node.items():
-        lane_of, lanes = _assign_lanes(pods, end)
-        base = len(nodes) - 1 - node_index[node]
-        h = 0.84 / lanes
+        shares = [_share(p, alloc_of[node]) for p in pods]
+        offsets, top = _stack(pods, shares, end)
+        scale = 0.86 / top
+        base = len(nodes) - 1 - node_index[node] - 0.43
         for i, p in enumerate(pods):
             color = colors.get((p.namespace, p.group or ""), "#bbbbbb")
-            y_pod = base - 0.42 + h * (lane_of[i] + 0.5)
             ax_n.barh(
-                y_pod,
+                base + (offsets[i] + shares[i] / 2) * scale,
                 max(_stop(p, end) - (p.bound or 0.0), end * 0.002),
                 left=p.bound,
-                height=h * 0.9,
+                height=shares[i] * scale,
                 color=color,
                 edgecolor="white",
-                linewidth=0.3,
+                linewidth=0.4,
             )
     _node_axis(ax_n, result, nodes)
     _time_axis(ax_n, span)
     ax_n.set_xlabel("simulated time")
-    ax_n.set_title("Nodes: each bar is a pod, coloured by its pod group", fontsize=9, loc="left")
+    ax_n.set_title(
+        "Nodes: each bar is a pod, coloured by its pod group; its height is the pod's share of "
+        "the node (largest request / allocatable), so white space is free capacity",
+        fontsize=9,
+        loc="left",
+    )
     if result.violations:
         for v in result.violations:
             ax_g.axvline(v.time, color="red", linewidth=1)

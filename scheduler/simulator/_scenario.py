@@ -194,29 +194,33 @@ def _parse_document(doc: Any, number: int, source: str) -> list[ScenarioObject]:
         if not isinstance(name, str) or not name:
             raise _DocError("metadata.name", "Required value")
         what = f"{kind} {name}"
-        arrival, duration = _sim_annotations(meta)
-        if api_version == NODE_POOL_API_VERSION and kind == "NodePool":
-            return _node_pool_objects(doc, number, arrival, duration)
-        if api_version.startswith("sim.workloadbuilder.io/"):
-            raise _DocError(
-                "kind", f'Unsupported value: "{kind}": {api_version} has only kind NodePool'
-            )
-        try:
-            info = resource_info(kind, api_version)
-        except KeyError:
-            raise _DocError(
-                "kind",
-                f'Unsupported value: "{api_version}, Kind={kind}": not a kind the simulator knows',
-            ) from None
+        is_pool = api_version == NODE_POOL_API_VERSION and kind == "NodePool"
+        info = None
+        if not is_pool and not api_version.startswith("sim.workloadbuilder.io/"):
+            try:
+                info = resource_info(kind, api_version)
+            except KeyError:
+                raise _DocError(
+                    "kind",
+                    f'Unsupported value: "{api_version}, Kind={kind}": not a kind the '
+                    "simulator knows",
+                ) from None
         namespace: str | None = None
-        if info.namespaced:
+        if info is not None and info.namespaced:
             ns = meta.get("namespace", "default")
             if not isinstance(ns, str) or not ns:
                 raise _DocError("metadata.namespace", "Invalid value: must be a non-empty string")
             namespace = ns
             what = f"{kind} {ns}/{name}"
+        arrival, duration = _sim_annotations(meta)
+        if is_pool:
+            return _node_pool_objects(doc, number, arrival, duration)
+        if info is None:
+            raise _DocError(
+                "kind", f'Unsupported value: "{kind}": {api_version} has only kind NodePool'
+            )
         manifest = copy.deepcopy(doc)
-        if info.namespaced:
+        if namespace is not None:
             manifest["metadata"]["namespace"] = namespace
         _check_kind(manifest)
         return [

@@ -942,6 +942,10 @@ def test_kubeconfig_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     )
     with pytest.raises(KubeConfigError, match="nope"):
         KubeCluster.from_kubeconfig(path, context="nope")
+    broken = tmp_path / "broken"
+    broken.write_text("clusters: [unclosed\n")
+    with pytest.raises(KubeConfigError, match="cannot use kubeconfig"):
+        KubeCluster.from_kubeconfig(broken)
     monkeypatch.setenv("KUBECONFIG", str(path))
     assert "context a" in repr(KubeCluster.from_kubeconfig())
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
@@ -1024,3 +1028,102 @@ def _b64(path: Path) -> str:
     import base64
 
     return base64.b64encode(path.read_bytes()).decode()
+
+
+# ---------------------------------------------------------------- protocol + retry rules
+
+
+def test_kube_cluster_satisfies_the_cluster_protocol() -> None:
+    from workloadbuilder.cluster._protocol import Cluster
+
+    cluster: Cluster = KubeCluster(Configuration(host="http://127.0.0.1:9"))  # checked by mypy
+    assert isinstance(cluster, Cluster)
+
+
+@pytest.mark.parametrize(
+    ("error", "idempotent", "expected"),
+    [
+        (ApiError("x", status=500), True, True),
+        (ApiError("x", status=503), True, True),
+        (ApiError("x", status=500), False, False),
+        (ApiError("x", status=501), True, False),
+        (TooManyRequests("x"), False, True),
+        (
+            TooManyRequests("pdb", body={"details": {"causes": [{"reason": "DisruptionBudget"}]}}),
+            True,
+            False,
+        ),
+        (NotFound("x"), True, False),
+        (Conflict("x"), True, False),
+        (Invalid("x"), True, False),
+        (Gone("x"), True, False),
+        (ValueError("x"), True, False),
+    ],
+)
+def test_retryable_classification(error: BaseException, idempotent: bool, expected: bool) -> None:
+    from workloadbuilder.cluster._retry import is_retryable
+
+    assert is_retryable(error, idempotent=idempotent) is expected
+
+
+def test_transport_error_classification() -> None:
+    import aiohttp
+
+    from workloadbuilder.cluster._retry import classify_transport_error, is_retryable
+
+    refused = aiohttp.ClientConnectorError(
+        aiohttp.client_reqrep.ConnectionKey("127.0.0.1", 1, False, True, None, None, None),
+        OSError(111, "refused"),
+    )
+    marker = classify_transport_error(refused)
+    assert marker is not None
+    assert marker.not_sent
+    assert is_retryable(marker, idempotent=False)
+    reset = classify_transport_error(aiohttp.ServerDisconnectedError())
+    assert reset is not None
+    assert not reset.not_sent
+    assert is_retryable(reset, idempotent=True)
+    assert not is_retryable(reset, idempotent=False)
+    timeout = classify_transport_error(TimeoutError())
+    assert timeout is not None
+    assert not is_retryable(timeout, idempotent=False)
+    assert classify_transport_error(ValueError("x")) is None
+
+
+def test_backoff_grows_is_bounded_and_honours_retry_after() -> None:
+    policy = RetryPolicy(initial_backoff=0.1, max_backoff=1.0, jitter=0.5)
+    for attempt, base in [(1, 0.1), (2, 0.2), (3, 0.4), (4, 0.8), (5, 1.0), (9, 1.0)]:
+        wait = policy.backoff(attempt)
+        assert base <= wait <= base * 1.5
+    assert 7.0 <= policy.backoff(1, retry_after=7.0) <= 7.0 * 1.5
+
+
+async def test_in_cluster_service_account(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kubernetes_asyncio.config import incluster_config
+
+    from workloadbuilder.testing._pki import Pki
+
+    pki = Pki(tmp_path / "pki")
+    serving = pki.serving("server")
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(str(serving.cert), str(serving.key))
+    fake = FakeApi()
+    fake.default = _reply(200, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})
+    url = await fake.start(server_ctx)
+    token = tmp_path / "token"
+    token.write_text("sa-token")
+    monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token))
+    monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(pki.ca_cert))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", url.rsplit(":", 1)[1])
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
+    try:
+        async with KubeCluster.in_cluster() as cluster:
+            await cluster.get("Pod", "p", "ns")
+        # no kubeconfig anywhere: the default loading falls back to the service account
+        async with KubeCluster.from_kubeconfig() as cluster:
+            assert cluster.server == url
+            await cluster.get("Pod", "p", "ns")
+        assert [s.headers["Authorization"] for s in fake.seen] == ["Bearer sa-token"] * 2
+    finally:
+        await fake.stop()

@@ -9,17 +9,21 @@ such. Our side is ``workloadbuilder.validation.validate_object``.
 from __future__ import annotations
 
 import collections
+import copy
 import json
 from typing import Any
 
 import attrs
 
-from workloadbuilder.api import object_from_dict, object_to_dict
+from workloadbuilder.api import CodecError, object_from_dict, object_to_dict
 from workloadbuilder.errors import FieldError
 from workloadbuilder.testing import RestClient, collection_path, object_path
 from workloadbuilder.validation import FeatureGates, validate_object
 
-__all__ = ["Differ", "Outcome"]
+__all__ = ["SUMMARIES", "Differ", "Outcome"]
+
+#: One line per finished differential run, printed in the terminal summary (conftest.py).
+SUMMARIES: list[str] = []
 
 
 @attrs.frozen(kw_only=True)
@@ -89,8 +93,8 @@ class Differ:
 
     def create(self, obj: Any, label: str = "") -> Outcome:
         """Dry-run create ``obj`` (a typed model) and compare verdicts."""
+        obj = attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, namespace=self.namespace))
         doc = object_to_dict(obj)
-        doc.setdefault("metadata", {})["namespace"] = self.namespace
         ours = self._ours(obj)
         resp = self.api.create(collection_path(doc), doc, dry_run=True)
         if resp.status not in (201, 422):
@@ -110,6 +114,33 @@ class Differ:
                 server_fields=_server_fields(resp.body),
             )
         )
+
+    def create_document(self, doc: dict[str, Any], label: str = "") -> Outcome:
+        """Like :meth:`create` for a raw document; a document our codec cannot represent
+        (``CodecError``, e.g. a missing required field) counts as rejected by us."""
+        try:
+            obj = object_from_dict(doc)
+        except CodecError as e:
+            doc = copy.deepcopy(doc)
+            doc.setdefault("metadata", {})["namespace"] = self.namespace
+            resp = self.api.create(collection_path(doc), doc, dry_run=True)
+            if resp.status not in (201, 422):
+                raise AssertionError(
+                    f"unexpected server answer {resp.status} ({resp.message})"
+                ) from None
+            return self._record(
+                Outcome(
+                    label=label,
+                    operation="create",
+                    document=doc,
+                    ours=(f"codec: {e}",),
+                    our_fields=frozenset({e.path}),
+                    status=resp.status,
+                    server_message=resp.message,
+                    server_fields=_server_fields(resp.body),
+                )
+            )
+        return self.create(obj, label)
 
     def persist(self, obj: Any) -> Any:
         """Really create ``obj`` under a unique name and return the stored object (typed)."""

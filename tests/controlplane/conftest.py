@@ -20,3 +20,11 @@ def api(control_plane: ControlPlane) -> Iterator[RestClient]:
 def namespace(control_plane: ControlPlane) -> str:
     """A fresh namespace per test (never deleted: the etcd data dir is thrown away)."""
     return control_plane.create_namespace("t-")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print the differential-validation case counts (see test_differential.py)."""
+    from controlplane._differential import SUMMARIES
+
+    for line in SUMMARIES:
+        terminalreporter.write_line(line)

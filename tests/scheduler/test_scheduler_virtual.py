@@ -163,3 +163,67 @@ async def test_leader_election(mem_env: tuple[Env, FakeClock]) -> None:
     b.leading = True
     await b.release()
     assert await a.try_acquire_or_renew()  # released: no need to wait
+
+
+async def test_group_deleted_regates_and_pod_deletions_drop_quorum(
+    mem_env: tuple[Env, FakeClock],
+) -> None:
+    env, clock = mem_env
+    await env.node("a", cpu="1")
+    await env.gang("g", 3)
+    s = env.scheduler(clock=clock)
+    await s.schedule_until_idle()
+    assert _state(s, "g") == "unschedulable"
+    # a pending pod goes away: 2 of minCount 3 remain, the group is gated again
+    await env.cluster.delete("Pod", "g-2", "default", grace_period_seconds=0)
+    await s.sync()
+    e = s.queue.entities[("PodGroup", "default", "g")]
+    assert e.state == "gated"
+    assert e.gate_message == "waiting for minCount pods from a gang: 2 of 3 pods exist"
+    # all pods gone: nothing left to schedule
+    for name in ("g-0", "g-1"):
+        await env.cluster.delete("Pod", name, "default", grace_period_seconds=0)
+    await s.sync()
+    assert ("PodGroup", "default", "g") not in s.queue.entities
+
+
+async def test_run_loop_schedules_arrivals() -> None:
+    import asyncio
+
+    from workloadbuilder.cluster._memory import MemoryCluster
+
+    cluster = MemoryCluster()
+    env = Env(cluster, "default", "memory")
+    s = env.scheduler()
+    runner = asyncio.create_task(s.run())
+    try:
+        await env.node("a", cpu="4")
+        await env.gang("g", 4)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 20
+        while len(await env.bound("g-")) < 4:
+            assert loop.time() < deadline, "not bound before the deadline"
+            await asyncio.sleep(0.01)
+    finally:
+        await s.stop()
+        await runner
+        await cluster.close()
+
+
+async def test_failed_first_bind_leaves_the_gang_unbound(mem_env: tuple[Env, FakeClock]) -> None:
+    env, clock = mem_env
+    await env.node("a", cpu="4")
+    await env.gang("g", 3)
+    flaky = FlakyBind(env.cluster, {"g-0"})
+    from scheduler import Scheduler, SchedulerConfig
+
+    s = Scheduler(flaky, SchedulerConfig(), clock=clock)
+    env.schedulers.append(s)
+    assert await s.schedule_until_idle() == 0
+    assert await env.bound("g-") == {}  # nothing of the gang was bound
+    assert all(p.counted_node is None for p in s.cache.pods.values())  # all forgotten
+    assert await env.group_condition("g") is None  # not claimed as scheduled
+    clock.advance(1.0)
+    assert await s.schedule_until_idle() == 3
+    cond = await env.group_condition("g")
+    assert (cond.status, cond.reason) == ("True", "Scheduled")

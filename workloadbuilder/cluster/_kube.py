@@ -28,6 +28,7 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 import aiohttp
+import yaml
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config import ConfigException
 from kubernetes_asyncio.config.incluster_config import load_incluster_config
@@ -155,20 +156,31 @@ class KubeCluster:
         """A cluster from a kubeconfig file (``$KUBECONFIG`` or ``~/.kube/config`` when
         ``path`` is None; ``:``-separated lists merge) and a context (its current context when
         None). Synchronous: the file and context are checked now (``KubeConfigError``);
-        credentials (e.g. exec plugins) are loaded and the session opened on first use."""
+        credentials (e.g. exec plugins) are loaded and the session opened on first use.
+        With ``path=None``, no kubeconfig file and ``KUBERNETES_SERVICE_HOST`` set, this is
+        :meth:`in_cluster`."""
         if path is None:
             paths = os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
         else:
             paths = os.fspath(path)
         existing = [p for p in paths.split(os.pathsep) if p and Path(p).expanduser().exists()]
         if not existing:
+            if path is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+                return cls.in_cluster(**options)  # like client-go's default loading rules
             raise KubeConfigError(f"kubeconfig not found: {paths}")
         try:
             merger = KubeConfigMerger(os.pathsep.join(existing))
             loader = KubeConfigLoader(
                 config_dict=merger.config, config_base_path=None, active_context=context
             )
-        except (ConfigException, KeyError, TypeError, ValueError, AssertionError) as e:
+        except (
+            ConfigException,
+            KeyError,
+            TypeError,
+            ValueError,
+            AssertionError,
+            yaml.YAMLError,
+        ) as e:
             where = f" (context {context!r})" if context else ""
             raise KubeConfigError(f"cannot use kubeconfig {paths}{where}: {e}") from e
         except OSError as e:
