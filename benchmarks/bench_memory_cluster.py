@@ -119,7 +119,7 @@ async def build(c: MemoryCluster, nodes: int, pods: int) -> list[dict[str, Any]]
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    c = MemoryCluster(history=args.history)
+    c = MemoryCluster(history=args.history, share_objects=args.share_objects)
     rows = await build(c, args.nodes, args.pods)
     names = [(f"ns-{i % NAMESPACES}", f"job-{i // 8}-{i % 8}") for i in range(args.pods)]
 
@@ -162,6 +162,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "nodes": args.nodes,
         "pods": args.pods,
+        "share_objects": args.share_objects,
         "results": rows,
         "peak_rss_mib": round(rusage.ru_maxrss / 1024, 1),
         "machine": {
@@ -250,6 +251,11 @@ def main() -> None:
         "--watchers", type=lambda s: [int(x) for x in s.split(",")], default=[1, 10, 50]
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument(
+        "--share-objects",
+        action="store_true",
+        help="MemoryCluster(share_objects=True): reads and watches return the stored dicts",
+    )
     parser.add_argument("--tracemalloc", action="store_true", help="also measure the heap peak")
     args = parser.parse_args()
     report = asyncio.run(run(args))

@@ -269,6 +269,13 @@ class Cache:
         self.priority_classes: dict[str, dict[str, Any]] = {}
         self._seq = 0
         self._pods_by_uid: dict[str, PodKey] = {}
+        self._signatures: dict[PodRequirements, PodRequirements] = {}
+
+    def _intern(self, req: PodRequirements) -> PodRequirements:
+        """One object per distinct signature (dict lookups then hit on identity)."""
+        if len(self._signatures) > 100_000:  # bound the table in long-running schedulers
+            self._signatures.clear()
+        return self._signatures.setdefault(req, req)
 
     def next_seq(self) -> int:
         """A monotonically increasing sequence number (first-seen tie-break)."""
@@ -343,7 +350,7 @@ class Cache:
             if info.node_name is not None and info.assumed_node is not None:
                 info.assumed_node = None  # binding confirmed (or bound elsewhere)
             if info.node_name is None and info.counted_node is None:
-                info.req = pod_requirements(pod)
+                info.req = self._intern(pod_requirements(pod))
             self._account(info)
             return before, info
         if old is not None:  # same name, new uid: a replacement
@@ -359,7 +366,7 @@ class Cache:
             priority=int(prio) if prio is not None else None,
             priority_class_name=spec.get("priorityClassName"),
             node_name=spec.get("nodeName") or None,
-            req=pod_requirements(pod),
+            req=self._intern(pod_requirements(pod)),
             first_seen=now,
             seq=self.next_seq(),
             deleting=meta.get("deletionTimestamp") is not None,

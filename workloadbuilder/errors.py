@@ -65,7 +65,7 @@ def _render_value(value: Any) -> str:
         return "null"
     if isinstance(value, (int, float)):
         return str(value)
-    return json.dumps(value, sort_keys=True, default=str)
+    return json.dumps(value, separators=(",", ":"), default=str)
 
 
 class WorkloadBuilderError(Exception):

@@ -22,9 +22,10 @@ __all__ = ["RecordingCluster"]
 
 
 class RecordingCluster:
-    """Delegates every call to ``inner``; after a successful ``bind`` calls
-    ``on_bind(namespace, pod, node)``, after a Pod ``delete`` or ``evict`` calls
-    ``on_delete(namespace, pod)``."""
+    """Delegates every call to ``inner``; after a successful ``bind`` (or an update/patch that
+    leaves a pod with ``spec.nodeName``) calls ``on_bind(namespace, pod, node)``, after a Pod
+    ``delete`` or ``evict`` calls ``on_delete(namespace, pod)``. The simulator ignores reports
+    about pods that are already bound."""
 
     def __init__(
         self,
@@ -99,8 +100,18 @@ class RecordingCluster:
     async def update(
         self, obj: KubeObject, *, dry_run: bool = False, field_manager: str | None = None
     ) -> KubeObject:
-        """Delegated."""
-        return await self.inner.update(obj, dry_run=dry_run, field_manager=field_manager)
+        """Delegated; reports a pod whose ``spec.nodeName`` an update sets."""
+        stored = await self.inner.update(obj, dry_run=dry_run, field_manager=field_manager)
+        if not dry_run:
+            self._check_node_name(stored)
+        return stored
+
+    def _check_node_name(self, stored: KubeObject) -> None:
+        if isinstance(stored, dict) and stored.get("kind") == "Pod":
+            node = (stored.get("spec") or {}).get("nodeName")
+            meta = stored.get("metadata") or {}
+            if node:
+                self._on_bind(str(meta.get("namespace")), str(meta.get("name")), str(node))
 
     async def update_status(
         self, obj: KubeObject, *, field_manager: str | None = None
@@ -121,8 +132,8 @@ class RecordingCluster:
         force: bool = False,
         dry_run: bool = False,
     ) -> KubeObject:
-        """Delegated."""
-        return await self.inner.patch(
+        """Delegated; reports a pod whose ``spec.nodeName`` a patch sets."""
+        stored = await self.inner.patch(
             kind,
             name,
             patch,
@@ -133,6 +144,9 @@ class RecordingCluster:
             force=force,
             dry_run=dry_run,
         )
+        if subresource is None and not dry_run:
+            self._check_node_name(stored)
+        return stored
 
     async def delete(
         self,

@@ -290,6 +290,36 @@ async def test_status_subresource_is_separate(cluster: Cluster, ns: str) -> None
     assert patched.status is not None and patched.status.conditions[0].reason == "Again"
 
 
+async def test_status_conditions_are_validated(cluster: Cluster, ns: str) -> None:
+    await cluster.create(pod_group("cv", ns))
+    with pytest.raises(Invalid) as info:
+        await cluster.patch(
+            "PodGroup",
+            "cv",
+            {"status": {"conditions": [{"type": "PodGroupInitiallyScheduled", "status": "Maybe"}]}},
+            ns,
+            subresource="status",
+        )
+    assert [(c.path, c.type) for c in info.value.causes] == [
+        ("status.conditions[0].status", "Unsupported value"),
+        ("status.conditions[0].lastTransitionTime", "Required value"),
+        ("status.conditions[0].reason", "Required value"),
+    ]
+    ok = {
+        "type": "A",
+        "status": "True",
+        "reason": "Ok",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    with pytest.raises(Invalid) as dup:
+        await cluster.patch(
+            "PodGroup", "cv", {"status": {"conditions": [ok, ok]}}, ns, subresource="status"
+        )
+    assert [(c.path, c.type) for c in dup.value.causes] == [
+        ("status.conditions[1]", "Duplicate value")
+    ]
+
+
 def _cond_dict(c: Condition) -> dict[str, Any]:
     return {
         "type": c.type,

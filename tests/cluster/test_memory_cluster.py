@@ -178,13 +178,14 @@ async def test_gc_keeps_dependents_with_another_live_owner() -> None:
     c = MemoryCluster()
     a = await c.create(cm("a"))
     b = await c.create(cm("b"))
+    assert isinstance(a, dict) and isinstance(b, dict)
     refs = [
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "name": o["metadata"]["name"],
             "uid": o["metadata"]["uid"],
-        }  # type: ignore[index]
+        }
         for o in (a, b)
     ]
     await c.create(cm("dep", metadata={"ownerReferences": refs}))
@@ -295,3 +296,33 @@ def test_patches() -> None:
     assert [c["type"] for c in merged["status"]["conditions"]] == ["A", "B"]
     assert merged["spec"]["containers"] == [{"name": "c", "image": "2"}]
     assert merged["spec"]["tolerations"] == [{"k": 2}]
+
+
+async def test_share_objects_returns_the_stored_version() -> None:
+    c = MemoryCluster(share_objects=True)
+    await c.create(cm("s"))
+    a = await c.get("ConfigMap", "s", "default")
+    b = await c.get("ConfigMap", "s", "default")
+    assert a is b
+    copying = MemoryCluster()
+    await copying.create(cm("s"))
+    assert await copying.get("ConfigMap", "s", "default") is not await copying.get(
+        "ConfigMap", "s", "default"
+    )
+
+
+async def test_paged_list_of_many_objects() -> None:
+    c = MemoryCluster()
+    for ns in ("a", "b"):
+        await c.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        for i in range(25):
+            await c.create(cm(f"c{i:02d}", ns))
+    seen: list[tuple[str, str]] = []
+    token = None
+    while True:
+        page = await c.list("ConfigMap", limit=7, continue_token=token)
+        seen.extend((o["metadata"]["namespace"], o["metadata"]["name"]) for o in page.items)  # type: ignore[index]
+        token = page.continue_token
+        if token is None:
+            break
+    assert seen == sorted(seen) and len(seen) == len(set(seen)) == 50

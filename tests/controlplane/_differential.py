@@ -142,6 +142,47 @@ class Differ:
             )
         return self.create(obj, label)
 
+    def raw(
+        self,
+        doc: dict[str, Any],
+        ours: list[FieldError],
+        *,
+        label: str = "",
+        update: bool = False,
+    ) -> Outcome:
+        """Dry-run create (or update) any document; ``ours`` is our verdict for it."""
+        if update:
+            resp = self.api.replace(object_path(doc), doc, dry_run=True)
+        else:
+            resp = self.api.create(collection_path(doc), doc, dry_run=True)
+        if resp.status not in (200, 201, 422):
+            raise AssertionError(
+                f"unexpected server answer {resp.status} ({resp.message}) for "
+                f"{json.dumps(doc, sort_keys=True)}"
+            )
+        return self._record(
+            Outcome(
+                label=label,
+                operation="update" if update else "create",
+                document=doc,
+                ours=tuple(str(e) for e in ours),
+                our_fields=frozenset(e.path for e in ours),
+                status=resp.status,
+                server_message=resp.message,
+                server_fields=_server_fields(resp.body),
+            )
+        )
+
+    def persist_raw(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """Really create ``doc`` (any kind) under a unique name; return the stored document."""
+        self._serial += 1
+        doc = copy.deepcopy(doc)
+        doc["metadata"] = {"name": f"upd-{self._serial}", "namespace": self.namespace}
+        resp = self.api.create(collection_path(doc), doc)
+        if resp.status != 201:
+            raise AssertionError(f"a valid object was rejected: {resp.status} {resp.message}")
+        return resp.body
+
     def persist(self, obj: Any) -> Any:
         """Really create ``obj`` under a unique name and return the stored object (typed)."""
         self._serial += 1

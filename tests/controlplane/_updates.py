@@ -345,7 +345,7 @@ def _cpg_update(draw: st.DrawFn, cpg: CompositePodGroup) -> tuple[str, Composite
 def updates(stored: Obj) -> st.SearchStrategy[tuple[str, Obj]]:
     """``(label, new object)`` for an update of ``stored`` (as the server returned it)."""
     if isinstance(stored, Workload):
-        return _workload_update(stored)  # type: ignore[return-value]
+        return _workload_update(stored)
     if isinstance(stored, PodGroup):
-        return _pod_group_update(stored)  # type: ignore[return-value]
-    return _cpg_update(stored)  # type: ignore[return-value]
+        return _pod_group_update(stored)
+    return _cpg_update(stored)

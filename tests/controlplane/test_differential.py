@@ -13,6 +13,7 @@ do not exist, hiding the validation verdict. Everything else is the stock v1.37.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from collections.abc import Iterator
@@ -34,6 +35,7 @@ from workloadbuilder.api import (
     object_from_dict,
 )
 from workloadbuilder.testing import DISABLED_ADMISSION_PLUGINS, ControlPlane, RestClient
+from workloadbuilder.validation import validate_job_scheduling
 
 pytestmark = pytest.mark.controlplane
 
@@ -410,3 +412,172 @@ def test_composite_pod_group_min_group_count_is_immutable(diff_run: _Run) -> Non
     )
     assert not outcome.server_valid
     _check(outcome)
+
+
+# --------------------------------------------------------------------------------------------
+# Job.spec.scheduling (WorkloadWithJob): validate_job_scheduling vs the server's Job validation.
+
+_COUNTS.update({"job_creates": 350, "job_updates": 150})
+_TOPOLOGY_KEYS = ("topology.kubernetes.io/rack", "kubernetes.io/hostname", "bad key", "a/b/c")
+_CLAIM_NAMES = ("gpu", "nic", "Bad_Name", "")
+
+
+@st.composite
+def _job_policies(draw: st.DrawFn) -> dict[str, Any] | None:
+    choice = draw(st.sampled_from(("none", "empty", "basic", "gang", "gang-min", "both")))
+    if choice == "none":
+        return None
+    if choice == "empty":
+        return {}
+    if choice == "basic":
+        return {"basic": {}}
+    if choice == "gang":
+        return {"gang": {}}
+    gang = {"minCount": draw(st.integers(-1, 8))}
+    return {"gang": gang} if choice == "gang-min" else {"basic": {}, "gang": gang}
+
+
+@st.composite
+def _job_schedulings(draw: st.DrawFn) -> dict[str, Any] | None:
+    if draw(st.integers(0, 9)) == 0:
+        return None
+    out: dict[str, Any] = {}
+    policy = draw(_job_policies())
+    if policy is not None:
+        out["schedulingPolicy"] = policy
+    if draw(st.booleans()):
+        keys = draw(st.lists(st.sampled_from(_TOPOLOGY_KEYS), max_size=2))
+        out["schedulingConstraints"] = {"topology": [{"key": k} for k in keys]}
+    mode: dict[str, Any] | None = draw(
+        st.sampled_from((None, {"single": {}}, {"all": {}}, {}, {"single": {}, "all": {}}))
+    )
+    if mode is not None:
+        out["disruptionMode"] = mode
+    if draw(st.booleans()):
+        claims = []
+        for _ in range(draw(st.integers(0, 5))):
+            claim: dict[str, Any] = {"name": draw(st.sampled_from(_CLAIM_NAMES))}
+            source = draw(st.sampled_from(("claim", "template", "both", "none")))
+            if source in ("claim", "both"):
+                claim["resourceClaimName"] = draw(st.sampled_from(("c1", "Bad_Claim")))
+            if source in ("template", "both"):
+                claim["resourceClaimTemplateName"] = "t1"
+            claims.append(claim)
+        out["resourceClaims"] = claims
+    return out
+
+
+@st.composite
+def _valid_job_schedulings(draw: st.DrawFn, parallelism: int) -> dict[str, Any] | None:
+    if draw(st.integers(0, 5)) == 0:
+        return None
+    policies: tuple[dict[str, Any], ...] = (
+        {"basic": {}},
+        {"gang": {}},
+        {"gang": {"minCount": draw(st.integers(1, parallelism))}},
+    )
+    policy = draw(st.sampled_from(policies))
+    out: dict[str, Any] = {"schedulingPolicy": policy}
+    if draw(st.booleans()):
+        out["schedulingConstraints"] = {
+            "topology": [{"key": draw(st.sampled_from(_TOPOLOGY_KEYS[:2]))}]
+        }
+    if draw(st.booleans()):
+        # `all` needs a gang policy (Job validation: not supported with basic)
+        modes: tuple[dict[str, Any], ...] = (
+            ({"single": {}}, {"all": {}}) if "gang" in policy else ({"single": {}},)
+        )
+        out["disruptionMode"] = draw(st.sampled_from(modes))
+    if draw(st.booleans()):
+        out["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "t1"}]
+    return out
+
+
+def _job_doc(ns: str, parallelism: int | None, scheduling: dict[str, Any] | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "suspend": True,
+        "template": {
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+            }
+        },
+    }
+    if parallelism is not None:
+        spec["parallelism"] = parallelism
+    if scheduling is not None:
+        spec["scheduling"] = scheduling
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "job", "namespace": ns},
+        "spec": spec,
+    }
+
+
+def test_job_scheduling_creates(diff_run: _Run) -> None:
+    ns = diff_run.create.namespace
+    diff_run.tests_run.add("job_creates")
+
+    @_settings("job_creates")
+    @given(st.none() | st.integers(0, 6), _job_schedulings())
+    def run(parallelism: int | None, scheduling: dict[str, Any] | None) -> None:
+        doc = _job_doc(ns, parallelism, scheduling)
+        ours = validate_job_scheduling(doc)
+        _check(diff_run.create.raw(doc, ours, label="job"))
+
+    run()
+
+
+@st.composite
+def _job_updates(draw: st.DrawFn, stored: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    new = copy.deepcopy(stored)
+    spec = new["spec"]
+    choice = draw(
+        st.sampled_from(
+            ("min-count", "parallelism", "policy", "remove", "add", "constraints", "mode")
+        )
+    )
+    sched = spec.get("scheduling")
+    if choice == "remove" or (sched is None and choice != "add" and choice != "parallelism"):
+        if sched is None:
+            spec["scheduling"] = {"schedulingPolicy": {"gang": {}}}
+            return "add", new
+        del spec["scheduling"]
+        return "remove", new
+    if choice == "add":
+        spec["scheduling"] = draw(_job_schedulings()) or {"schedulingPolicy": {"basic": {}}}
+    elif choice == "parallelism":
+        spec["parallelism"] = draw(st.integers(0, 8))
+    elif choice == "min-count":
+        spec["scheduling"]["schedulingPolicy"] = {"gang": {"minCount": draw(st.integers(0, 8))}}
+    elif choice == "policy":
+        policy = spec["scheduling"].get("schedulingPolicy") or {}
+        spec["scheduling"]["schedulingPolicy"] = (
+            {"basic": {}} if "gang" in policy else {"gang": {"minCount": 1}}
+        )
+    elif choice == "constraints":
+        spec["scheduling"]["schedulingConstraints"] = {
+            "topology": [{"key": draw(st.sampled_from(_TOPOLOGY_KEYS[:2]))}]
+        }
+    else:
+        current = spec["scheduling"].get("disruptionMode") or {}
+        spec["scheduling"]["disruptionMode"] = {"single": {}} if "all" in current else {"all": {}}
+    return choice, new
+
+
+def test_job_scheduling_updates(diff_run: _Run) -> None:
+    ns = diff_run.update.namespace
+    diff_run.tests_run.add("job_updates")
+
+    @_settings("job_updates")
+    @given(st.integers(1, 6), st.data())
+    def run(parallelism: int, data: st.DataObject) -> None:
+        doc = _job_doc(ns, parallelism, data.draw(_valid_job_schedulings(parallelism)))
+        assert not validate_job_scheduling(doc), doc
+        stored = diff_run.update.persist_raw(doc)
+        label, new = data.draw(_job_updates(stored), label="update")
+        ours = validate_job_scheduling(new, stored)
+        _check(diff_run.update.raw(new, ours, label=f"job-{label}", update=True))
+
+    run()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -88,8 +89,8 @@ def test_gang_waits_for_min_count_then_binds_all(scheduler_plane: ControlPlane) 
         assert bound("p0") is None and bound("p1") is None
 
         assert api.create(pods, _pod("p2", "gang")).status == 201
-        for i in range(3):
-            wait_for(lambda i=i: bound(f"p{i}"), what=f"gang pod p{i} to bind")
+        for name in ("p0", "p1", "p2"):
+            wait_for(partial(bound, name), what=f"gang pod {name} to bind")
 
         def scheduled_condition() -> dict[str, Any] | None:
             status = api.get(f"{pg_path}/gang").body.get("status", {})

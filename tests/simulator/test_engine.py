@@ -249,3 +249,44 @@ async def test_bad_reference_at_run_time_names_the_document() -> None:
         assert e.document == 2 and "nope" in str(e)
     else:
         raise AssertionError("expected a ScenarioError")
+
+
+async def test_nodes_arriving_later_unblock_a_waiting_gang() -> None:
+    text = scenario(
+        nodes(1, "4"),
+        nodes(1, "4", name="extra").replace(
+            "metadata:\n  name: extra",
+            "metadata:\n  name: extra\n  annotations: {sim.workloadbuilder.io/arrival: 5m}",
+        ),
+        gang("g", 2, "3", duration="1m"),
+    )
+    result = await run(text)
+    assert [(n.name, n.added) for n in result.nodes] == [("n-0", 0.0), ("extra-0", 300.0)]
+    g = group(result, "g")
+    assert g.scheduled_at == 300.0 and g.waited == 300.0
+    assert sorted(g.nodes) == ["extra-0", "n-0"]
+    assert result.makespan == 360.0
+
+
+async def test_preassigned_and_foreign_pods() -> None:
+    text = scenario(
+        nodes(1, "4"),
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: pinned\n  annotations:\n"
+        "    sim.workloadbuilder.io/duration: 30s\n"
+        "spec: {nodeName: n-0, containers: [{name: c, resources: {requests: {cpu: '3'}}}]}\n",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: other}\n"
+        "spec: {schedulerName: someone-else, containers: [{name: c}]}\n",
+        gang("g", 1, "2", arrival="10s", duration="10s"),
+    )
+    seen: list[int] = []
+    result = await run(text, progress=lambda info: seen.append(info.pods_bound))
+    pods = {p.name: p for p in result.pods}
+    assert (pods["pinned"].bound, pods["pinned"].finished, pods["pinned"].ours) == (
+        0.0,
+        30.0,
+        False,
+    )
+    assert pods["other"].bound is None and not pods["other"].ours
+    assert pods["g-0"].bound == 30.0  # waits for the pinned pod's CPUs
+    assert result.pod_counts()["pending"] == 1  # the foreign pod; the run still ends
+    assert seen and seen == sorted(seen) and seen[-1] == 2

@@ -1,5 +1,6 @@
 """One async seam to cluster state: the :class:`Cluster` protocol and its implementations."""
 
+from workloadbuilder.cluster._kube import KubeCluster, KubeConfigError
 from workloadbuilder.cluster._protocol import (
     Cluster,
     KubeObject,
@@ -14,15 +15,19 @@ from workloadbuilder.cluster._protocol import (
     resource_info,
     resource_of,
 )
+from workloadbuilder.cluster._retry import RetryPolicy
 
 __all__ = [
     "Cluster",
+    "KubeCluster",
+    "KubeConfigError",
     "KubeObject",
     "ObjectList",
     "PatchType",
     "Preconditions",
     "PropagationPolicy",
     "ResourceInfo",
+    "RetryPolicy",
     "WatchEvent",
     "WatchEventType",
     "register_resource",

@@ -34,6 +34,7 @@ __all__ = [
     "invalid",
     "qualified_kind",
     "resource_name",
+    "validate_conditions",
     "validate_metadata",
     "validate_typed",
 ]
@@ -305,3 +306,110 @@ def admit_priority(
                 "PriorityClass name",
             )
         spec["preemptionPolicy"] = policy
+
+
+_REASON_RE = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+_QNAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_REASON_MSG = (
+    "a condition reason must start with alphabetic character, optionally followed by a string "
+    "of alphanumeric characters or '_,:', and must end with an alphanumeric character or '_' "
+    "(e.g. 'my_name',  or 'MY_NAME',  or 'MyName',  or 'ReasonA,ReasonB',  or "
+    "'ReasonA:ReasonB', regex used for validation is '[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?')"
+)
+
+
+def _qualified_name_errors(value: str, path: str) -> list[FieldError]:
+    prefix, _, name = value.rpartition("/")
+    ok = bool(name) and len(name) <= 63 and bool(_QNAME_RE.match(name))
+    if prefix and (len(prefix) > 253 or not _SUBDOMAIN_RE.match(prefix)):
+        ok = False
+    if ok:
+        return []
+    return [
+        FieldError(
+            path=path,
+            type="Invalid value",
+            detail="name part must consist of alphanumeric characters, '-', '_' or '.', and "
+            "must start and end with an alphanumeric character",
+            value=value,
+            has_value=True,
+        )
+    ]
+
+
+def validate_conditions(conditions: Any, path: str) -> list[FieldError]:
+    """``metav1.Condition`` list rules (``ValidateConditions``), as applied by the API server
+    to PodGroup / CompositePodGroup status writes."""
+    if not isinstance(conditions, list):
+        return []
+    errors: list[FieldError] = []
+    seen: set[str] = set()
+    for i, cond in enumerate(conditions):
+        at = f"{path}[{i}]"
+        if not isinstance(cond, Mapping):
+            continue
+        ctype = str(cond.get("type") or "")
+        if not ctype:
+            errors.append(
+                FieldError(
+                    path=f"{at}.type", type="Required value", detail="name part must be non-empty"
+                )
+            )
+        else:
+            errors.extend(_qualified_name_errors(ctype, f"{at}.type"))
+        status = cond.get("status")
+        if status not in ("True", "False", "Unknown"):
+            errors.append(
+                FieldError(
+                    path=f"{at}.status",
+                    type="Unsupported value",
+                    detail='supported values: "False", "True", "Unknown"',
+                    value=status if status is not None else "",
+                    has_value=True,
+                )
+            )
+        generation = cond.get("observedGeneration")
+        if isinstance(generation, int) and generation < 0:
+            errors.append(
+                FieldError(
+                    path=f"{at}.observedGeneration",
+                    type="Invalid value",
+                    detail="must be greater than or equal to zero",
+                    value=generation,
+                    has_value=True,
+                )
+            )
+        if not cond.get("lastTransitionTime"):
+            errors.append(FieldError(path=f"{at}.lastTransitionTime", type="Required value"))
+        reason = cond.get("reason")
+        if not reason:
+            errors.append(FieldError(path=f"{at}.reason", type="Required value"))
+        else:
+            if not _REASON_RE.match(str(reason)):
+                errors.append(
+                    FieldError(
+                        path=f"{at}.reason",
+                        type="Invalid value",
+                        detail=_REASON_MSG,
+                        value=reason,
+                        has_value=True,
+                    )
+                )
+            if len(str(reason)) > 1024:
+                errors.append(
+                    FieldError(
+                        path=f"{at}.reason",
+                        type="Too long",
+                        detail="may not be more than 1024 bytes",
+                    )
+                )
+        if len(str(cond.get("message") or "")) > 32768:
+            errors.append(
+                FieldError(
+                    path=f"{at}.message", type="Too long", detail="may not be more than 32768 bytes"
+                )
+            )
+        if ctype in seen:
+            errors.append(FieldError(path=at, type="Duplicate value", value=ctype, has_value=True))
+        seen.add(ctype)
+    return errors

@@ -18,6 +18,7 @@ See docs/cluster.md for the model and the documented differences from a real API
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import random
 import time
@@ -219,9 +220,14 @@ class _Store:
         bucket = self.objects.get(ns)
         return bucket.get(name) if bucket is not None else None
 
-    def iter_sorted(self, namespace: str | None) -> Iterator[tuple[Key, _Rec]]:
+    def iter_sorted(
+        self, namespace: str | None, after: Key | None = None
+    ) -> Iterator[tuple[Key, _Rec]]:
+        """Objects in (namespace, name) order, optionally only those after ``after``."""
         namespaces = [namespace] if namespace is not None else sorted(self.objects)
         for ns in namespaces:
+            if after is not None and ns < after[0]:
+                continue
             bucket = self.objects.get(ns)
             if not bucket:
                 continue
@@ -229,7 +235,9 @@ class _Store:
             if names is None:
                 names = sorted(bucket)
                 self.sorted_names[ns] = names
-            for n in names:
+            start = bisect.bisect_right(names, after[1]) if after and ns == after[0] else 0
+            for i in range(start, len(names)):
+                n = names[i]
                 yield (ns, n), bucket[n]
 
     def index_add(self, key: Key, doc: Mapping[str, Any]) -> None:
@@ -281,7 +289,9 @@ class MemoryCluster:
     SDK's validation of our kinds (``gates`` are the validation feature gates).
     ``history`` is the number of events kept per kind for watches to resume from.
     ``bookmark_interval`` is the idle time (event-loop seconds) after which a watch sends a
-    BOOKMARK. ``seed`` makes generated names and uids reproducible.
+    BOOKMARK. ``seed`` makes generated names and uids reproducible (``None``: random).
+    ``share_objects=True`` returns the stored dicts themselves from reads and watches instead
+    of copies (faster fan-out; callers must then treat every returned dict as read-only).
     """
 
     def __init__(
@@ -293,8 +303,10 @@ class MemoryCluster:
         history: int = 10000,
         bookmark_interval: float = 60.0,
         seed: int | None = 0,
+        share_objects: bool = False,
     ) -> None:
         self._clock = clock
+        self._share = share_objects
         self._admission = admission
         if gates is None and admission:
             try:
@@ -410,6 +422,8 @@ class MemoryCluster:
             if model.api_version != info.api_version:
                 return attrs.evolve(model, api_version=info.api_version)
             return model
+        if self._share and rec.doc.get("apiVersion") == info.api_version:
+            return rec.doc
         out: dict[str, Any] = json_copy(rec.doc)
         if out.get("apiVersion") != info.api_version:
             out["apiVersion"] = info.api_version
@@ -548,6 +562,7 @@ class MemoryCluster:
         namespace: str | None,
         lreqs: tuple[LabelRequirement, ...],
         freqs: tuple[tuple[tuple[str, ...], FieldRequirement], ...],
+        after: Key | None = None,
     ) -> Iterator[tuple[Key, _Rec]]:
         ns_filter = namespace if store.info.namespaced else None
         for parts, req in freqs:
@@ -569,7 +584,7 @@ class MemoryCluster:
                 )
                 break
         else:
-            candidates = store.iter_sorted(ns_filter)
+            candidates = store.iter_sorted(ns_filter, after)
         if not lreqs and not freqs:
             yield from candidates
             return
@@ -611,7 +626,7 @@ class MemoryCluster:
         items: list[KubeObject] = []
         next_token: str | None = None
         last: Key | None = None
-        for key, rec in self._select(store, namespace, lreqs, freqs):
+        for key, rec in self._select(store, namespace, lreqs, freqs, after):
             if after is not None and key <= after:
                 continue
             if limit is not None and limit > 0 and len(items) >= limit:
@@ -985,6 +1000,16 @@ class MemoryCluster:
                 meta["generation"] = int(old_meta.get("generation") or 0) + 1
             if self._admission:
                 self._admit_update(info, name, new, old.doc)
+            elif (info.group, info.plural) in adm.TYPED_KINDS:
+                adm.validate_typed(info, new, None, None, run_validation=False)
+        if status_only and (info.group, info.plural) in adm.TYPED_KINDS:
+            if self._admission:
+                errors = adm.validate_conditions(
+                    (new.get("status") or {}).get("conditions"), "status.conditions"
+                )
+                if errors:
+                    raise adm.invalid(info, name, errors)
+            adm.validate_typed(info, new, None, None, run_validation=False)
         meta = new["metadata"]
         meta["resourceVersion"] = old_meta.get("resourceVersion")
         if new == old.doc:
