@@ -141,8 +141,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         for ns, name in sample:
             obj = await c.get("Pod", name, ns)
             assert isinstance(obj, dict)
-            obj["metadata"]["labels"]["touched"] = "yes"
-            await c.update(obj)
+            meta = obj["metadata"]
+            # build the new version without mutating what get() returned (shared objects)
+            labels = {**meta["labels"], "touched": "yes"}
+            await c.update({**obj, "metadata": {**meta, "labels": labels}})
 
     rows.append(await timed("get + update pods (full replace)", len(sample), update_some))
 

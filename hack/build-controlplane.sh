@@ -10,7 +10,6 @@ ETCDV=v3.7.3
 OUT="${WORKLOADBUILDER_BIN_DIR:-${HOME}/.cache/workloadbuilder/k8s/${KV}/bin}"
 mkdir -p "$OUT"
 export GOWORK=off CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-mod=readonly
-command -v go >/dev/null || { echo "error: the Go toolchain (>= 1.26) is required to build the control plane" >&2; exit 2; }
 
 components=("$@")
 [ ${#components[@]} -gt 0 ] || components=(etcd kube-apiserver kube-scheduler kube-controller-manager)
@@ -27,6 +26,7 @@ build() {  # name, module dir, package, ldflags
     echo "cached: $OUT/$name" >&2
     return 0
   fi
+  command -v go >/dev/null || { echo "error: the Go toolchain (>= 1.26) is required to build $name" >&2; exit 2; }
   echo "building $name ($pkg) ..." >&2
   local start=$SECONDS
   (cd "$here/$dir" && go build -trimpath -ldflags "$ldf" -o "$OUT/$name.tmp" "$pkg")

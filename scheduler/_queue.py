@@ -63,7 +63,7 @@ class SchedulingQueue:
         self.entities: dict[EntityKey, QueuedEntity] = {}
         self._active: list[tuple[int, float, int, int, EntityKey]] = []
         self._backoff: list[tuple[float, int, int, EntityKey]] = []
-        #: called whenever something becomes active (wakes the run loop)
+        #: called whenever something becomes active or enters backoff (wakes the run loop)
         self.on_active: Callable[[], None] = lambda: None
 
     # ---- bookkeeping -----------------------------------------------------------------
@@ -97,6 +97,7 @@ class SchedulingQueue:
         e.state = "backoff"
         e.version += 1
         heapq.heappush(self._backoff, (expiry, e.seq, e.version, e.key))
+        pass
 
     def _to_unschedulable(self, e: QueuedEntity) -> None:
         e.state = "unschedulable"

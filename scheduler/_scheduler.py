@@ -173,8 +173,9 @@ class Scheduler:
         """Process every cluster change delivered so far into the cache and the queue."""
         if not self._started:
             await self.start()
-        last, stable = -1, 0
-        while stable < 5:
+        last, stable, rounds = -1, 0, 0
+        while stable < 5 and rounds < 1000:  # bounded: a busy cluster never goes quiet
+            rounds += 1
             total = sum(f.events for f in self._feeds)
             if total == last:
                 stable += 1
@@ -358,6 +359,11 @@ class Scheduler:
             or (old.node_name is None and old.assumed_node is None and new.node_name is not None)
         ):
             self._refresh_for(new)
+            if old.gated and not new.gated:  # scheduling gates removed
+                gk = new.group_key
+                self.queue.move(
+                    ("PodGroup", gk[0], gk[1]) if gk else ("Pod", new.namespace, new.name)
+                )
         elif new.node_name is None and new.group is None and old.req != new.req:
             self.queue.move(("Pod", new.namespace, new.name))
 
@@ -499,6 +505,17 @@ class Scheduler:
         prio = {p.key: self.cache.pod_priority(p) for p in pending}
         pending.sort(key=lambda p: (-prio[p.key], p.first_seen, p.seq, p.name))
         scheduled = sum(1 for p in live if p.scheduled)
+        if scheduled + len(pending) < g.min_count:  # quorum impossible before any placement
+            gated = sum(1 for p in live if p.gated and not p.scheduled)
+            message = (
+                f"minCount {g.min_count}: only {scheduled + len(pending)} pods can be scheduled "
+                f"({scheduled} scheduled, {len(pending)} pending, {gated} with scheduling gates)"
+            )
+            PODGROUP_ATTEMPTS.labels(result="unschedulable").inc()
+            self.explanations[gk] = message
+            self._group_condition(g, "False", REASON_UNSCHEDULABLE, message)
+            self.queue.done(e, "unschedulable")
+            return
         t0 = time.perf_counter()
         snap = Snapshot(self.cache, self._static)
         res: CycleResult = run_pod_group_cycle(
@@ -601,12 +618,8 @@ class Scheduler:
             SCHEDULED_PODS.inc()
             self.bound_total += 1
             if self.config.record_events:
-                await self._event(
-                    p,
-                    "Normal",
-                    "Scheduled",
-                    f"Successfully assigned {p.namespace}/{p.name} to {node}",
-                )
+                text = f"Successfully assigned {p.namespace}/{p.name} to {node}"
+                self._spawn(self._event(p, "Normal", "Scheduled", text))
             return True
         BIND_RESULTS.labels(result="error").inc()
         if self.cache.pods.get(p.key) is p:

@@ -100,6 +100,7 @@ class _PodState:
     ours: bool
     requests: dict[str, float]
     run: JobRun | None = None
+    origin: ScenarioObject | None = None
     node: str | None = None
     bound: float | None = None
     finished: float | None = None
@@ -249,6 +250,7 @@ class Simulation:
         self._bound_count: dict[tuple[str, str], int] = {}
         self._binds: list[tuple[str, str, str]] = []
         self._deletes: list[tuple[str, str]] = []
+        self._deleted = 0
 
     # -- public ---------------------------------------------------------------------------
 
@@ -341,12 +343,12 @@ class Simulation:
         return any(p.ours and p.bound is None and p.deleted is None for p in self._pods.values())
 
     def _progress_info(self, t: float) -> ProgressInfo:
-        live = [p for p in self._pods.values() if p.deleted is None]
+        live = len(self._pods) - self._deleted
         return ProgressInfo(
             time=t,
             rounds=self._rounds,
-            pods_total=len(live),
-            pods_bound=sum(1 for p in live if p.bound is not None),
+            pods_total=live,
+            pods_bound=live - len(self._unbound),
             groups_waiting=sum(1 for g in self._groups.values() if not g.initially_scheduled),
         )
 
@@ -519,6 +521,7 @@ class Simulation:
             ours=sspec.get("schedulerName") == self.scheduler_name and not node,
             requests=pod_requests(sspec),
             run=run,
+            origin=obj,
             preassigned=bool(node),
         )
         if node:
@@ -548,17 +551,9 @@ class Simulation:
             return
         st.finished = t
         self._running.discard(key)
-        if st.run is not None:
+        if st.run is not None and st.origin is not None:
             for pod in st.run.pod_succeeded():
-                origin = self._origin_of(st)
-                await self._create_pod(origin, pod, t, owner=st.owner, run=st.run)
-
-    def _origin_of(self, st: _PodState) -> ScenarioObject:
-        kind, _, name = st.owner.partition("/")
-        for o in self.scenario.objects:
-            if o.kind == kind and o.name == name and o.namespace == st.namespace:
-                return o
-        raise RuntimeError(f"no scenario object for {st.owner}")
+                await self._create_pod(st.origin, pod, t, owner=st.owner, run=st.run)
 
     # -- observation ------------------------------------------------------------------------
 
@@ -623,6 +618,7 @@ class Simulation:
     def _vanished(self, st: _PodState, t: float) -> None:
         key = (st.namespace, st.name)
         st.deleted = t
+        self._deleted += 1
         self._unbound.discard(key)
         self._running.discard(key)
         if st.node is not None and st.ours and st.group:

@@ -13,7 +13,7 @@ from scheduler.simulator._units import format_duration
 
 __all__ = ["plot_timeline", "plot_utilization", "write_report"]
 
-_MAX_GROUP_ROWS = 60
+_MAX_GROUP_ROWS = 40
 
 
 def write_report(result: SimulationResult, directory: str | os.PathLike[str]) -> list[Path]:
@@ -136,7 +136,7 @@ def plot_timeline(result: SimulationResult, path: str | os.PathLike[str]) -> Non
     shown = groups[:_MAX_GROUP_ROWS]
     nodes = sorted(result.nodes, key=lambda n: (n.added, n.name))
     node_index = {n.name: i for i, n in enumerate(nodes)}
-    group_h = max(1.2, 0.28 * len(shown) + 0.8)
+    group_h = max(1.2, min(8.0, 0.22 * len(shown) + 0.8))
     node_h = max(1.8, min(9.0, 0.16 * len(nodes) + 1.0))
     fig, (ax_g, ax_n) = plt.subplots(
         2,
@@ -144,6 +144,7 @@ def plot_timeline(result: SimulationResult, path: str | os.PathLike[str]) -> Non
         sharex=True,
         figsize=(12, group_h + node_h + 1.2),
         gridspec_kw={"height_ratios": [group_h, node_h]},
+        layout="constrained",
     )
     # -- groups panel
     by_group: dict[tuple[str, str], list[PodRecord]] = {}
@@ -217,7 +218,7 @@ def plot_timeline(result: SimulationResult, path: str | os.PathLike[str]) -> Non
                 height=shares[i] * scale,
                 color=color,
                 edgecolor="white",
-                linewidth=0.4,
+                linewidth=0.4 if len(nodes) <= 64 else 0.0,
             )
     _node_axis(ax_n, result, nodes)
     _time_axis(ax_n, span)
@@ -241,7 +242,6 @@ def plot_timeline(result: SimulationResult, path: str | os.PathLike[str]) -> Non
             fontsize=8,
         )
     fig.suptitle(f"Timeline — {result.source}", fontsize=11)
-    fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
@@ -250,7 +250,8 @@ def _node_axis(ax: Any, result: SimulationResult, nodes: Sequence[Any]) -> None:
     n = len(nodes)
     ax.set_ylim(-0.6, max(n - 0.4, 0.4))
     keys = [k for k in result.topology_keys if any(k in nd.labels for nd in nodes)]
-    inner = keys[-1] if keys else None
+    # the innermost key with at most 40 domains names the rows
+    inner = next((k for k in reversed(keys) if len({nd.labels.get(k) for nd in nodes}) <= 40), None)
     # domain separators: thin for the innermost key, thick for outer keys
     for depth, key in enumerate(keys):
         prev: str | None = None
@@ -302,7 +303,12 @@ def plot_utilization(result: SimulationResult, path: str | os.PathLike[str]) -> 
     end = max(result.display_end, 1e-9)
     span = end * 1.04 if end > 0 else 1.0
     fig, (ax_u, ax_p) = plt.subplots(
-        2, 1, sharex=True, figsize=(12, 6.5), gridspec_kw={"height_ratios": [3, 2]}
+        2,
+        1,
+        sharex=True,
+        figsize=(12, 6.5),
+        gridspec_kw={"height_ratios": [3, 2]},
+        layout="constrained",
     )
     for res, series in utilization_series(result).items():
         xs = [t for t, _, _ in series] + [span]
@@ -311,7 +317,10 @@ def plot_utilization(result: SimulationResult, path: str | os.PathLike[str]) -> 
         ax_u.step(xs, ys, where="post", label=res, linewidth=1.6)
     ax_u.set_ylim(0, 105)
     ax_u.set_ylabel("% of allocatable in use")
-    ax_u.legend(loc="upper right", fontsize=8)
+    if ax_u.get_legend_handles_labels()[0]:
+        ax_u.legend(loc="upper right", fontsize=8)
+    else:
+        ax_u.text(0.5, 0.5, "no nodes", transform=ax_u.transAxes, ha="center", color="#888888")
     ax_u.set_title(
         "Cluster utilization (requests of bound pods / allocatable)", fontsize=9, loc="left"
     )
@@ -350,6 +359,5 @@ def plot_utilization(result: SimulationResult, path: str | os.PathLike[str]) -> 
     _time_axis(ax_p, span)
     ax_p.set_xlabel("simulated time")
     fig.suptitle(f"Utilization — {result.source}", fontsize=11)
-    fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -370,6 +370,8 @@ def _check_kind(doc: dict[str, Any]) -> None:
         _int_field(spec, "replicas", "spec.replicas", default=1, minimum=0)
         lwt = _mapping(spec, "leaderWorkerTemplate", required=True)
         _int_field(lwt, "size", "spec.leaderWorkerTemplate.size", default=1, minimum=1)
+        for part in ("workerTemplate", "leaderTemplate"):
+            _check_template_annotations(lwt.get(part), f"spec.leaderWorkerTemplate.{part}")
         _check_pod_spec(
             _mapping(lwt, "workerTemplate.spec", required=True),
             "spec.leaderWorkerTemplate.workerTemplate.spec",
@@ -384,7 +386,19 @@ def _check_kind(doc: dict[str, Any]) -> None:
 def _check_job_spec(spec: dict[str, Any], path: str) -> None:
     _int_field(spec, "parallelism", f"{path}.parallelism", default=1, minimum=0)
     _int_field(spec, "completions", f"{path}.completions", default=None, minimum=0)
+    _check_template_annotations(spec.get("template"), f"{path}.template")
     _check_pod_spec(_mapping(spec, "template.spec", required=True), f"{path}.template.spec")
+
+
+def _check_template_annotations(template: Any, path: str) -> None:
+    """A pod template may carry its own ``sim.workloadbuilder.io/duration``."""
+    meta = template.get("metadata") if isinstance(template, dict) else None
+    if not isinstance(meta, dict):
+        return
+    try:
+        _sim_annotations(meta)
+    except _DocError as e:
+        raise _DocError(f"{path}.{e.path}", e.message) from None
 
 
 def expand_node_pool(doc: Mapping[str, Any]) -> list[dict[str, Any]]:

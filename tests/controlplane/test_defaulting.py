@@ -273,3 +273,77 @@ def test_pod_group_finalizer_is_removed_by_kcm_once_unused(control_plane_kcm: Co
             lambda: True if api.get(f"{pgs}/held").status == 404 else None,
             what="the protection controller to release the PodGroup",
         )
+
+
+def test_resource_claim_controller_creates_one_claim_per_pod_group(
+    control_plane_kcm: ControlPlane,
+) -> None:
+    """DRAWorkloadResourceClaims: a PodGroup template claim becomes one ResourceClaim owned by
+    the PodGroup, recorded in the PodGroup's and the pod's status."""
+    ns = control_plane_kcm.create_namespace("dra-")
+    with control_plane_kcm.client() as api:
+        dra = f"/apis/resource.k8s.io/v1/namespaces/{ns}"
+        template = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": "gpu"},
+            "spec": {
+                "spec": {
+                    "devices": {
+                        "requests": [
+                            {"name": "g", "exactly": {"deviceClassName": "gpu.example.com"}}
+                        ]
+                    }
+                }
+            },
+        }
+        _create(api, f"{dra}/resourceclaimtemplates", template)
+        claim = {"name": "shared", "resourceClaimTemplateName": "gpu"}
+        pg = _create(
+            api,
+            f"{GROUP}/v1beta1/namespaces/{ns}/podgroups",
+            _pg("trainers", schedulingPolicy={"gang": {"minCount": 1}}, resourceClaims=[claim]),
+        )
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "trainer-0"},
+            "spec": {
+                "schedulingGroup": {"podGroupName": "trainers"},
+                "resourceClaims": [claim],
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "registry.k8s.io/pause:3.10",
+                        "resources": {"claims": [{"name": "shared"}]},
+                    }
+                ],
+            },
+        }
+        _create(api, f"/api/v1/namespaces/{ns}/pods", pod)
+
+        def claims() -> list[dict[str, Any]] | None:
+            items = api.get(f"{dra}/resourceclaims").body.get("items", [])
+            return items or None
+
+        (rc,) = wait_for(claims, what="the ResourceClaim for the PodGroup")
+        assert rc["metadata"]["generateName"] == "trainers-shared-"
+        assert rc["metadata"]["annotations"]["resource.kubernetes.io/pod-claim-name"] == "shared"
+        (owner,) = rc["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["name"], owner["uid"], owner["controller"]) == (
+            "PodGroup",
+            "trainers",
+            pg["metadata"]["uid"],
+            True,
+        )
+        expected = [{"name": "shared", "resourceClaimName": rc["metadata"]["name"]}]
+
+        def statuses() -> tuple[Any, Any] | None:
+            pg_status = api.get(f"{GROUP}/v1beta1/namespaces/{ns}/podgroups/trainers").body.get(
+                "status", {}
+            )
+            pod_status = api.get(f"/api/v1/namespaces/{ns}/pods/trainer-0").body.get("status", {})
+            got = (pg_status.get("resourceClaimStatuses"), pod_status.get("resourceClaimStatuses"))
+            return got if got == (expected, expected) else None
+
+        wait_for(statuses, what="resourceClaimStatuses on the PodGroup and the pod")

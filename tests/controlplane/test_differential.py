@@ -581,3 +581,29 @@ def test_job_scheduling_updates(diff_run: _Run) -> None:
         _check(diff_run.update.raw(new, ours, label=f"job-{label}", update=True))
 
     run()
+
+
+@pytest.mark.parametrize(
+    ("scheduling", "server_accepts"),
+    [
+        pytest.param(
+            {"schedulingPolicy": {"basic": {}}, "disruptionMode": {"all": {}}},
+            False,
+            id="all-basic",
+        ),
+        pytest.param({"disruptionMode": {"all": {}}}, False, id="all-default-basic"),
+        pytest.param(
+            {"schedulingPolicy": {"gang": {"minCount": 3}}}, False, id="min-count-above-parallelism"
+        ),
+        pytest.param(
+            {"schedulingPolicy": {"gang": {}}, "disruptionMode": {"all": {}}}, True, id="all-gang"
+        ),
+    ],
+)
+def test_job_regression_cases(
+    diff_run: _Run, scheduling: dict[str, Any], server_accepts: bool
+) -> None:
+    doc = _job_doc(diff_run.create.namespace, 2, scheduling)
+    outcome = diff_run.create.raw(doc, validate_job_scheduling(doc), label="job-regression")
+    assert outcome.server_valid == server_accepts, outcome.describe()
+    _check(outcome)

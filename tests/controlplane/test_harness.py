@@ -209,3 +209,38 @@ def test_cli_up_prints_kubeconfig_and_stops_on_sigterm(
     # every component of that plane is gone
     out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
     assert str(run_dir) not in out
+
+
+def test_cli_build_reuses_cached_binaries(control_plane: ControlPlane) -> None:
+    env = dict(os.environ, WORKLOADBUILDER_BIN_DIR=str(control_plane.bin_dir))
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workloadbuilder.cli",
+            "controlplane",
+            "build",
+            "etcd",
+            "kube-apiserver",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == str(control_plane.bin_dir)
+    assert "cached:" in out.stderr and "building" not in out.stderr
+
+
+def test_cli_controlplane_without_subcommand_is_a_usage_error() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "workloadbuilder.cli", "controlplane"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 2
+    assert "sub-command is required" in out.stderr

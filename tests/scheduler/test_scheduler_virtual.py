@@ -227,3 +227,63 @@ async def test_failed_first_bind_leaves_the_gang_unbound(mem_env: tuple[Env, Fak
     assert await s.schedule_until_idle() == 3
     cond = await env.group_condition("g")
     assert (cond.status, cond.reason) == ("True", "Scheduled")
+
+
+async def test_scheduling_gates_hold_pods_and_are_explained(
+    mem_env: tuple[Env, FakeClock],
+) -> None:
+    env, clock = mem_env
+    await env.node("a", cpu="4")
+    await env.pod_group("g", 2)
+    await env.pod("g-0", "g")
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "g-1", "namespace": "default"},
+        "spec": {
+            "schedulerName": env.scheduler_name,
+            "schedulingGroup": {"podGroupName": "g"},
+            "schedulingGates": [{"name": "example.com/wait"}],
+            "containers": [{"name": "c", "image": "x"}],
+        },
+    }
+    await env.cluster.create(pod)
+    s = env.scheduler(clock=clock)
+    assert await s.schedule_until_idle() == 0
+    assert s.explanations[("default", "g")] == (
+        "minCount 2: only 1 pods can be scheduled (0 scheduled, 1 pending, 1 with scheduling gates)"
+    )
+    # removing the gate is a relevant change: the gang is placed
+    await env.cluster.patch("Pod", "g-1", {"spec": {"schedulingGates": None}}, "default")
+    clock.advance(1.0)
+    assert await s.schedule_until_idle() == 2
+
+
+async def test_run_loop_wakes_for_backoff_after_event() -> None:
+    """In run(), an event that moves a failed group into backoff must wake the loop for the
+    backoff's end (not only for the periodic flush minutes later)."""
+    import asyncio
+
+    from workloadbuilder.cluster._memory import MemoryCluster
+
+    cluster = MemoryCluster()
+    env = Env(cluster, "default", "memory")
+    s = env.scheduler(initial_backoff=0.2, max_in_unschedulable=3600.0)
+    runner = asyncio.create_task(s.run())
+    loop = asyncio.get_running_loop()
+    try:
+        await env.node("a", cpu="2")
+        await env.gang("g", 3)
+        deadline = loop.time() + 20
+        while await env.group_condition("g") is None:
+            assert loop.time() < deadline, "no attempt before the deadline"
+            await asyncio.sleep(0.01)
+        await env.node("b", cpu="2")
+        deadline = loop.time() + 20
+        while len(await env.bound("g-")) < 3:
+            assert loop.time() < deadline, "not bound before the deadline"
+            await asyncio.sleep(0.01)
+    finally:
+        await s.stop()
+        await runner
+        await cluster.close()

@@ -3,13 +3,20 @@ gang invariant check (with a deliberately broken stand-in scheduler)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import yaml
 from sim_helpers import gang, job, nodes, scenario
 from sim_toy import ToyScheduler
 
-from scheduler.simulator import Simulation, SimulationResult, parse_scenario
+from scheduler.simulator import (
+    Simulation,
+    SimulationResult,
+    parse_scenario,
+    render_table,
+    write_report,
+)
 
 
 async def run(text: str, **kwargs: Any) -> SimulationResult:
@@ -223,10 +230,12 @@ async def test_priority_orders_waiting_gangs() -> None:
     assert group(result, "low").scheduled_at == 120.0
 
 
-async def test_invariant_violation_is_reported() -> None:
+async def test_invariant_violation_is_reported(tmp_path: Path) -> None:
     text = scenario(nodes(2, "4"), gang("g", 3, "1", duration="1m"))
     broken = await run(text, scheduler_factory=lambda c, clock: ToyScheduler(c, broken=True))
     assert len(broken.violations) >= 1
+    assert "INVARIANT VIOLATED" in render_table(broken)
+    assert all(p.exists() for p in write_report(broken, tmp_path))
     v = broken.violations[0]
     assert (v.namespace, v.name, v.min_count, v.bound, v.time) == ("default", "g", 3, 1, 0.0)
     assert broken.to_json()["invariantViolations"][0]["boundPods"] == 1
@@ -290,3 +299,17 @@ async def test_preassigned_and_foreign_pods() -> None:
     assert pods["g-0"].bound == 30.0  # waits for the pinned pod's CPUs
     assert result.pod_counts()["pending"] == 1  # the foreign pod; the run still ends
     assert seen and seen == sorted(seen) and seen[-1] == 2
+
+
+async def test_pod_template_duration_overrides_the_job_duration() -> None:
+    text = scenario(
+        nodes(1, "4"),
+        job("j", 1, "1", duration="1m").replace(
+            "  template:\n",
+            "  template:\n    metadata:\n      annotations: "
+            "{sim.workloadbuilder.io/duration: 20s}\n",
+            1,
+        ),
+    )
+    result = await run(text)
+    assert [(p.bound, p.finished) for p in result.pods] == [(0.0, 20.0)]

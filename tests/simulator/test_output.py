@@ -99,3 +99,11 @@ def test_compress_names() -> None:
     )
     assert compress_names([f"n-{i}" for i in (0, 2, 4, 6, 8)], limit=2) == "n-0, n-2 +3 more"
     assert compress_names([]) == ""
+
+
+async def test_empty_scenario_reports(tmp_path: Path) -> None:
+    result = await Simulation(parse_scenario("")).run()
+    assert result.to_json()["pods"]["total"] == 0 and result.makespan is None
+    assert "(no pod groups)" in render_table(result)
+    paths = write_report(result, tmp_path)
+    assert all(p.exists() for p in paths)

@@ -249,3 +249,15 @@ def test_cluster_scoped_objects_have_no_namespace() -> None:
     sc = parse_scenario(text)
     assert sc.objects[0].namespace is None and sc.objects[0].key == "PriorityClass high"
     assert sc.objects[1].namespace == "team"
+
+
+def test_bad_duration_in_a_pod_template_names_the_template_path() -> None:
+    text = scenario(
+        nodes(1),
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n  template:\n"
+        "    metadata: {annotations: {sim.workloadbuilder.io/duration: forever}}\n"
+        "    spec: {containers: [{name: c}]}\n",
+    )
+    err = _error(text)
+    assert err.document == 2
+    assert err.path == "spec.template.metadata.annotations[sim.workloadbuilder.io/duration]"

@@ -7,8 +7,6 @@ server would (``Invalid`` with causes, ``Forbidden``).
 
 from __future__ import annotations
 
-import functools
-import logging
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -23,6 +21,12 @@ from workloadbuilder.api import (
 )
 from workloadbuilder.cluster._protocol import ResourceInfo
 from workloadbuilder.errors import FieldError, Forbidden, Invalid
+from workloadbuilder.validation import (
+    FeatureGates,
+    apply_defaults,
+    drop_disabled_fields,
+    validate_object,
+)
 
 __all__ = [
     "PODGROUP_PROTECTION_FINALIZER",
@@ -39,7 +43,6 @@ __all__ = [
     "validate_typed",
 ]
 
-log = logging.getLogger(__name__)
 
 #: The finalizer the PodGroupProtection admission plugin stamps on every new PodGroup.
 PODGROUP_PROTECTION_FINALIZER = "scheduling.k8s.io/podgroup-protection"
@@ -157,21 +160,11 @@ def validate_metadata(info: ResourceInfo, meta: Mapping[str, Any]) -> list[Field
     return errors
 
 
-@functools.cache
-def _validation() -> Any:
-    try:
-        import workloadbuilder.validation as validation
-    except ImportError:  # pragma: no cover - only while the validation package is missing
-        log.warning("workloadbuilder.validation is not available; admission skips validation")
-        return None
-    return validation
-
-
 def validate_typed(
     info: ResourceInfo,
     doc: Mapping[str, Any],
     old: Mapping[str, Any] | None,
-    gates: Any,
+    gates: FeatureGates | None,
     *,
     run_validation: bool = True,
 ) -> dict[str, Any]:
@@ -189,12 +182,7 @@ def validate_typed(
         raise invalid(
             info, name, [FieldError(path=err.path, type="Invalid value", detail=err.detail)]
         ) from None
-    validation = _validation() if run_validation else None
-    if validation is None:
-        if run_validation:
-            errors = validate_metadata(info, doc.get("metadata") or {})
-            if errors:
-                raise invalid(info, name, errors)
+    if not run_validation:
         return dict(doc)
     old_model = None
     if old is not None:
@@ -202,15 +190,12 @@ def validate_typed(
             old_model = from_dict(old, model_cls)
         except CodecError:
             old_model = None
-    kwargs: dict[str, Any] = {} if gates is None else {"gates": gates}
-    errors = list(validation.validate_object(model, old_model, **kwargs))
+    errors = validate_object(model, old_model, gates=gates)
     if errors:
         raise invalid(info, name, errors)
     if old_model is not None:
-        old_model = validation.apply_defaults(old_model, **kwargs)
-    stored = validation.drop_disabled_fields(
-        validation.apply_defaults(model, **kwargs), old_model, **kwargs
-    )
+        old_model = apply_defaults(old_model, gates=gates)
+    stored = drop_disabled_fields(apply_defaults(model, gates=gates), old_model, gates=gates)
     if stored == model:
         return dict(doc)
     out: dict[str, Any] = to_dict(stored)

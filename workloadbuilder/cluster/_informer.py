@@ -246,7 +246,14 @@ class Informer:
                 if need_list:
                     await self._relist()
                     need_list = False
-                await self._watch()
+                loop = asyncio.get_running_loop()
+                started = loop.time()
+                events = await self._watch()
+                if events == 0 and loop.time() - started < 1.0:
+                    # a watch that ends at once with nothing (e.g. a closed cluster): back off
+                    await asyncio.sleep(self._relist_backoff)
+                else:
+                    await asyncio.sleep(0)
             except asyncio.CancelledError:
                 raise
             except Gone:
@@ -295,7 +302,7 @@ class Informer:
         self._last_rv = rv
         self._synced.set()
 
-    async def _watch(self) -> None:
+    async def _watch(self) -> int:
         stream = self.cluster.watch(
             self.info,
             self.namespace,
@@ -305,8 +312,10 @@ class Informer:
             allow_bookmarks=True,
             timeout_seconds=self._watch_timeout,
         )
+        count = 0
         try:
             async for event in stream:
+                count += 1
                 obj = event.object
                 rv = _meta_field(obj, "resourceVersion")
                 if event.type == "BOOKMARK":
@@ -331,6 +340,7 @@ class Informer:
                     await self._dispatch("update", old, obj)
                 if rv:
                     self._last_rv = str(rv)
+            return count
         finally:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:

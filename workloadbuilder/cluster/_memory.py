@@ -71,6 +71,7 @@ from workloadbuilder.errors import (
     NotFound,
     TooManyRequests,
 )
+from workloadbuilder.validation import FeatureGates
 
 __all__ = ["MemoryCluster"]
 
@@ -299,7 +300,7 @@ class MemoryCluster:
         *,
         clock: Callable[[], float] = time.time,
         admission: bool = True,
-        gates: Any = None,
+        gates: FeatureGates | None = None,
         history: int = 10000,
         bookmark_interval: float = 60.0,
         seed: int | None = 0,
@@ -308,14 +309,7 @@ class MemoryCluster:
         self._clock = clock
         self._share = share_objects
         self._admission = admission
-        if gates is None and admission:
-            try:
-                import workloadbuilder.validation as validation
-
-                gates = validation.FeatureGates()
-            except ImportError:  # pragma: no cover - until the validation package exists
-                gates = None
-        self._gates = gates
+        self._gates = gates if gates is not None else FeatureGates()
         self._history = max(1, history)
         self._bookmark_interval = bookmark_interval
         self._rng = random.Random(seed)
@@ -325,7 +319,7 @@ class MemoryCluster:
         self._dependents: dict[str, set[tuple[_Store, Key]]] = {}
         self._managed: dict[tuple[tuple[str, str], Key], dict[FieldPath, set[str]]] = {}
         self._closed = False
-        self._preempt_gate = bool(getattr(gates, "pod_group_preemption_policy", True))
+        self._preempt_gate = self._gates.pod_group_preemption_policy
         self._bootstrap()
 
     # ------------------------------------------------------------------ infrastructure
