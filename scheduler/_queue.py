@@ -97,7 +97,7 @@ class SchedulingQueue:
         e.state = "backoff"
         e.version += 1
         heapq.heappush(self._backoff, (expiry, e.seq, e.version, e.key))
-        pass
+        self.on_active()  # the next wakeup may be earlier now
 
     def _to_unschedulable(self, e: QueuedEntity) -> None:
         e.state = "unschedulable"

@@ -326,3 +326,30 @@ async def test_paged_list_of_many_objects() -> None:
         if token is None:
             break
     assert seen == sorted(seen) and len(seen) == len(set(seen)) == 50
+
+
+async def test_informer_over_typed_pod_groups_indexes_by_workload() -> None:
+    from workloadbuilder.api import WorkloadReference
+    from workloadbuilder.cluster._informer import groups_by_workload
+
+    c = MemoryCluster()
+    for i, workload in enumerate(("w1", "w1", "w2")):
+        await c.create(
+            PodGroup(
+                metadata=ObjectMeta(name=f"g{i}", namespace="default"),
+                spec=PodGroupSpec(
+                    scheduling_policy=PodGroupSchedulingPolicy(
+                        gang=GangSchedulingPolicy(min_count=1)
+                    ),
+                    workload_ref=WorkloadReference(workload_name=workload, template_name="t"),
+                ),
+            )
+        )
+    async with Informer(c, "PodGroup", indexers={"workload": groups_by_workload}) as inf:
+        groups = inf.by_index("workload", "default/w1")
+        assert sorted(object_key(g) for g in groups) == ["default/g0", "default/g1"]
+        assert all(isinstance(g, PodGroup) for g in groups)
+        cached = inf.get("g2", "default")
+        assert isinstance(cached, PodGroup)
+        assert cached.spec.workload_ref is not None
+        assert cached.spec.workload_ref.workload_name == "w2"

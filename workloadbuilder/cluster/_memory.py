@@ -140,6 +140,8 @@ _NO_GENERATION = frozenset(
 #: kinds that refuse an update without metadata.resourceVersion (no unconditional update)
 _NEEDS_RV_ON_UPDATE_GROUPS = ("scheduling.k8s.io", "jobset.x-k8s.io", "leaderworkerset.x-k8s.io")
 _List = list
+#: the resource named in binding conflicts ("Operation cannot be fulfilled on pods/binding ...")
+_BINDING = ResourceInfo(group="", version="v1", kind="Binding", plural="pods/binding")
 _APPLY_META = ("labels", "annotations", "finalizers", "ownerReferences")
 
 
@@ -1445,30 +1447,29 @@ class MemoryCluster:
         info = resource_info("Pod")
         store, rec = self._get_rec(info, namespace, pod_name)
         meta = rec.doc["metadata"]
-        conflict_info = attrs.evolve(info, plural="pods/binding")
         if pod_uid is not None and pod_uid != meta.get("uid"):
             raise self._conflict(
-                conflict_info,
+                _BINDING,
                 pod_name,
                 f"Precondition failed: UID in precondition: {pod_uid}, UID in object meta: "
                 f"{meta.get('uid')}",
             )
         if meta.get("deletionTimestamp"):
             raise self._conflict(
-                conflict_info,
+                _BINDING,
                 pod_name,
                 f"pod {pod_name} is being deleted, cannot be assigned to a host",
             )
         spec = rec.doc.get("spec") or {}
         if spec.get("nodeName"):
             raise self._conflict(
-                conflict_info,
+                _BINDING,
                 pod_name,
                 f'pod {pod_name} is already assigned to node "{spec["nodeName"]}"',
             )
         if spec.get("schedulingGates"):
             raise self._conflict(
-                conflict_info, pod_name, f"pod {pod_name} has non-empty .spec.schedulingGates"
+                _BINDING, pod_name, f"pod {pod_name} has non-empty .spec.schedulingGates"
             )
         new = dict(rec.doc)
         new["spec"] = {**spec, "nodeName": node_name}

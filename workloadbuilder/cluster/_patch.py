@@ -59,14 +59,19 @@ class PatchError(ValueError):
     """A patch could not be applied (bad operation, missing path, failed ``test``)."""
 
 
+_ATOMIC = frozenset({str, int, float, bool, type(None)})
+
+
 def json_copy(value: Any) -> Any:
     """Deep-copy a JSON-like value (dicts, lists/tuples -> lists, scalars shared)."""
     t = type(value)
     if t is dict:
-        return {k: json_copy(v) for k, v in value.items()}
+        atomic = _ATOMIC
+        return {k: v if type(v) in atomic else json_copy(v) for k, v in value.items()}
     if t is list or t is tuple:
-        return [json_copy(v) for v in value]
-    if t is str or t is int or t is float or t is bool or value is None:
+        atomic = _ATOMIC
+        return [v if type(v) in atomic else json_copy(v) for v in value]
+    if t in _ATOMIC:
         return value
     if isinstance(value, Mapping):
         return {k: json_copy(v) for k, v in value.items()}
