@@ -77,6 +77,7 @@ class Differ:
         self.disagreements: list[Outcome] = []
         self.field_mismatches: list[Outcome] = []
         self._serial = 0
+        self._creates = 0
 
     def _ours(self, obj: Any, old: Any = None) -> list[FieldError]:
         return validate_object(obj, old, gates=self.gates)
@@ -94,7 +95,10 @@ class Differ:
     def create(self, obj: Any, label: str = "") -> Outcome:
         """Dry-run create ``obj`` (a typed model) and compare verdicts."""
         obj = attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, namespace=self.namespace))
-        doc = object_to_dict(obj)
+        # Every other Workload/PodGroup goes through v1alpha3 (same schema, same rules).
+        self._creates += 1
+        alpha = obj.kind != "CompositePodGroup" and self._creates % 2 == 0
+        doc = object_to_dict(obj, api_version="v1alpha3" if alpha else None)
         ours = self._ours(obj)
         resp = self.api.create(collection_path(doc), doc, dry_run=True)
         if resp.status not in (201, 422):

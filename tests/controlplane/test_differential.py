@@ -1,7 +1,8 @@
 """Differential validation: ``workloadbuilder.validation`` vs the real v1.37.2 API server.
 
 Hypothesis generates valid and nearly-valid Workloads / PodGroups / CompositePodGroups
-(``tests/strategies.py``) and updates of stored objects (``_updates.py``). For every case our
+(``tests/strategies.py``) and updates of stored objects (``_updates.py``); every other
+Workload/PodGroup create is sent as ``v1alpha3`` instead of ``v1beta1``. For every case our
 verdict (accept/reject) must equal the server's (server-side dry run), and when both reject,
 the set of field paths must be equal too. At least 2,000 cases per full run
 (``WB_DIFFERENTIAL_SCALE`` scales the example counts); the count is printed at the end.

@@ -1,6 +1,17 @@
 """One async seam to cluster state: the :class:`Cluster` protocol and its implementations."""
 
+from workloadbuilder.cluster._informer import (
+    EventHandler,
+    IndexFunc,
+    Informer,
+    groups_by_workload,
+    namespaced_key,
+    object_key,
+    pods_by_node,
+    pods_by_pod_group,
+)
 from workloadbuilder.cluster._kube import KubeCluster, KubeConfigError
+from workloadbuilder.cluster._memory import MemoryCluster
 from workloadbuilder.cluster._protocol import (
     Cluster,
     KubeObject,
@@ -19,9 +30,13 @@ from workloadbuilder.cluster._retry import RetryPolicy
 
 __all__ = [
     "Cluster",
+    "EventHandler",
+    "IndexFunc",
+    "Informer",
     "KubeCluster",
     "KubeConfigError",
     "KubeObject",
+    "MemoryCluster",
     "ObjectList",
     "PatchType",
     "Preconditions",
@@ -30,6 +45,11 @@ __all__ = [
     "RetryPolicy",
     "WatchEvent",
     "WatchEventType",
+    "groups_by_workload",
+    "namespaced_key",
+    "object_key",
+    "pods_by_node",
+    "pods_by_pod_group",
     "register_resource",
     "resource_info",
     "resource_of",
