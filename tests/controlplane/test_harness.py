@@ -16,6 +16,7 @@ from workloadbuilder.testing import (
     WAS_FEATURE_GATES,
     BinariesNotFoundError,
     ControlPlane,
+    ControlPlaneError,
     RestClient,
     find_binaries,
 )
@@ -244,3 +245,10 @@ def test_cli_controlplane_without_subcommand_is_a_usage_error() -> None:
     )
     assert out.returncode == 2
     assert "sub-command is required" in out.stderr
+
+
+def test_second_start_is_refused_and_harmless(control_plane: ControlPlane, api: RestClient) -> None:
+    with pytest.raises(ControlPlaneError, match="already started"):
+        control_plane.start()
+    assert control_plane.running
+    assert api.get("/readyz").status == 200

@@ -232,6 +232,7 @@ class ControlPlane:
     # ------------------------------------------------------------------- life cycle
     def start(self) -> ControlPlane:
         """Start every component and wait until each is ready. Returns ``self``."""
+        self._refuse_restart()
         steps = self._start_steps()
         try:
             result: bool | None = None
@@ -249,6 +250,7 @@ class ControlPlane:
     async def astart(self) -> ControlPlane:
         """Async :meth:`start`: processes are spawned in the event-loop thread and readiness
         is polled without blocking the loop."""
+        self._refuse_restart()
         steps = self._start_steps()
         try:
             result: bool | None = None
@@ -262,6 +264,10 @@ class ControlPlane:
             await asyncio.to_thread(self._stop, failed=True)
             raise
         return self
+
+    def _refuse_restart(self) -> None:
+        if self._started or self._procs:
+            raise ControlPlaneError("the control plane is already started")
 
     def stop(self) -> None:
         """Stop every component (SIGTERM, then SIGKILL) and clean up. Idempotent."""
@@ -373,8 +379,6 @@ class ControlPlane:
 
     # ------------------------------------------------------------------ start steps
     def _start_steps(self) -> Generator[_Wait, bool | None, None]:
-        if self._started:
-            raise ControlPlaneError("the control plane is already started")
         if self._requested_run_dir is not None:
             run_dir = self._requested_run_dir
             run_dir.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,7 @@ from workloadbuilder.validation._names import (
 
 __all__ = [
     "Op",
+    "attr_of",
     "child",
     "codec_error",
     "duplicate",
@@ -31,9 +32,12 @@ __all__ = [
     "index",
     "invalid",
     "not_supported",
+    "optional_immutable_struct",
     "required",
+    "required_string",
     "too_long",
     "too_many",
+    "unchanged",
 ]
 
 INVALID = "Invalid value"
@@ -146,12 +150,40 @@ def eq(a: Any, b: Any) -> bool:
     return bool(_key(a) == _key(b))
 
 
+def unchanged(op: Op, correlated: bool, new: Any, old: Any) -> bool:
+    """The generated "don't revalidate unchanged data" guard."""
+    return op.update and correlated and eq(new, old)
+
+
+def attr_of(obj: Any, name: str) -> Any:
+    """``obj.name``, or ``None`` when there is no ``obj`` (no old value to correlate)."""
+    return None if obj is None else getattr(obj, name)
+
+
 # --- declarative validators (apimachinery/pkg/api/validate) -------------------------------
 
 
 def immutable(op: Op, path: str) -> list[FieldError]:
     """``validate.Immutable``: reached only when the value changed, so any update fails."""
     return [invalid(path, None, "field is immutable")] if op.update else []
+
+
+def optional_immutable_struct(
+    op: Op,
+    path: str,
+    new: Any,
+    old: Any,
+    correlated: bool,
+    validator: Callable[[Op, str, Any, Any], list[FieldError]],
+) -> list[FieldError]:
+    """``+k8s:immutable +k8s:optional`` on a struct pointer, then the type's validation."""
+    if unchanged(op, correlated, new, old):
+        return []
+    if op.update:
+        return immutable(op, path)
+    if new is None:
+        return []
+    return validator(op, path, new, old)
 
 
 def update_pointer(op: Op, path: str, new: Any, old: Any) -> list[FieldError]:
@@ -209,6 +241,22 @@ def minimum(path: str, value: int, low: int) -> list[FieldError]:
 
 def maximum(path: str, value: int, high: int) -> list[FieldError]:
     return [invalid(path, value, f"must be less than or equal to {high}")] if value > high else []
+
+
+def required_string(
+    op: Op,
+    path: str,
+    new: str,
+    old: Any,
+    correlated: bool,
+    fmt: Callable[[str, str], list[FieldError]],
+) -> list[FieldError]:
+    """A ``+k8s:required`` string with a format: ratchet, then Required or the format errors."""
+    if unchanged(op, correlated, new, old):
+        return []
+    if not new:
+        return [required(path)]
+    return fmt(path, new)
 
 
 def max_items(path: str, items: Sequence[Any], limit: int) -> list[FieldError]:

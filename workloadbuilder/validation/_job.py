@@ -15,45 +15,33 @@ from typing import Any
 from workloadbuilder.api import (
     CodecError,
     JobSchedulingConfiguration,
-    WorkloadPodGroupDisruptionMode,
-    WorkloadPodGroupResourceClaim,
-    WorkloadPodGroupSchedulingConstraints,
     WorkloadPodGroupSchedulingPolicy,
     from_dict,
 )
 from workloadbuilder.errors import FieldError
+from workloadbuilder.validation._blocks import (
+    disruption_mode,
+    resource_claims,
+    scheduling_constraints,
+)
 from workloadbuilder.validation._common import (
     Op,
+    attr_of,
     child,
     codec_error,
-    each_val,
-    eq,
     forbidden,
-    immutable,
     invalid,
-    label_key,
-    long_name,
-    max_items,
     minimum,
-    required,
-    short_name,
+    optional_immutable_struct,
+    unchanged,
     union,
     update_pointer,
-    val_slice_unique,
 )
 from workloadbuilder.validation._gates import FeatureGates
 
 __all__ = ["validate_job_scheduling"]
 
 _PATH = "spec.scheduling"
-
-
-def _unchanged(op: Op, correlated: bool, new: Any, old: Any) -> bool:
-    return op.update and correlated and eq(new, old)
-
-
-def _attr(obj: Any, name: str) -> Any:
-    return None if obj is None else getattr(obj, name)
 
 
 def _policy(op: Op, path: str, new: WorkloadPodGroupSchedulingPolicy, old: Any) -> list[FieldError]:
@@ -64,72 +52,12 @@ def _policy(op: Op, path: str, new: WorkloadPodGroupSchedulingPolicy, old: Any) 
         (new.basic is not None, new.gang is not None),
         None if old is None else (old.basic is not None, old.gang is not None),
     )
-    prev_gang = _attr(old, "gang")
-    if new.gang is not None and not _unchanged(op, old is not None, new.gang, prev_gang):
+    prev_gang = attr_of(old, "gang")
+    if new.gang is not None and not unchanged(op, old is not None, new.gang, prev_gang):
         count = new.gang.min_count
-        prev_count = _attr(prev_gang, "min_count")
-        if count is not None and not _unchanged(op, prev_gang is not None, count, prev_count):
+        prev_count = attr_of(prev_gang, "min_count")
+        if count is not None and not unchanged(op, prev_gang is not None, count, prev_count):
             errs += minimum(child(child(path, "gang"), "minCount"), count, 1)
-    return errs
-
-
-def _topology_key(op: Op, path: str, new: Any, old: Any) -> list[FieldError]:
-    key_path = child(path, "key")
-    if not new.key:
-        return [required(key_path)]
-    return label_key(key_path, new.key)
-
-
-def _constraints(
-    op: Op, path: str, new: WorkloadPodGroupSchedulingConstraints, old: Any
-) -> list[FieldError]:
-    topo_path = child(path, "topology")
-    prev = _attr(old, "topology")
-    if _unchanged(op, old is not None, new.topology, prev or ()):
-        return []
-    errs = max_items(topo_path, new.topology, 1)
-    if errs or not new.topology:
-        return errs
-    return each_val(op, topo_path, new.topology, None, None, _topology_key)
-
-
-def _disruption(
-    op: Op, path: str, new: WorkloadPodGroupDisruptionMode, old: Any
-) -> list[FieldError]:
-    return union(
-        op,
-        path,
-        ("single", "all"),
-        (new.single is not None, new.all is not None),
-        None if old is None else (old.single is not None, old.all is not None),
-    )
-
-
-def _claim(op: Op, path: str, new: WorkloadPodGroupResourceClaim, old: Any) -> list[FieldError]:
-    corr = old is not None
-    errs = union(
-        op,
-        path,
-        ("resourceClaimName", "resourceClaimTemplateName"),
-        (new.resource_claim_name is not None, new.resource_claim_template_name is not None),
-        None
-        if old is None
-        else (old.resource_claim_name is not None, old.resource_claim_template_name is not None),
-    )
-    if not _unchanged(op, corr, new.name, _attr(old, "name")):
-        errs += (
-            [required(child(path, "name"))]
-            if not new.name
-            else short_name(child(path, "name"), new.name)
-        )
-    for attr, json_name in (
-        ("resource_claim_name", "resourceClaimName"),
-        ("resource_claim_template_name", "resourceClaimTemplateName"),
-    ):
-        value = getattr(new, attr)
-        if value is None or _unchanged(op, corr, value, _attr(old, attr)):
-            continue
-        errs += long_name(child(path, json_name), value)
     return errs
 
 
@@ -138,38 +66,24 @@ def _configuration_dv(op: Op, new: JobSchedulingConfiguration, old: Any) -> list
     errs: list[FieldError] = []
     # schedulingPolicy: +optional, +k8s:update=NoSet,NoUnset
     path = child(_PATH, "schedulingPolicy")
-    prev_policy = _attr(old, "scheduling_policy")
-    if not _unchanged(op, corr, new.scheduling_policy, prev_policy):
+    prev_policy = attr_of(old, "scheduling_policy")
+    if not unchanged(op, corr, new.scheduling_policy, prev_policy):
         update_errs = update_pointer(op, path, new.scheduling_policy, prev_policy)
         errs += update_errs
         if new.scheduling_policy is not None and not update_errs:
             errs += _policy(op, path, new.scheduling_policy, prev_policy)
     # schedulingConstraints and disruptionMode: +k8s:immutable +optional
     for attr, json_name, validator in (
-        ("scheduling_constraints", "schedulingConstraints", _constraints),
-        ("disruption_mode", "disruptionMode", _disruption),
+        ("scheduling_constraints", "schedulingConstraints", scheduling_constraints),
+        ("disruption_mode", "disruptionMode", disruption_mode),
     ):
-        value, prev = getattr(new, attr), _attr(old, attr)
-        if _unchanged(op, corr, value, prev):
-            continue
-        if op.update:
-            errs += immutable(op, child(_PATH, json_name))
-        elif value is not None:
-            errs += validator(op, child(_PATH, json_name), value, prev)
+        errs += optional_immutable_struct(
+            op, child(_PATH, json_name), getattr(new, attr), attr_of(old, attr), corr, validator
+        )
     # resourceClaims: +k8s:immutable, maxItems 4, listType=map keyed by name
-    claims_path = child(_PATH, "resourceClaims")
-    prev_claims = _attr(old, "resource_claims") or ()
-    if not _unchanged(op, corr, new.resource_claims, prev_claims):
-        early = op.update
-        if op.update:
-            errs += immutable(op, claims_path)
-        too_many = max_items(claims_path, new.resource_claims, 4)
-        errs += too_many
-        if not (early or too_many or not new.resource_claims):
-            errs += val_slice_unique(claims_path, new.resource_claims, lambda c: c.name)
-            errs += each_val(
-                op, claims_path, new.resource_claims, prev_claims, lambda c: c.name, _claim
-            )
+    errs += resource_claims(
+        op, child(_PATH, "resourceClaims"), new.resource_claims, attr_of(old, "resource_claims"), corr
+    )
     return errs
 
 
@@ -275,7 +189,7 @@ def validate_job_scheduling(
             )
 
     # declarative (JobSpec.Scheduling)
-    if not _unchanged(op, old is not None, new_cfg, old_cfg):
+    if not unchanged(op, old is not None, new_cfg, old_cfg):
         if not gates.workload_with_job and new_cfg is not None:
             errs.append(forbidden(_PATH))
         update_errs = update_pointer(op, _PATH, new_cfg, old_cfg)
