@@ -24,6 +24,7 @@ __all__ = [
     "format_quantity",
     "parse_quantity",
     "pod_requirements",
+    "quantity_value",
 ]
 
 CPU = "cpu"
@@ -49,26 +50,31 @@ _SUFFIX: dict[str, float] = {
     "Pi": 2.0**50,
     "Ei": 2.0**60,
 }
-_QTY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[numkMGTPE]i?|)$")
+_QTY = re.compile(
+    r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$"
+)
+
+
+def quantity_value(value: Any) -> float:
+    """The numeric value of a Kubernetes quantity (``500m`` -> 0.5, ``1Gi`` -> 1073741824,
+    ``1e3`` -> 1000.0); ints and floats pass through. Raises ``ValueError`` for anything else."""
+    if isinstance(value, bool):
+        raise ValueError(f"invalid quantity {value!r}")
+    if isinstance(value, int | float):
+        return float(value)
+    m = _QTY.match(str(value).strip())
+    if m is None:
+        raise ValueError(f"invalid quantity {value!r}")
+    number = float(m.group(1))
+    if m.group(2):
+        return number * 10.0 ** int(m.group(2)[1:])
+    return number * _SUFFIX[m.group(3) or ""]
 
 
 def parse_quantity(value: Any, resource: str = "") -> int:
     """A Kubernetes quantity in the scheduler's integer unit: millicores for ``cpu``, the plain
     value (bytes, devices, ...) otherwise; rounded up like the API server does."""
-    if isinstance(value, bool):
-        raise ValueError(f"invalid quantity {value!r}")
-    if isinstance(value, int | float):
-        number = float(value)
-    else:
-        text = str(value).strip()
-        m = _QTY.match(text)
-        if not m or m.group(2) == "i":
-            raise ValueError(f"invalid quantity {value!r}")
-        digits, suffix = m.group(1), m.group(2)
-        if suffix[:1] in ("e", "E"):
-            number = float(digits) * 10.0 ** int(suffix[1:])
-        else:
-            number = float(digits) * _SUFFIX[suffix]
+    number = quantity_value(value)
     if resource == CPU:
         number *= 1000.0
     return math.ceil(number - 1e-9)

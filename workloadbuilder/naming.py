@@ -16,9 +16,9 @@ hashes the string ``<namespace>/<name>`` in place of the UID (see :func:`workloa
 result is stable and unique per namespace, but differs from the name the real controller will
 use once the object exists.
 
-JobSet (kubernetes-sigs/jobset KEP-969 and its controller) and LeaderWorkerSet
-(kubernetes-sigs/lws Kubernetes scheduler provider) derive their names differently; the
-``jobset_*`` and ``lws_*`` helpers reproduce those rules for the kind adapters.
+JobSet (kubernetes-sigs/jobset KEP-969 and its controller) derives its names differently; the
+``jobset_*`` helpers reproduce those rules for the JobSet adapter. (LeaderWorkerSet names are
+made in :mod:`workloadbuilder.kinds.lws`, after kubernetes-sigs/lws PR #982.)
 
 Names are treated as ASCII (every valid Kubernetes name is); truncation counts characters.
 """
@@ -32,7 +32,6 @@ __all__ = [
     "DNS1123_LABEL_MAX_LENGTH",
     "DNS1123_SUBDOMAIN_MAX_LENGTH",
     "JOBSET_SOURCE_KINDS",
-    "LWS_TEMPLATE_NAMES",
     "fnv32a",
     "job_template_name",
     "jobset_group_template_name",
@@ -43,11 +42,6 @@ __all__ = [
     "jobset_replicated_job_template_name",
     "jobset_top_level_template_name",
     "jobset_workload_name",
-    "lws_group_pod_group_name",
-    "lws_replica_pod_group_name",
-    "lws_role_pod_group_name",
-    "lws_runtime_name",
-    "lws_workload_name",
     "pod_group_name",
     "safe_encode_string",
     "uid_hash",
@@ -211,44 +205,3 @@ def jobset_pod_group_name(jobset: str, template: str, *, top_level: bool = False
         return name
     h = _sha1_hex(f"{jobset}/{template}")[:_JOBSET_HASH_LENGTH]
     return f"{jobset[: DNS1123_LABEL_MAX_LENGTH - 1 - _JOBSET_HASH_LENGTH]}-{h}"
-
-
-# ----------------------------------------------------------------- LeaderWorkerSet (KEP-666)
-
-#: Template names the LWS scheduler provider compiles per scheduling mode.
-LWS_TEMPLATE_NAMES = {"lws": "lws", "replica": "replica", "leader": "leader", "worker": "worker"}
-
-
-def lws_workload_name(name: str, uid: str | None = None, namespace: str | None = None) -> str:
-    """LWS uses the Job-style UID-qualified Workload name (same rule as :func:`workload_name`)."""
-    return workload_name(name, uid, namespace)
-
-
-def lws_runtime_name(workload: str, *parts: str) -> str:
-    """A runtime PodGroup name derived from an LWS Workload name.
-
-    The Workload name is split at its last ``-`` into a readable prefix and the UID hash; the
-    result is ``<prefix, truncated>-<hash>-<parts joined by ->`` within 253 characters.
-    """
-    sep = workload.rfind("-")
-    prefix, identity = workload, ""
-    if sep > 0:
-        prefix, identity = workload[:sep], workload[sep + 1 :]
-    suffix = "-".join(([identity] if identity else []) + list(parts))
-    max_prefix = DNS1123_SUBDOMAIN_MAX_LENGTH - len(suffix) - 1
-    return f"{prefix[:max_prefix]}-{suffix}"
-
-
-def lws_group_pod_group_name(workload: str) -> str:
-    """The single whole-LWS PodGroup (scheduling mode ``lws``)."""
-    return lws_runtime_name(workload, "lws")
-
-
-def lws_replica_pod_group_name(workload: str, group_index: int | str, revision: str) -> str:
-    """The PodGroup of one replica (leader + workers), scheduling mode ``replica``."""
-    return lws_runtime_name(workload, str(group_index), revision)
-
-
-def lws_role_pod_group_name(workload: str, group_index: int | str, role: str, revision: str) -> str:
-    """The PodGroup of one role (``leader``/``worker``) of one replica, mode ``role``."""
-    return lws_runtime_name(workload, str(group_index), role, revision)

@@ -6,6 +6,8 @@ import math
 import re
 from typing import Any
 
+from scheduler._resources import quantity_value
+
 __all__ = ["format_duration", "parse_duration", "parse_quantity"]
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
@@ -78,42 +80,12 @@ def format_duration(seconds: float | None) -> str:
     return out or "0s"
 
 
-_QUANTITY = re.compile(
-    r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$"
-)
-_SUFFIX = {
-    "": 1.0,
-    "n": 1e-9,
-    "u": 1e-6,
-    "m": 1e-3,
-    "k": 1e3,
-    "M": 1e6,
-    "G": 1e9,
-    "T": 1e12,
-    "P": 1e15,
-    "E": 1e18,
-    "Ki": 2.0**10,
-    "Mi": 2.0**20,
-    "Gi": 2.0**30,
-    "Ti": 2.0**40,
-    "Pi": 2.0**50,
-    "Ei": 2.0**60,
-}
-
-
 def parse_quantity(value: Any) -> float:
     """The numeric value of a Kubernetes quantity (``500m`` -> 0.5, ``1Gi`` -> 1073741824).
     Raises ``ValueError`` for anything else."""
-    if isinstance(value, bool):
-        raise ValueError("expected a quantity like 4, 500m or 16Gi")
-    if isinstance(value, (int, float)):
-        return float(value)
-    if not isinstance(value, str):
-        raise ValueError("expected a quantity like 4, 500m or 16Gi")
-    m = _QUANTITY.match(value.strip())
-    if m is None:
-        raise ValueError("expected a quantity like 4, 500m or 16Gi")
-    number = float(m.group(1))
-    if m.group(2):
-        return number * 10.0 ** int(m.group(2)[1:])
-    return number * _SUFFIX[m.group(3) or ""]
+    if isinstance(value, (int, float, str)):
+        try:
+            return quantity_value(value)
+        except ValueError:
+            pass
+    raise ValueError("expected a quantity like 4, 500m or 16Gi")

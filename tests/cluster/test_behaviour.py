@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import attrs
 import pytest
+from waits import priority_class_admitted
 
 from workloadbuilder.api import (
     Condition,
@@ -626,6 +627,7 @@ async def test_pod_priority_from_class(cluster: Cluster, ns: str) -> None:
         }
     )
     try:
+        await priority_class_admitted(cluster, ns, pc_name)
         p = await cluster.create(pod("prio", ns, priorityClassName=pc_name))
         assert isinstance(p, dict)
         assert p["spec"]["priority"] == 1234

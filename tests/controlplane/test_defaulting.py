@@ -70,6 +70,24 @@ def _create(api: RestClient, path: str, doc: dict[str, Any]) -> dict[str, Any]:
     return resp.body
 
 
+def _create_priority_class(api: RestClient, namespace: str, doc: dict[str, Any]) -> str:
+    """Create a PriorityClass and wait until the Priority admission plugin's informer sees it
+    (right after the create, admission may still answer "no PriorityClass ... was found")."""
+    name = str(_create(api, "/apis/scheduling.k8s.io/v1/priorityclasses", doc)["metadata"]["name"])
+    probe = _pg(
+        f"probe-{secrets.token_hex(3)}",
+        priorityClassName=name,
+        preemptionPolicy=doc.get("preemptionPolicy", "PreemptLowerPriority"),
+    )
+
+    def seen() -> bool | None:
+        resp = api.create(f"{GROUP}/v1beta1/namespaces/{namespace}/podgroups", probe, dry_run=True)
+        return None if "no PriorityClass with name" in resp.message else True
+
+    wait_for(seen, what=f"PriorityClass {name} to reach the Priority admission plugin")
+    return name
+
+
 def _assert_model_round_trip(server_doc: dict[str, Any]) -> None:
     """Our codec keeps every field of the server's answer (spec, status, metadata)."""
     back = object_to_dict(object_from_dict(server_doc))
@@ -118,9 +136,9 @@ def test_dry_run_create_also_defaults(api: RestClient, namespace: str) -> None:
 def test_priority_and_preemption_policy_come_from_the_priority_class(
     api: RestClient, namespace: str
 ) -> None:
-    pc = _create(api, "/apis/scheduling.k8s.io/v1/priorityclasses", _priority_class(500))
+    name = _create_priority_class(api, namespace, _priority_class(500))
+    pc = api.get(f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}").body
     assert pc["preemptionPolicy"] == "PreemptLowerPriority"  # PriorityClass default
-    name = pc["metadata"]["name"]
     pg = _create(
         api,
         f"{GROUP}/v1beta1/namespaces/{namespace}/podgroups",
@@ -145,9 +163,7 @@ def test_never_priority_class_needs_an_explicit_preemption_policy(
 ) -> None:
     """Upstream quirk: defaulting fills preemptionPolicy=PreemptLowerPriority before the
     Priority admission plugin computes Never from the class, which it then rejects."""
-    name = _create(
-        api, "/apis/scheduling.k8s.io/v1/priorityclasses", _priority_class(1000, "Never")
-    )["metadata"]["name"]
+    name = _create_priority_class(api, namespace, _priority_class(1000, "Never"))
     path = f"{GROUP}/v1beta1/namespaces/{namespace}/podgroups"
     denied = api.create(path, _pg("implicit", priorityClassName=name))
     assert denied.status == 403

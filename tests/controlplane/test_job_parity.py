@@ -474,11 +474,6 @@ def test_job_name_too_long_for_template_name(
     assert kcm.get(f"/api/v1/namespaces/{ns}/pods").body["items"] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open disagreement: plan_job plans an invalid Workload for Job names > 57 characters "
-    "(remove this marker when workloadbuilder.kinds.job raises for them)",
-)
 @pytest.mark.parametrize("length", [58, 63])
 def test_plan_job_refuses_too_long_names(length: int) -> None:
     """Regression (disagreement found by test_job_name_too_long_for_template_name): our adapter

@@ -7,6 +7,8 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
+from waits import priority_class_admitted
+
 from scheduler import Scheduler, SchedulerConfig
 from workloadbuilder.api import (
     BasicSchedulingPolicy,
@@ -107,6 +109,7 @@ class Env:
             }
         )
         self.priority_classes.append(full)
+        await priority_class_admitted(self.cluster, self.namespace, full)
         return full
 
     async def pod_group(

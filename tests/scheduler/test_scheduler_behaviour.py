@@ -77,7 +77,15 @@ async def test_priority_then_first_seen(env: Env) -> None:
     await env.pod_group("late", 4, priority_class=high)
     for i in range(4):
         await env.pod(f"late-{i}", "late", priority_class=high)
-    await env.seen(s, lambda: len(s.cache.pods) == 8)
+    # PodGroups and pods arrive on separate watches: wait for both groups, not only the pods,
+    # or "late" may still be held at PreEnqueue (group not seen) when the queue is popped
+    await env.seen(
+        s,
+        lambda: (
+            len(s.cache.pods) == 8
+            and all((env.namespace, g) in s.cache.groups for g in ("early", "late"))
+        ),
+    )
 
     async def decided() -> bool:
         return len(await env.bound()) == 4

@@ -402,19 +402,12 @@ def test_plan_for_routes_to_the_other_adapters(
 def test_link_job_pod_like_the_job_controller() -> None:
     pod = _pod(ownerReferences=[JOB_REF])
     pod["spec"] = {"containers": [{"name": "c", "image": "busybox"}]}
-    linked = link_job_pod(pod, PG, "pg-uid")
+    linked = link_job_pod(pod, PG)
     assert linked["spec"]["schedulingGroup"] == {"podGroupName": PG}
-    assert linked["metadata"]["ownerReferences"] == [
-        JOB_REF,
-        {
-            "apiVersion": "scheduling.k8s.io/v1beta1",
-            "kind": "PodGroup",
-            "name": PG,
-            "uid": "pg-uid",
-        },
-    ]
+    # the real v1.37.2 job controller adds no ownerReference to the PodGroup
+    assert linked["metadata"]["ownerReferences"] == [JOB_REF]
     assert "schedulingGroup" not in pod["spec"]  # the input is not modified
-    assert link_job_pod(linked, PG, "pg-uid") == linked  # idempotent
+    assert link_job_pod(linked, PG) == linked  # idempotent
     assert plan_job(make_job()).pod_group_for(linked) == PG
 
 

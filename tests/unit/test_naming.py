@@ -169,22 +169,3 @@ def test_jobset_long_names_fit_a_label() -> None:
     pg = naming.jobset_pod_group_name(long, "workers-0123456789")
     assert pg == "j" * 52 + "-" + _sha10(f"{long}/workers-0123456789")
     assert _LABEL.match(pg)
-
-
-# ---------------------------------------------------------------------------------- LWS
-
-
-def test_lws_runtime_names() -> None:
-    wl = naming.lws_workload_name("serve", UID)
-    assert wl == "serve-c8f889c78"
-    assert naming.lws_group_pod_group_name(wl) == "serve-c8f889c78-lws"
-    assert naming.lws_replica_pod_group_name(wl, 2, "abc123") == "serve-c8f889c78-2-abc123"
-    assert naming.lws_role_pod_group_name(wl, 0, "leader", "r1") == "serve-c8f889c78-0-leader-r1"
-
-
-def test_lws_runtime_name_keeps_the_uid_hash_when_truncating() -> None:
-    wl = naming.lws_workload_name("s" * 250, UID)
-    name = naming.lws_replica_pod_group_name(wl, 7, "rev")
-    assert len(name) == 253
-    assert name.endswith("-c8f889c78-7-rev")
-    assert name.startswith("s" * 200)

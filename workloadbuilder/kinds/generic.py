@@ -31,23 +31,19 @@ instance of a child template ``C`` of instance ``P`` is ``<P>-<C>-<j>``. Pod-set
 of :attr:`Plan.pod_group_names`) are the instance path, e.g. ``slices-0/slice-1``; a pod names
 its key in the annotation ``workloadbuilder.io/pod-set`` (and may name the Workload in
 ``workloadbuilder.io/workload``, which then must match).
-
-The module also holds the small input helpers shared by the JobSet and LWS adapters.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import attrs
 
 from workloadbuilder.api import (
-    CodecError,
     CompositePodGroup,
     OwnerReference,
     PodGroup,
-    Workload,
     WorkloadCompositePodGroupDisruptionMode,
     WorkloadCompositePodGroupSchedulingConstraints,
     WorkloadCompositePodGroupSchedulingPolicy,
@@ -55,23 +51,27 @@ from workloadbuilder.api import (
     WorkloadPodGroupResourceClaim,
     WorkloadPodGroupSchedulingConstraints,
     WorkloadPodGroupSchedulingPolicy,
-    from_dict,
 )
 from workloadbuilder.builder import (
-    Builder,
-    BuildOptions,
     SchedulingConfig,
     WorkloadInput,
     WorkloadItem,
 )
 from workloadbuilder.errors import BuildError, FieldError, ValidationError
+from workloadbuilder.kinds._common import (
+    Owner,
+    as_map,
+    build_workload,
+    make_plan,
+    min_count_default,
+    parse_block,
+    strip_owner,
+)
 from workloadbuilder.kinds._plan import (
     Plan,
     PodSetKeyFunc,
-    pod_group_min_count_patch,
-    workload_min_count_patch,
 )
-from workloadbuilder.validation import is_dns1123_label, validate_object
+from workloadbuilder.validation import is_dns1123_label
 
 __all__ = [
     "GENERIC_API_VERSION",
@@ -95,8 +95,7 @@ POD_SET_ANNOTATION = "workloadbuilder.io/pod-set"
 WORKLOAD_ANNOTATION = "workloadbuilder.io/workload"
 
 _MAX_NAME = 253
-T = TypeVar("T")
-_Obj = TypeVar("_Obj", Workload, PodGroup, CompositePodGroup)
+_Instance = TypeVar("_Instance", PodGroup, CompositePodGroup)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -174,13 +173,13 @@ class GenericSpec:
             raise ValidationError(
                 [FieldError(path="", type="Invalid value", detail="not an object")]
             )
-        meta = _as_map(doc.get("metadata"), "metadata")
+        meta = as_map(doc.get("metadata"), "metadata")
         name = meta.get("name")
         if not isinstance(name, str) or not name:
             raise ValidationError([FieldError(path="metadata.name", type="Required value")])
         namespace = meta.get("namespace") or "default"
-        spec = _as_map(doc.get("spec"), "spec")
-        body = _parse_block(spec, "spec", _SpecBody)
+        spec = as_map(doc.get("spec"), "spec")
+        body = parse_block(spec, "spec", _SpecBody)
         assert body is not None
         _reject_unknown(body, "spec")
         return cls(
@@ -234,290 +233,6 @@ def _reject_unknown(obj: Any, path: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Shared input helpers (also used by the JobSet and LWS adapters)
-
-
-def _as_map(value: Any, path: str) -> Mapping[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ValidationError(
-            [
-                FieldError(
-                    path=path,
-                    type="Invalid value",
-                    detail=f"expected an object, got {_jtype(value)}",
-                )
-            ]
-        )
-    return value
-
-
-def _as_list(value: Any, path: str) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise ValidationError(
-            [
-                FieldError(
-                    path=path, type="Invalid value", detail=f"expected a list, got {_jtype(value)}"
-                )
-            ]
-        )
-    return value
-
-
-def _as_int(value: Any, path: str, *, default: int) -> int:
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationError(
-            [
-                FieldError(
-                    path=path,
-                    type="Invalid value",
-                    detail="expected an integer",
-                    value=value,
-                    has_value=True,
-                )
-            ]
-        )
-    return value
-
-
-def _jtype(value: Any) -> str:
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, list):
-        return "a list"
-    return type(value).__name__
-
-
-def _parse_block(value: Any, path: str, cls: type[T]) -> T | None:
-    """Parse a JSON block into ``cls``; errors become a ValidationError at ``path``."""
-    if value is None:
-        return None
-    if not isinstance(value, Mapping):
-        raise ValidationError(
-            [
-                FieldError(
-                    path=path,
-                    type="Invalid value",
-                    detail=f"expected an object, got {_jtype(value)}",
-                )
-            ]
-        )
-    try:
-        return from_dict(value, cls)
-    except CodecError as e:
-        full = f"{path}.{e.path}" if e.path and not e.path.startswith("[") else f"{path}{e.path}"
-        kind = "Required value" if e.detail == "Required value" else "Invalid value"
-        detail = "" if kind == "Required value" else e.detail
-        raise ValidationError([FieldError(path=full, type=kind, detail=detail)]) from None
-
-
-def _parse_claims(value: Any, path: str) -> tuple[WorkloadPodGroupResourceClaim, ...]:
-    out = []
-    for i, raw in enumerate(_as_list(value, path)):
-        claim = _parse_block(raw, f"{path}[{i}]", WorkloadPodGroupResourceClaim)
-        if claim is not None:
-            out.append(claim)
-    return tuple(out)
-
-
-# ---------------------------------------------------------------------------------------------
-# Compiling flat leaves (JobSet, LWS) into one Workload
-
-
-@attrs.frozen(kw_only=True)
-class _LeafSpec:
-    """One PodGroupTemplate to compile: the user's blocks plus the controller defaults."""
-
-    name: str
-    path: str
-    policy: WorkloadPodGroupSchedulingPolicy | None = None
-    constraints: WorkloadPodGroupSchedulingConstraints | None = None
-    disruption: WorkloadPodGroupDisruptionMode | None = None
-    claims: tuple[WorkloadPodGroupResourceClaim, ...] = ()
-    priority_class_name: str | None = None
-    default_min_count: int = 1
-    default_gang: bool = True
-
-
-@attrs.frozen(kw_only=True)
-class _Owner:
-    api_version: str
-    kind: str
-    name: str
-    uid: str | None
-
-    def reference(self) -> OwnerReference:
-        return OwnerReference(
-            api_version=self.api_version,
-            kind=self.kind,
-            name=self.name,
-            uid=self.uid or "",
-            controller=True,
-            block_owner_deletion=True,
-        )
-
-
-_ALL_POLICIES = frozenset({"basic", "gang"})
-_ALL_MODES = frozenset({"single", "all"})
-
-
-def _min_count_default(default: int) -> Callable[[SchedulingConfig], SchedulingConfig]:
-    def callback(cfg: SchedulingConfig) -> SchedulingConfig:
-        if cfg.policy == "gang" and cfg.min_count is None:
-            return attrs.evolve(cfg, min_count=default)
-        return cfg
-
-    return callback
-
-
-def _leaf_item(leaf: _LeafSpec) -> WorkloadItem:
-    return WorkloadItem(
-        name=leaf.name,
-        path=leaf.path,
-        default_config=SchedulingConfig(
-            policy="gang" if leaf.default_gang else "basic",
-            priority_class_name=leaf.priority_class_name,
-        ),
-        input=WorkloadInput.at_standard_paths(
-            policy=leaf.policy,
-            constraints=leaf.constraints,
-            disruption_mode=leaf.disruption,
-            resource_claims=leaf.claims,
-        ),
-        callbacks=[_min_count_default(leaf.default_min_count)],
-    )
-
-
-def _options(name: str, namespace: str, owner: _Owner | None) -> BuildOptions:
-    return BuildOptions(
-        name=name,
-        namespace=namespace,
-        owner=owner.reference() if owner is not None else None,
-        allowed_policies=_ALL_POLICIES,
-        allowed_disruption_modes=_ALL_MODES,
-    )
-
-
-def _build_merged(
-    roots: Sequence[WorkloadItem], opts: BuildOptions
-) -> tuple[Workload, list[FieldError]]:
-    """Validate and build one Workload per root item and merge their templates (the upstream
-    builder compiles single-root trees; JobSet merges its per-item Workloads the same way)."""
-    errors: list[FieldError] = []
-    built: list[Workload] = []
-    for root in roots:
-        builder = Builder(root, opts)
-        errs = builder.validate()
-        if errs:
-            errors.extend(errs)
-            continue
-        built.append(builder.build_workload())
-    if errors:
-        return Workload(), errors
-    base = built[0]
-    spec = attrs.evolve(
-        base.spec,
-        pod_group_templates=tuple(t for w in built for t in w.spec.pod_group_templates),
-        composite_pod_group_templates=tuple(
-            t for w in built for t in w.spec.composite_pod_group_templates
-        ),
-    )
-    return attrs.evolve(base, spec=spec), []
-
-
-def _strip_owner(obj: _Obj, owner: _Owner | None, *, keep_controller_ref: bool) -> _Obj:
-    """Drop ownerReferences that cannot be sent (no owner, or an owner without a UID); without
-    an owner at all the Workload's ``controllerRef`` goes too."""
-    if owner is not None and owner.uid:
-        return obj
-    obj = attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, owner_references=()))
-    if isinstance(obj, Workload) and not keep_controller_ref:
-        return attrs.evolve(obj, spec=attrs.evolve(obj.spec, controller_ref=None))
-    return obj
-
-
-def _compile_leaves(
-    *,
-    workload_name: str,
-    namespace: str,
-    owner: _Owner | None,
-    leaves: Sequence[_LeafSpec],
-    pod_groups: Sequence[tuple[str, str]],
-    pod_group_names: Mapping[str, str],
-    pod_key: PodSetKeyFunc,
-    labels: Callable[[str], Mapping[str, str]] | None = None,
-) -> Plan:
-    """Build a flat Workload from ``leaves`` and materialise ``pod_groups`` ((name, template))."""
-    build_owner = owner or _Owner(api_version="v1", kind="None", name=workload_name, uid=None)
-    opts = _options(workload_name, namespace, build_owner)
-    workload, errors = _build_merged([_leaf_item(leaf) for leaf in leaves], opts)
-    if errors:
-        raise ValidationError(errors)
-    workload = _strip_owner(workload, owner, keep_controller_ref=owner is not None)
-    materializer = Builder.from_existing_workload(workload, opts)
-    groups: list[PodGroup] = []
-    for pg_name, template in pod_groups:
-        pg = materializer.new_pod_group(pg_name, template)
-        pg = _strip_owner(pg, owner, keep_controller_ref=False)
-        if labels is not None:
-            extra = dict(labels(pg_name))
-            if extra:
-                pg = attrs.evolve(
-                    pg, metadata=attrs.evolve(pg.metadata, labels={**pg.metadata.labels, **extra})
-                )
-        groups.append(pg)
-    return _make_plan(workload, groups, [], dict(pod_group_names), pod_key)
-
-
-def _make_plan(
-    workload: Workload,
-    pod_groups: Sequence[PodGroup],
-    composite_pod_groups: Sequence[CompositePodGroup],
-    pod_group_names: dict[str, str],
-    pod_key: PodSetKeyFunc,
-) -> Plan:
-    _check_object(workload)
-    for cpg in composite_pod_groups:
-        _check_object(cpg)
-    for pg in pod_groups:
-        _check_object(pg)
-    patches: dict[str, dict[str, Any]] = {}
-    for pg in pod_groups:
-        body = pod_group_min_count_patch(pg)
-        if body is not None and pg.metadata.name:
-            patches[pg.metadata.name] = body
-    return Plan(
-        workload=workload,
-        pod_groups=tuple(pod_groups),
-        composite_pod_groups=tuple(composite_pod_groups),
-        pod_group_names=pod_group_names,
-        min_count_patch=workload_min_count_patch(workload),
-        pod_group_patches=patches,
-        pod_set_key=pod_key,
-    )
-
-
-def _check_object(obj: Workload | PodGroup | CompositePodGroup) -> None:
-    """Safety net: the planned object must pass the API server's validation (all gates on).
-
-    The adapters check their own input with paths into it; this catches what only shows on
-    the compiled object (e.g. a hierarchy deeper than the Workload allows)."""
-    errors = validate_object(obj)
-    if errors:
-        short = [attrs.evolve(e, value=None, has_value=False) for e in errors]
-        raise ValidationError(short, subject=f"the planned {obj.kind} {obj.metadata.name}")
-
-
-# ---------------------------------------------------------------------------------------------
 # GenericWorkload
 
 
@@ -533,7 +248,7 @@ def _pod_set_item(ps: GenericPodSet, path: str, pcn: str | None) -> WorkloadItem
             disruption_mode=sched.disruption_mode,
             resource_claims=sched.resource_claims,
         ),
-        callbacks=[_min_count_default(ps.count)],
+        callbacks=[min_count_default(ps.count)],
     )
 
 
@@ -552,7 +267,7 @@ def _group_item(g: GenericGroup, path: str, pcn: str | None) -> WorkloadItem:
             composite_constraints=sched.scheduling_constraints,
             composite_disruption_mode=sched.disruption_mode,
         ),
-        callbacks=[_min_count_default(child_instances)],
+        callbacks=[min_count_default(child_instances)],
         children=children,
     )
 
@@ -644,20 +359,16 @@ def plan_generic(spec: GenericSpec) -> Plan:
     owner = (
         None
         if spec.owner is None
-        else _Owner(
+        else Owner(
             api_version=spec.owner.api_version,
             kind=spec.owner.kind,
             name=spec.owner.name,
             uid=spec.owner.uid or None,
         )
     )
-    build_owner = owner or _Owner(api_version="v1", kind="None", name=wl_name, uid=None)
-    opts = _options(wl_name, spec.namespace, build_owner)
-    workload, errors = _build_merged(roots, opts)
-    if errors:
-        raise ValidationError(errors)
-    workload = _strip_owner(workload, owner, keep_controller_ref=owner is not None)
-    materializer = Builder.from_existing_workload(workload, opts)
+    workload, materializer = build_workload(
+        roots, name=wl_name, namespace=spec.namespace, owner=owner
+    )
     pod_groups: list[PodGroup] = []
     cpgs: list[CompositePodGroup] = []
     names: dict[str, str] = {}
@@ -672,35 +383,31 @@ def plan_generic(spec: GenericSpec) -> Plan:
     ) -> None:
         for g in groups:
             for i in range(g.replicas):
-                name = f"{prefix}-{g.name}-{i}"
-                key = f"{key_prefix}{g.name}-{i}"
+                name, key = f"{prefix}-{g.name}-{i}", f"{key_prefix}{g.name}-{i}"
                 _check_len(name, key, name_errors)
                 cpg = materializer.new_composite_pod_group(name, g.name)
-                cpg = _strip_owner(cpg, owner, keep_controller_ref=False)
-                if parent is not None:
-                    cpg = attrs.evolve(
-                        cpg, spec=attrs.evolve(cpg.spec, parent_composite_pod_group_name=parent)
-                    )
-                cpgs.append(cpg)
+                cpgs.append(_under(cpg, owner, parent))
                 instances(g.pod_sets, g.groups, name, f"{key}/", name)
         for ps in sets:
             for i in range(ps.replicas):
-                name = f"{prefix}-{ps.name}-{i}"
-                key = f"{key_prefix}{ps.name}-{i}"
+                name, key = f"{prefix}-{ps.name}-{i}", f"{key_prefix}{ps.name}-{i}"
                 _check_len(name, key, name_errors)
                 pg = materializer.new_pod_group(name, ps.name)
-                pg = _strip_owner(pg, owner, keep_controller_ref=False)
-                if parent is not None:
-                    pg = attrs.evolve(
-                        pg, spec=attrs.evolve(pg.spec, parent_composite_pod_group_name=parent)
-                    )
-                pod_groups.append(pg)
+                pod_groups.append(_under(pg, owner, parent))
                 names[key] = name
 
     instances(spec.pod_sets, spec.groups, wl_name, "", None)
     if name_errors:
         raise ValidationError(name_errors)
-    return _make_plan(workload, pod_groups, cpgs, names, _generic_pod_key(wl_name))
+    return make_plan(workload, pod_groups, cpgs, names, _generic_pod_key(wl_name))
+
+
+def _under(obj: _Instance, owner: Owner | None, parent: str | None) -> _Instance:
+    """A materialised instance without unsendable ownerReferences, under ``parent``."""
+    obj = strip_owner(obj, owner, keep_controller_ref=False)
+    if parent is None:
+        return obj
+    return attrs.evolve(obj, spec=attrs.evolve(obj.spec, parent_composite_pod_group_name=parent))
 
 
 def _check_len(name: str, key: str, errors: list[FieldError]) -> None:

@@ -20,8 +20,11 @@ v1.37.2 (feature gate ``WorkloadWithJob`` on):
 * ``pod-group-only``: only a PodGroup, from the named template of the parent-owned Workload
   (found with :func:`find_parent_workload`), owned by the Job alone; its gang ``minCount``
   follows the parent's template.
-* Pods get ``spec.schedulingGroup.podGroupName`` and a non-controller ownerReference to the
-  PodGroup.
+* Pods get ``spec.schedulingGroup.podGroupName``; their only ownerReference stays the Job's
+  (checked against the real v1.37.2 kube-controller-manager: no ownerReference to the PodGroup).
+* A Job name longer than 57 characters makes the template name ``<job>-pgt-0`` longer than a
+  DNS label allows; the real controller then fails with ``FailedWorkloadCreate`` and creates
+  nothing, so :func:`plan_job` raises ``ValidationError`` for it.
 
 The API server adds ``disruptionMode: {single: {}}``, ``priority`` and the
 ``scheduling.k8s.io/podgroup-protection`` finalizer to PodGroups on create; plans do not.
@@ -61,6 +64,7 @@ from workloadbuilder.kinds._plan import (
     workload_min_count_patch,
 )
 from workloadbuilder.naming import job_template_name, pod_group_name, workload_name
+from workloadbuilder.validation import validate_workload
 
 __all__ = [
     "GROUP_TEMPLATE_NAME_ANNOTATION",
@@ -335,30 +339,12 @@ def _pod_set_key(j: _Job) -> PodSetKeyFunc:
     return key
 
 
-def link_job_pod(pod: Mapping[str, Any], pod_group: str, pod_group_uid: str = "") -> dict[str, Any]:
-    """A copy of ``pod`` linked to its PodGroup the way the Job controller creates pods:
-    ``spec.schedulingGroup.podGroupName`` plus a non-controller ownerReference to the PodGroup
-    (``blockOwnerDeletion`` unset, so PodGroup deletion is never blocked by its pods)."""
+def link_job_pod(pod: Mapping[str, Any], pod_group: str) -> dict[str, Any]:
+    """A copy of ``pod`` linked to its PodGroup the way the v1.37.2 Job controller creates pods:
+    ``spec.schedulingGroup.podGroupName`` set, ownerReferences left as they are (the real
+    controller adds none to the PodGroup)."""
     out = copy.deepcopy(dict(pod))
-    spec = out.setdefault("spec", {})
-    spec["schedulingGroup"] = {"podGroupName": pod_group}
-    meta = out.setdefault("metadata", {})
-    refs = [
-        r
-        for r in meta.get("ownerReferences") or []
-        if not (
-            isinstance(r, Mapping) and r.get("kind") == "PodGroup" and r.get("name") == pod_group
-        )
-    ]
-    refs.append(
-        {
-            "apiVersion": "scheduling.k8s.io/v1beta1",
-            "kind": "PodGroup",
-            "name": pod_group,
-            "uid": pod_group_uid,
-        }
-    )
-    meta["ownerReferences"] = refs
+    out.setdefault("spec", {})["schedulingGroup"] = {"podGroupName": pod_group}
     return out
 
 
@@ -406,6 +392,13 @@ def plan_job(
     wl_name = workload_name(j.name, j.uid, j.namespace)
     opts = BuildOptions(name=wl_name, namespace=j.namespace, owner=owner)
     workload = Builder(item, opts).build_workload()
+    # The real controller cannot create a Workload whose template name is not a DNS label
+    # (Job names > 57 characters): it records FailedWorkloadCreate and creates nothing.
+    name_errors = [
+        e for e in validate_workload(workload) if e.path == "spec.podGroupTemplates[0].name"
+    ]
+    if name_errors:
+        raise ValidationError(name_errors, subject=f"Job {j.namespace}/{j.name}")
     pg_name = pod_group_name(wl_name, template)
     pg = Builder.from_existing_workload(workload, BuildOptions(owner=owner)).new_pod_group(
         pg_name, template

@@ -41,17 +41,17 @@ from workloadbuilder.api import (
     WorkloadPodGroupSchedulingPolicy,
 )
 from workloadbuilder.errors import BuildError, FieldError, ValidationError
-from workloadbuilder.kinds._plan import Plan, PodSetKeyFunc
-from workloadbuilder.kinds.generic import (
-    _as_int,
-    _as_list,
-    _as_map,
-    _compile_leaves,
-    _LeafSpec,
-    _Owner,
-    _parse_block,
-    _parse_claims,
+from workloadbuilder.kinds._common import (
+    LeafSpec,
+    Owner,
+    as_int,
+    as_list,
+    as_map,
+    compile_leaves,
+    parse_block,
+    parse_claims,
 )
+from workloadbuilder.kinds._plan import Plan, PodSetKeyFunc
 
 __all__ = [
     "EXCLUSIVE_TOPOLOGY_ANNOTATION",
@@ -104,7 +104,7 @@ def _workload_name(name: str, namespace: str) -> str:
 
 def jobset_workload_name(jobset: Mapping[str, Any]) -> str:
     """The name of the one Workload of a JobSet: ``<name>-<sha1(JobSet/<ns>/<name>)[:10]>``."""
-    meta = _as_map(jobset.get("metadata"), "metadata")
+    meta = as_map(jobset.get("metadata"), "metadata")
     name, namespace = _name_ns(meta)
     return _workload_name(name, namespace)
 
@@ -169,20 +169,20 @@ def _name_ns(meta: Mapping[str, Any]) -> tuple[str, str]:
 def _parse_level(data: Mapping[str, Any], path: str) -> _Level:
     return _Level(
         path=path,
-        policy=_parse_block(
+        policy=parse_block(
             data.get("schedulingPolicy"),
             f"{path}.schedulingPolicy",
             WorkloadPodGroupSchedulingPolicy,
         ),
-        constraints=_parse_block(
+        constraints=parse_block(
             data.get("schedulingConstraints"),
             f"{path}.schedulingConstraints",
             WorkloadPodGroupSchedulingConstraints,
         ),
-        disruption=_parse_block(
+        disruption=parse_block(
             data.get("disruptionMode"), f"{path}.disruptionMode", WorkloadPodGroupDisruptionMode
         ),
-        claims=_parse_claims(data.get("resourceClaims"), f"{path}.resourceClaims"),
+        claims=parse_claims(data.get("resourceClaims"), f"{path}.resourceClaims"),
     )
 
 
@@ -196,30 +196,30 @@ def _explicit_min(level: _Level | None) -> int | None:
 
 def _parse_rjobs(spec: Mapping[str, Any], js_exclusive: str | None) -> list[_RJob]:
     out = []
-    for i, raw in enumerate(_as_list(spec.get("replicatedJobs"), "spec.replicatedJobs")):
+    for i, raw in enumerate(as_list(spec.get("replicatedJobs"), "spec.replicatedJobs")):
         path = f"spec.replicatedJobs[{i}]"
-        rj = _as_map(raw, path)
+        rj = as_map(raw, path)
         name = rj.get("name")
         if not isinstance(name, str) or not name:
             raise ValidationError([FieldError(path=f"{path}.name", type="Required value")])
-        template = _as_map(rj.get("template"), f"{path}.template")
-        tmeta = _as_map(template.get("metadata"), f"{path}.template.metadata")
-        tann = _as_map(tmeta.get("annotations"), f"{path}.template.metadata.annotations")
-        job_spec = _as_map(template.get("spec"), f"{path}.template.spec")
-        pod_template = _as_map(job_spec.get("template"), f"{path}.template.spec.template")
-        pod_spec = _as_map(pod_template.get("spec"), f"{path}.template.spec.template.spec")
+        template = as_map(rj.get("template"), f"{path}.template")
+        tmeta = as_map(template.get("metadata"), f"{path}.template.metadata")
+        tann = as_map(tmeta.get("annotations"), f"{path}.template.metadata.annotations")
+        job_spec = as_map(template.get("spec"), f"{path}.template.spec")
+        pod_template = as_map(job_spec.get("template"), f"{path}.template.spec.template")
+        pod_spec = as_map(pod_template.get("spec"), f"{path}.template.spec.template.spec")
         pcn = pod_spec.get("priorityClassName")
         exclusive = tann.get(EXCLUSIVE_TOPOLOGY_ANNOTATION) or js_exclusive
         out.append(
             _RJob(
                 index=i,
                 name=name,
-                replicas=_as_int(rj.get("replicas"), f"{path}.replicas", default=1),
-                parallelism=_as_int(
+                replicas=as_int(rj.get("replicas"), f"{path}.replicas", default=1),
+                parallelism=as_int(
                     job_spec.get("parallelism"), f"{path}.template.spec.parallelism", default=1
                 ),
                 priority_class_name=pcn if isinstance(pcn, str) and pcn else None,
-                depends_on=bool(_as_list(rj.get("dependsOn"), f"{path}.dependsOn")),
+                depends_on=bool(as_list(rj.get("dependsOn"), f"{path}.dependsOn")),
                 exclusive_key=str(exclusive) if exclusive else None,
                 pod_template_spec=pod_spec,
                 job_spec=job_spec,
@@ -234,7 +234,7 @@ def _parse_rjobs(spec: Mapping[str, Any], js_exclusive: str | None) -> list[_RJo
 
 @attrs.frozen(kw_only=True)
 class _Compiled:
-    leaves: tuple[_LeafSpec, ...]
+    leaves: tuple[LeafSpec, ...]
     pod_group_names: dict[str, str]  # template -> PodGroup
     jobs: tuple[JobSetChildJob, ...]
 
@@ -242,16 +242,16 @@ class _Compiled:
 def _compile(jobset: Mapping[str, Any]) -> tuple[str, str, _Compiled]:
     if not isinstance(jobset, Mapping):
         raise ValidationError([FieldError(path="", type="Invalid value", detail="not an object")])
-    meta = _as_map(jobset.get("metadata"), "metadata")
+    meta = as_map(jobset.get("metadata"), "metadata")
     js_name, ns = _name_ns(meta)
-    annotations = _as_map(meta.get("annotations"), "metadata.annotations")
-    spec = _as_map(jobset.get("spec"), "spec")
+    annotations = as_map(meta.get("annotations"), "metadata.annotations")
+    spec = as_map(jobset.get("spec"), "spec")
     if spec.get("scheduling") is None:
         raise BuildError(
             f"JobSet {ns}/{js_name} has no spec.scheduling: the JobSet controller creates no "
             "Workload or PodGroups for it"
         )
-    sched = _as_map(spec.get("scheduling"), "spec.scheduling")
+    sched = as_map(spec.get("scheduling"), "spec.scheduling")
     js_exclusive = annotations.get(EXCLUSIVE_TOPOLOGY_ANNOTATION)
     rjobs = _parse_rjobs(spec, str(js_exclusive) if js_exclusive else None)
     errors: list[FieldError] = []
@@ -287,20 +287,18 @@ def _compile(jobset: Mapping[str, Any]) -> tuple[str, str, _Compiled]:
 
     top = _parse_level(sched, "spec.scheduling")
     entries: list[_Entry] = []
-    for i, raw in enumerate(
-        _as_list(sched.get("replicatedJobs"), "spec.scheduling.replicatedJobs")
-    ):
+    for i, raw in enumerate(as_list(sched.get("replicatedJobs"), "spec.scheduling.replicatedJobs")):
         epath = f"spec.scheduling.replicatedJobs[{i}]"
-        entry = _as_map(raw, epath)
+        entry = as_map(raw, epath)
         targets = tuple(
             str(t)
-            for t in _as_list(entry.get("targetReplicatedJobs"), f"{epath}.targetReplicatedJobs")
+            for t in as_list(entry.get("targetReplicatedJobs"), f"{epath}.targetReplicatedJobs")
         )
         job_raw = entry.get("job")
         job = (
             None
             if job_raw is None
-            else _parse_level(_as_map(job_raw, f"{epath}.job"), f"{epath}.job")
+            else _parse_level(as_map(job_raw, f"{epath}.job"), f"{epath}.job")
         )
         entries.append(_Entry(index=i, targets=targets, leaf=_parse_level(entry, epath), job=job))
 
@@ -407,7 +405,7 @@ def _compile(jobset: Mapping[str, Any]) -> tuple[str, str, _Compiled]:
                     )
                 )
 
-    startup = _as_map(spec.get("startupPolicy"), "spec.startupPolicy")
+    startup = as_map(spec.get("startupPolicy"), "spec.startupPolicy")
     sequenced = startup.get("startupPolicyOrder") == "InOrder" or any(rj.depends_on for rj in rjobs)
     top_level = not entries and (top.policy is None or top.policy.gang is not None)
     single = top_level and not sequenced
@@ -445,7 +443,7 @@ def _compile(jobset: Mapping[str, Any]) -> tuple[str, str, _Compiled]:
     if errors:
         raise ValidationError(errors)
 
-    leaves: list[_LeafSpec] = []
+    leaves: list[LeafSpec] = []
     jobs_of: dict[str, list[tuple[str, int]]] = {}  # template -> [(rj, index)]
 
     def add(
@@ -459,7 +457,7 @@ def _compile(jobset: Mapping[str, Any]) -> tuple[str, str, _Compiled]:
             policy = attrs.evolve(policy, gang=attrs.evolve(gang, min_count=None))
         constraints = _with_exclusive(level, members, errors)
         leaves.append(
-            _LeafSpec(
+            LeafSpec(
                 name=name,
                 path="spec.scheduling",
                 policy=policy,
@@ -473,7 +471,7 @@ def _compile(jobset: Mapping[str, Any]) -> tuple[str, str, _Compiled]:
         )
 
     if single:
-        tname = _workload_name(js_name, ns)
+        tname = naming.jobset_top_level_template_name(js_name, ns)
         add(tname, top, rjobs, top_min or total_pods, keep_min=True)
         jobs_of[tname] = [(rj.name, i) for rj in rjobs for i in range(rj.replicas)]
     else:
@@ -594,11 +592,11 @@ def _invalid(path: str, value: Any, detail: str) -> FieldError:
     return FieldError(path=path, type="Invalid value", detail=detail, value=value, has_value=True)
 
 
-def _owner(jobset: Mapping[str, Any], name: str) -> _Owner:
-    meta = _as_map(jobset.get("metadata"), "metadata")
+def _owner(jobset: Mapping[str, Any], name: str) -> Owner:
+    meta = as_map(jobset.get("metadata"), "metadata")
     uid = meta.get("uid")
     api_version = jobset.get("apiVersion") or f"{JOBSET_API_GROUP}/v1alpha2"
-    return _Owner(
+    return Owner(
         api_version=str(api_version),
         kind="JobSet",
         name=name,
@@ -622,7 +620,7 @@ def plan_jobset(jobset: Mapping[str, Any]) -> Plan:
     js_name, ns, compiled = _compile(jobset)
     owner = _owner(jobset, js_name)
     job_to_pg = {j.name: j.pod_group_name for j in compiled.jobs}
-    return _compile_leaves(
+    return compile_leaves(
         workload_name=_workload_name(js_name, ns),
         namespace=ns,
         owner=owner,

@@ -55,28 +55,26 @@ from workloadbuilder.api import (
     WorkloadPodGroupSchedulingPolicy,
 )
 from workloadbuilder.builder import (
-    Builder,
     PolicyName,
     SchedulingConfig,
     WorkloadInput,
     WorkloadItem,
 )
 from workloadbuilder.errors import BuildError, FieldError, ValidationError
-from workloadbuilder.kinds._plan import Plan, PodSetKeyFunc
-from workloadbuilder.kinds.generic import (
-    _as_int,
-    _as_map,
-    _build_merged,
-    _compile_leaves,
-    _LeafSpec,
-    _make_plan,
-    _min_count_default,
-    _options,
-    _Owner,
-    _parse_block,
-    _parse_claims,
-    _strip_owner,
+from workloadbuilder.kinds._common import (
+    LeafSpec,
+    Owner,
+    as_int,
+    as_map,
+    build_workload,
+    compile_leaves,
+    make_plan,
+    min_count_default,
+    parse_block,
+    parse_claims,
+    strip_owner,
 )
+from workloadbuilder.kinds._plan import Plan, PodSetKeyFunc
 
 __all__ = [
     "EXCLUSIVE_TOPOLOGY_ANNOTATION",
@@ -138,13 +136,13 @@ class _Lws:
 def _parse(lws: Mapping[str, Any]) -> _Lws:
     if not isinstance(lws, Mapping):
         raise ValidationError([FieldError(path="", type="Invalid value", detail="not an object")])
-    meta = _as_map(lws.get("metadata"), "metadata")
+    meta = as_map(lws.get("metadata"), "metadata")
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise ValidationError([FieldError(path="metadata.name", type="Required value")])
     namespace = str(meta.get("namespace") or "default")
-    ann = _as_map(meta.get("annotations"), "metadata.annotations")
-    spec = _as_map(lws.get("spec"), "spec")
+    ann = as_map(meta.get("annotations"), "metadata.annotations")
+    spec = as_map(lws.get("spec"), "spec")
     if spec.get("scheduling") is None:
         raise BuildError(
             f"LeaderWorkerSet {namespace}/{name} has no spec.scheduling: the LWS controller "
@@ -155,31 +153,31 @@ def _parse(lws: Mapping[str, Any]) -> _Lws:
             f"LeaderWorkerSet {namespace}/{name} delegates its PodGroups to a parent Workload "
             f"({_GROUP_TEMPLATE_NAME_ANNOTATION}); build the parent instead"
         )
-    sched = _as_map(spec.get("scheduling"), "spec.scheduling")
+    sched = as_map(spec.get("scheduling"), "spec.scheduling")
     path = "spec.scheduling"
-    policy = _parse_block(
+    policy = parse_block(
         sched.get("schedulingPolicy"), f"{path}.schedulingPolicy", WorkloadPodGroupSchedulingPolicy
     )
-    constraints = _parse_block(
+    constraints = parse_block(
         sched.get("schedulingConstraints"),
         f"{path}.schedulingConstraints",
         WorkloadPodGroupSchedulingConstraints,
     )
-    disruption = _parse_block(
+    disruption = parse_block(
         sched.get("disruptionMode"), f"{path}.disruptionMode", WorkloadPodGroupDisruptionMode
     )
-    claims = _parse_claims(sched.get("resourceClaims"), f"{path}.resourceClaims")
+    claims = parse_claims(sched.get("resourceClaims"), f"{path}.resourceClaims")
     if policy is not None and policy.basic is None and policy.gang is None:
         policy = None  # LWS: an empty policy means the default (gang)
-    lwt = _as_map(spec.get("leaderWorkerTemplate"), "spec.leaderWorkerTemplate")
-    size = _as_int(lwt.get("size"), "spec.leaderWorkerTemplate.size", default=1)
-    replicas = _as_int(spec.get("replicas"), "spec.replicas", default=1)
-    worker = _as_map(lwt.get("workerTemplate"), "spec.leaderWorkerTemplate.workerTemplate")
-    worker_spec = _as_map(worker.get("spec"), "spec.leaderWorkerTemplate.workerTemplate.spec")
+    lwt = as_map(spec.get("leaderWorkerTemplate"), "spec.leaderWorkerTemplate")
+    size = as_int(lwt.get("size"), "spec.leaderWorkerTemplate.size", default=1)
+    replicas = as_int(spec.get("replicas"), "spec.replicas", default=1)
+    worker = as_map(lwt.get("workerTemplate"), "spec.leaderWorkerTemplate.workerTemplate")
+    worker_spec = as_map(worker.get("spec"), "spec.leaderWorkerTemplate.workerTemplate.spec")
     leader_raw = lwt.get("leaderTemplate")
     leader_path = "spec.leaderWorkerTemplate.leaderTemplate"
     leader_spec = (
-        _as_map(_as_map(leader_raw, leader_path).get("spec"), f"{leader_path}.spec")
+        as_map(as_map(leader_raw, leader_path).get("spec"), f"{leader_path}.spec")
         if leader_raw is not None
         else worker_spec
     )
@@ -254,7 +252,7 @@ def _parse(lws: Mapping[str, Any]) -> _Lws:
 
     subgroups = None
     sub_key = ann.get(SUBGROUP_EXCLUSIVE_TOPOLOGY_ANNOTATION)
-    sgp = _as_map(lwt.get("subGroupPolicy"), "spec.leaderWorkerTemplate.subGroupPolicy")
+    sgp = as_map(lwt.get("subGroupPolicy"), "spec.leaderWorkerTemplate.subGroupPolicy")
     if sub_key:
         sgs_path = "spec.leaderWorkerTemplate.subGroupPolicy.subGroupSize"
         sgs = sgp.get("subGroupSize")
@@ -267,7 +265,7 @@ def _parse(lws: Mapping[str, Any]) -> _Lws:
                 )
             )
         else:
-            n = _as_int(sgs, sgs_path, default=1)
+            n = as_int(sgs, sgs_path, default=1)
             excluded = sgp.get("subGroupPolicyType") == "LeaderExcluded"
             if n < 1 or size < n:
                 errors.append(
@@ -326,10 +324,10 @@ def _invalid(path: str, value: Any, detail: str) -> FieldError:
     return FieldError(path=path, type="Invalid value", detail=detail, value=value, has_value=True)
 
 
-def _owner(lws: Mapping[str, Any], name: str) -> _Owner:
-    meta = _as_map(lws.get("metadata"), "metadata")
+def _owner(lws: Mapping[str, Any], name: str) -> Owner:
+    meta = as_map(lws.get("metadata"), "metadata")
     uid = meta.get("uid")
-    return _Owner(
+    return Owner(
         api_version=str(lws.get("apiVersion") or f"{LWS_API_GROUP}/v1"),
         kind="LeaderWorkerSet",
         name=name,
@@ -360,7 +358,7 @@ def plan_lws(lws: Mapping[str, Any], *, revision: str | None = None) -> Plan:
     if cfg.subgroups is not None:
         return _plan_subgroups(cfg, owner, revision)
     names = {str(i): lws_pod_group_name(cfg.name, i, revision) for i in range(cfg.replicas)}
-    leaf = _LeafSpec(
+    leaf = LeafSpec(
         name=REPLICA_TEMPLATE,
         path="spec.scheduling",
         policy=cfg.policy,
@@ -372,7 +370,7 @@ def plan_lws(lws: Mapping[str, Any], *, revision: str | None = None) -> Plan:
         default_gang=True,
     )
     index_of = {v: int(k) for k, v in names.items()}
-    return _compile_leaves(
+    return compile_leaves(
         workload_name=cfg.name,
         namespace=cfg.namespace,
         owner=owner,
@@ -388,7 +386,7 @@ def _gang_or_basic(gang: bool) -> PolicyName:
     return "gang" if gang else "basic"
 
 
-def _plan_subgroups(cfg: _Lws, owner: _Owner, revision: str | None) -> Plan:
+def _plan_subgroups(cfg: _Lws, owner: Owner, revision: str | None) -> Plan:
     sg = cfg.subgroups
     assert sg is not None
     sub_topology = (TopologyConstraint(key=cfg.subgroup_key),) if cfg.subgroup_key else ()
@@ -439,22 +437,19 @@ def _plan_subgroups(cfg: _Lws, owner: _Owner, revision: str | None) -> Plan:
             constraints_path="schedulingConstraints",
             disruption_mode_path="disruptionMode",
         ),
-        callbacks=[_min_count_default(child_groups)],
+        callbacks=[min_count_default(child_groups)],
         children=children,
     )
-    opts = _options(cfg.name, cfg.namespace, owner)
-    workload, errors = _build_merged([root], opts)
-    if errors:
-        raise ValidationError(errors)
-    workload = _strip_owner(workload, owner, keep_controller_ref=True)
-    materializer = Builder.from_existing_workload(workload, opts)
+    workload, materializer = build_workload(
+        [root], name=cfg.name, namespace=cfg.namespace, owner=owner
+    )
     cpgs: list[CompositePodGroup] = []
     groups: list[PodGroup] = []
     names: dict[str, str] = {}
     for i in range(cfg.replicas):
         replica = lws_pod_group_name(cfg.name, i, revision)
         labels = _labels(cfg.name, i, revision)
-        cpg = _strip_owner(
+        cpg = strip_owner(
             materializer.new_composite_pod_group(replica, REPLICA_TEMPLATE),
             owner,
             keep_controller_ref=False,
@@ -468,7 +463,7 @@ def _plan_subgroups(cfg: _Lws, owner: _Owner, revision: str | None) -> Plan:
             members.append((_LEADER_TEMPLATE, _LEADER_TEMPLATE))
         for suffix, template in members:
             name = f"{replica}-{suffix}"
-            pg = _strip_owner(
+            pg = strip_owner(
                 materializer.new_pod_group(name, template), owner, keep_controller_ref=False
             )
             pg = attrs.evolve(
@@ -483,7 +478,7 @@ def _plan_subgroups(cfg: _Lws, owner: _Owner, revision: str | None) -> Plan:
             )
             groups.append(pg)
             names[f"{i}/{suffix}"] = name
-    return _make_plan(workload, groups, cpgs, names, _pod_key(cfg.name, subgroups=sg))
+    return make_plan(workload, groups, cpgs, names, _pod_key(cfg.name, subgroups=sg))
 
 
 def _pod_key(lws_name: str, *, subgroups: _Subgroups | None) -> PodSetKeyFunc:

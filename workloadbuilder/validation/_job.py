@@ -82,7 +82,11 @@ def _configuration_dv(op: Op, new: JobSchedulingConfiguration, old: Any) -> list
         )
     # resourceClaims: +k8s:immutable, maxItems 4, listType=map keyed by name
     errs += resource_claims(
-        op, child(_PATH, "resourceClaims"), new.resource_claims, attr_of(old, "resource_claims"), corr
+        op,
+        child(_PATH, "resourceClaims"),
+        new.resource_claims,
+        attr_of(old, "resource_claims"),
+        corr,
     )
     return errs
 

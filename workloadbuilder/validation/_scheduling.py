@@ -10,51 +10,56 @@ The v1beta1 and v1alpha3 rules for Workload and PodGroup are identical.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 
 from workloadbuilder.api import (
     CompositePodGroup,
-    CompositePodGroupSchedulingConstraints,
     CompositePodGroupSchedulingPolicy,
     CompositePodGroupSpec,
     CompositePodGroupTemplate,
     DisruptionMode,
     PodGroup,
-    PodGroupResourceClaim,
-    PodGroupSchedulingConstraints,
     PodGroupSchedulingPolicy,
     PodGroupSpec,
     PodGroupTemplate,
     SingleDisruptionMode,
-    TopologyConstraint,
     TypedLocalObjectReference,
     Workload,
     WorkloadReference,
     WorkloadSpec,
 )
 from workloadbuilder.errors import FieldError
+from workloadbuilder.validation._blocks import (
+    MAX_CLAIMS,
+    disruption_mode,
+    resource_claims,
+    scheduling_constraints,
+)
 from workloadbuilder.validation._common import (
     Op,
+    attr_of,
     child,
     duplicate,
     each_val,
-    eq,
     forbidden,
     immutable,
     index,
     invalid,
-    label_key,
     long_name,
     max_items,
     maximum,
     minimum,
     not_supported,
+    optional_immutable_struct,
     path_segment_name,
     required,
+    required_string,
     short_name,
+    unchanged,
     union,
     update_pointer,
     val_slice_unique,
@@ -79,8 +84,6 @@ __all__ = [
 ]
 
 MAX_TEMPLATES = 8
-MAX_CLAIMS = 4
-MAX_TOPOLOGY = 1
 MAX_TEMPLATE_DEPTH = 4
 MAX_PRIORITY = 1_000_000_000
 PREEMPTION_POLICIES = ("Never", "PreemptLowerPriority")
@@ -92,151 +95,51 @@ _CPG = "CompositePodGroup"
 _PGPP = "PodGroupPreemptionPolicy"
 
 
-def _unchanged(op: Op, correlated: bool, new: Any, old: Any) -> bool:
-    """The generated "don't revalidate unchanged data" guard."""
-    return op.update and correlated and eq(new, old)
-
-
-def _attr(obj: Any, name: str) -> Any:
-    return None if obj is None else getattr(obj, name)
-
-
 def _name_key(item: Any) -> Any:
     return item.name
+
+
+def _snake(json_name: str) -> str:
+    """The attrs attribute of a JSON field: ``minGroupCount`` -> ``min_group_count``."""
+    return re.sub("([A-Z])", lambda m: "_" + m.group(1).lower(), json_name)
+
+
+def _field(
+    op: Op, path: str, new: Any, old: Any, json_name: str, check: Any, *args: Any, **kwargs: Any
+) -> list[FieldError]:
+    """``check(op, path.jsonName, new.json_name, old.json_name, correlated, *args)``: one field
+    of ``new`` (correlated with the same field of ``old`` when there is one)."""
+    name = _snake(json_name)
+    result: list[FieldError] = check(
+        op,
+        child(path, json_name),
+        getattr(new, name),
+        attr_of(old, name),
+        old is not None,
+        *args,
+        **kwargs,
+    )
+    return result
 
 
 # --- leaf value types ---------------------------------------------------------------------
 
 
-def _required_string(
-    op: Op, path: str, new: str, old: Any, correlated: bool, fmt: Any
-) -> list[FieldError]:
-    if _unchanged(op, correlated, new, old):
-        return []
-    if not new:
-        return [required(path)]
-    result: list[FieldError] = fmt(path, new)
-    return result
-
-
-def _topology_constraint(op: Op, path: str, new: TopologyConstraint, old: Any) -> list[FieldError]:
-    return _required_string(
-        op, child(path, "key"), new.key, _attr(old, "key"), old is not None, label_key
-    )
-
-
-def _topology_list(
-    op: Op, path: str, new: Sequence[TopologyConstraint], old: Any, correlated: bool
-) -> list[FieldError]:
-    if _unchanged(op, correlated, tuple(new), tuple(old or ())):
-        return []
-    errs = max_items(path, new, MAX_TOPOLOGY)
-    if errs or not new:
-        return errs
-    return each_val(op, path, new, None, None, _topology_constraint)
-
-
-def _constraints(
-    op: Op,
-    path: str,
-    new: PodGroupSchedulingConstraints | CompositePodGroupSchedulingConstraints,
-    old: Any,
-) -> list[FieldError]:
-    return _topology_list(
-        op, child(path, "topology"), new.topology, _attr(old, "topology"), old is not None
-    )
-
-
-def _claim(op: Op, path: str, new: PodGroupResourceClaim, old: Any) -> list[FieldError]:
-    errs = union(
-        op,
-        path,
-        ("resourceClaimName", "resourceClaimTemplateName"),
-        (new.resource_claim_name is not None, new.resource_claim_template_name is not None),
-        None
-        if old is None
-        else (old.resource_claim_name is not None, old.resource_claim_template_name is not None),
-    )
-    corr = old is not None
-    errs += _required_string(
-        op, child(path, "name"), new.name, _attr(old, "name"), corr, short_name
-    )
-    for attr, json_name in (
-        ("resource_claim_name", "resourceClaimName"),
-        ("resource_claim_template_name", "resourceClaimTemplateName"),
-    ):
-        value, prev = getattr(new, attr), _attr(old, attr)
-        if _unchanged(op, corr, value, prev) or value is None:
-            continue
-        errs += long_name(child(path, json_name), value)
-    return errs
-
-
-def _claims(
-    op: Op, path: str, new: Sequence[PodGroupResourceClaim], old: Any, correlated: bool
-) -> list[FieldError]:
-    old_list: Sequence[PodGroupResourceClaim] = old or ()
-    if _unchanged(op, correlated, tuple(new), tuple(old_list)):
-        return []
-    errs: list[FieldError] = []
-    early = False
-    if op.update:
-        errs += immutable(op, path)
-        early = True
-    too_many = max_items(path, new, MAX_CLAIMS)
-    errs += too_many
-    if too_many or not new or early:
-        return errs
-    errs += val_slice_unique(path, new, _name_key)
-    errs += each_val(op, path, new, old_list, _name_key, _claim)
-    return errs
-
-
-def _disruption_mode(op: Op, path: str, new: DisruptionMode, old: Any) -> list[FieldError]:
-    return union(
-        op,
-        path,
-        ("single", "all"),
-        (new.single is not None, new.all is not None),
-        None if old is None else (old.single is not None, old.all is not None),
-    )
-
-
 def _workload_reference(op: Op, path: str, new: WorkloadReference, old: Any) -> list[FieldError]:
-    corr = old is not None
-    errs = _required_string(
-        op,
-        child(path, "workloadName"),
-        new.workload_name,
-        _attr(old, "workload_name"),
-        corr,
-        long_name,
-    )
-    errs += _required_string(
-        op,
-        child(path, "templateName"),
-        new.template_name,
-        _attr(old, "template_name"),
-        corr,
-        short_name,
-    )
+    errs = _field(op, path, new, old, "workloadName", required_string, long_name)
+    errs += _field(op, path, new, old, "templateName", required_string, short_name)
     return errs
 
 
 def _controller_ref(
     op: Op, path: str, new: TypedLocalObjectReference, old: Any
 ) -> list[FieldError]:
-    corr = old is not None
     errs: list[FieldError] = []
-    group, prev_group = new.api_group or "", _attr(old, "api_group") or ""
-    if not _unchanged(op, corr, group, prev_group) and group:
+    group, prev_group = new.api_group or "", attr_of(old, "api_group") or ""
+    if not unchanged(op, old is not None, group, prev_group) and group:
         errs += long_name(child(path, "apiGroup"), group)
-    errs += _required_string(
-        op, child(path, "kind"), new.kind, _attr(old, "kind"), corr, path_segment_name
-    )
-    errs += _required_string(
-        op, child(path, "name"), new.name, _attr(old, "name"), corr, path_segment_name
-    )
+    errs += _field(op, path, new, old, "kind", required_string, path_segment_name)
+    errs += _field(op, path, new, old, "name", required_string, path_segment_name)
     return errs
 
 
@@ -247,7 +150,7 @@ def _priority_class_name(
     op: Op, path: str, new: str | None, old: Any, correlated: bool
 ) -> list[FieldError]:
     value, prev = new or "", old or ""
-    if _unchanged(op, correlated, value, prev):
+    if unchanged(op, correlated, value, prev):
         return []
     if op.update:
         return immutable(op, path)
@@ -255,7 +158,7 @@ def _priority_class_name(
 
 
 def _priority(op: Op, path: str, new: int | None, old: Any, correlated: bool) -> list[FieldError]:
-    if _unchanged(op, correlated, new, old):
+    if unchanged(op, correlated, new, old):
         return []
     if op.update:
         return immutable(op, path)
@@ -265,7 +168,7 @@ def _priority(op: Op, path: str, new: int | None, old: Any, correlated: bool) ->
 def _preemption_policy(
     op: Op, path: str, new: str | None, old: Any, correlated: bool
 ) -> list[FieldError]:
-    if _unchanged(op, correlated, new, old):
+    if unchanged(op, correlated, new, old):
         return []
     errs: list[FieldError] = []
     early = new is None
@@ -282,21 +185,25 @@ def _preemption_policy(
     return errs
 
 
-def _optional_immutable_struct(
-    op: Op, path: str, new: Any, old: Any, correlated: bool, validator: Any
+def _priority_fields(op: Op, path: str, new: Any, old: Any) -> list[FieldError]:
+    """``priorityClassName``, ``priority`` and ``preemptionPolicy`` (the last fields of every
+    template and spec)."""
+    errs = _field(op, path, new, old, "priorityClassName", _priority_class_name)
+    errs += _field(op, path, new, old, "priority", _priority)
+    errs += _field(op, path, new, old, "preemptionPolicy", _preemption_policy)
+    return errs
+
+
+def _policy(
+    op: Op,
+    path: str,
+    new: PodGroupSchedulingPolicy | CompositePodGroupSchedulingPolicy,
+    old: Any,
+    *,
+    count: str,
 ) -> list[FieldError]:
-    """``+k8s:immutable +k8s:optional`` on a struct pointer, then the type's validation."""
-    if _unchanged(op, correlated, new, old):
-        return []
-    if op.update:
-        return immutable(op, path)
-    if new is None:
-        return []
-    result: list[FieldError] = validator(op, path, new, old)
-    return result
-
-
-def _pg_policy(op: Op, path: str, new: PodGroupSchedulingPolicy, old: Any) -> list[FieldError]:
+    """The ``basic`` / ``gang`` policy union; ``count`` is the JSON name of the gang's minimum
+    (``minCount`` for PodGroups, ``minGroupCount`` for CompositePodGroups)."""
     errs = union(
         op,
         path,
@@ -305,61 +212,74 @@ def _pg_policy(op: Op, path: str, new: PodGroupSchedulingPolicy, old: Any) -> li
         None if old is None else (old.basic is not None, old.gang is not None),
     )
     corr = old is not None
-    prev_basic = _attr(old, "basic")
-    if not _unchanged(op, corr, new.basic, prev_basic):
+    prev_basic = attr_of(old, "basic")
+    if not unchanged(op, corr, new.basic, prev_basic):
         errs += immutable(op, child(path, "basic"))
-    prev_gang = _attr(old, "gang")
-    if not _unchanged(op, corr, new.gang, prev_gang):
+    prev_gang = attr_of(old, "gang")
+    if not unchanged(op, corr, new.gang, prev_gang):
         gang_path = child(path, "gang")
         update_errs = update_pointer(op, gang_path, new.gang, prev_gang)
         errs += update_errs
         if new.gang is not None and not update_errs:
-            count_path = child(gang_path, "minCount")
-            prev_count = _attr(prev_gang, "min_count")
-            if not _unchanged(op, prev_gang is not None, new.gang.min_count, prev_count):
-                if new.gang.min_count == 0:
+            count_path = child(gang_path, count)
+            attr = _snake(count)
+            value, prev_count = getattr(new.gang, attr), attr_of(prev_gang, attr)
+            if not unchanged(op, prev_gang is not None, value, prev_count):
+                if value == 0:
                     errs.append(required(count_path))
                 else:
-                    errs += minimum(count_path, new.gang.min_count, 1)
+                    errs += minimum(count_path, value, 1)
     return errs
+
+
+def _pg_policy(op: Op, path: str, new: PodGroupSchedulingPolicy, old: Any) -> list[FieldError]:
+    return _policy(op, path, new, old, count="minCount")
 
 
 def _cpg_policy(
     op: Op, path: str, new: CompositePodGroupSchedulingPolicy, old: Any
 ) -> list[FieldError]:
-    errs = union(
-        op,
-        path,
-        ("basic", "gang"),
-        (new.basic is not None, new.gang is not None),
-        None if old is None else (old.basic is not None, old.gang is not None),
-    )
-    corr = old is not None
-    prev_basic = _attr(old, "basic")
-    if not _unchanged(op, corr, new.basic, prev_basic):
-        errs += immutable(op, child(path, "basic"))
-    prev_gang = _attr(old, "gang")
-    if not _unchanged(op, corr, new.gang, prev_gang):
-        gang_path = child(path, "gang")
-        update_errs = update_pointer(op, gang_path, new.gang, prev_gang)
-        errs += update_errs
-        if new.gang is not None and not update_errs:
-            count_path = child(gang_path, "minGroupCount")
-            prev_count = _attr(prev_gang, "min_group_count")
-            if not _unchanged(op, prev_gang is not None, new.gang.min_group_count, prev_count):
-                if new.gang.min_group_count == 0:
-                    errs.append(required(count_path))
-                else:
-                    errs += minimum(count_path, new.gang.min_group_count, 1)
-    return errs
+    return _policy(op, path, new, old, count="minGroupCount")
 
 
 def _struct(
     op: Op, path: str, new: Any, old: Any, correlated: bool, validator: Any
 ) -> list[FieldError]:
     """A required (non-pointer) struct field: ratchet, then the type's validation."""
-    if _unchanged(op, correlated, new, old):
+    if unchanged(op, correlated, new, old):
         return []
+    result: list[FieldError] = validator(op, path, new, old)
+    return result
+
+
+def _immutable_struct(
+    op: Op, path: str, new: Any, old: Any, correlated: bool, validator: Any
+) -> list[FieldError]:
+    """A required (non-pointer) ``+k8s:immutable`` struct field."""
+    if unchanged(op, correlated, new, old):
+        return []
+    if op.update:
+        return immutable(op, path)
+    result: list[FieldError] = validator(op, path, new, old)
+    return result
+
+
+def _required_immutable_struct(
+    op: Op, path: str, new: Any, old: Any, correlated: bool, validator: Any
+) -> list[FieldError]:
+    """``+k8s:immutable +k8s:required`` on a struct pointer, then the type's validation."""
+    if unchanged(op, correlated, new, old):
+        return []
+    errs: list[FieldError] = []
+    early = False
+    if op.update:
+        errs += immutable(op, path)
+        early = True
+    if new is None:
+        errs.append(required(path))
+        early = True
+    if early:
+        return errs
     result: list[FieldError] = validator(op, path, new, old)
     return result
 
@@ -367,7 +287,7 @@ def _struct(
 def _gated_constraints(
     op: Op, path: str, new: Any, old: Any, correlated: bool, *, immutable_only_when_on: bool
 ) -> list[FieldError]:
-    if _unchanged(op, correlated, new, old):
+    if unchanged(op, correlated, new, old):
         return []
     errs: list[FieldError] = []
     gate = op.enabled(_TAS)
@@ -380,58 +300,63 @@ def _gated_constraints(
         early = True
     if early:
         return errs
-    return errs + _constraints(op, path, new, old)
+    return errs + scheduling_constraints(op, path, new, old)
+
+
+def _pod_group_fields(
+    op: Op, path: str, new: PodGroupTemplate | PodGroupSpec, old: Any, *, template: bool
+) -> list[FieldError]:
+    """The scheduling fields PodGroupTemplate and PodGroupSpec share. They differ in two tags:
+    a template's ``disruptionMode`` is optional (the object's is defaulted, so required), and
+    the template's ``schedulingConstraints`` is immutable even with the gate off."""
+    errs = _field(op, path, new, old, "schedulingPolicy", _struct, _pg_policy)
+    errs += _field(
+        op,
+        path,
+        new,
+        old,
+        "schedulingConstraints",
+        _gated_constraints,
+        immutable_only_when_on=not template,
+    )
+    errs += _field(op, path, new, old, "resourceClaims", resource_claims)
+    disruption = optional_immutable_struct if template else _required_immutable_struct
+    errs += _field(op, path, new, old, "disruptionMode", disruption, disruption_mode)
+    return errs + _priority_fields(op, path, new, old)
+
+
+def _composite_fields(
+    op: Op,
+    path: str,
+    new: CompositePodGroupTemplate | CompositePodGroupSpec,
+    old: Any,
+    *,
+    template: bool,
+) -> list[FieldError]:
+    """The scheduling fields CompositePodGroupTemplate and CompositePodGroupSpec share (the
+    spec's ``schedulingPolicy`` is immutable and its ``disruptionMode`` required)."""
+    policy = _struct if template else _immutable_struct
+    errs = _field(op, path, new, old, "schedulingPolicy", policy, _cpg_policy)
+    errs += _field(
+        op,
+        path,
+        new,
+        old,
+        "schedulingConstraints",
+        optional_immutable_struct,
+        scheduling_constraints,
+    )
+    disruption = optional_immutable_struct if template else _required_immutable_struct
+    errs += _field(op, path, new, old, "disruptionMode", disruption, disruption_mode)
+    return errs + _priority_fields(op, path, new, old)
 
 
 # --- templates ------------------------------------------------------------------------------
 
 
 def _pod_group_template(op: Op, path: str, new: PodGroupTemplate, old: Any) -> list[FieldError]:
-    corr = old is not None
-    errs = _required_string(op, child(path, "name"), new.name, _attr(old, "name"), corr, short_name)
-    errs += _struct(
-        op,
-        child(path, "schedulingPolicy"),
-        new.scheduling_policy,
-        _attr(old, "scheduling_policy"),
-        corr,
-        _pg_policy,
-    )
-    errs += _gated_constraints(
-        op,
-        child(path, "schedulingConstraints"),
-        new.scheduling_constraints,
-        _attr(old, "scheduling_constraints"),
-        corr,
-        immutable_only_when_on=False,
-    )
-    errs += _claims(
-        op, child(path, "resourceClaims"), new.resource_claims, _attr(old, "resource_claims"), corr
-    )
-    errs += _optional_immutable_struct(
-        op,
-        child(path, "disruptionMode"),
-        new.disruption_mode,
-        _attr(old, "disruption_mode"),
-        corr,
-        _disruption_mode,
-    )
-    errs += _priority_class_name(
-        op,
-        child(path, "priorityClassName"),
-        new.priority_class_name,
-        _attr(old, "priority_class_name"),
-        corr,
-    )
-    errs += _priority(op, child(path, "priority"), new.priority, _attr(old, "priority"), corr)
-    errs += _preemption_policy(
-        op,
-        child(path, "preemptionPolicy"),
-        new.preemption_policy,
-        _attr(old, "preemption_policy"),
-        corr,
-    )
-    return errs
+    errs = _field(op, path, new, old, "name", required_string, short_name)
+    return errs + _pod_group_fields(op, path, new, old, template=True)
 
 
 def _template_list(
@@ -446,7 +371,7 @@ def _template_list(
 ) -> list[FieldError]:
     """A ``listType=map`` template list: maxItems 8, no add/remove on update, unique names."""
     old_list: Sequence[Any] = old or ()
-    if _unchanged(op, correlated, tuple(new), tuple(old_list)):
+    if unchanged(op, correlated, tuple(new), tuple(old_list)):
         return []
     errs: list[FieldError] = []
     early = not new
@@ -465,63 +390,10 @@ def _template_list(
 
 
 def _cpg_template(op: Op, path: str, new: CompositePodGroupTemplate, old: Any) -> list[FieldError]:
-    corr = old is not None
-    errs = _required_string(op, child(path, "name"), new.name, _attr(old, "name"), corr, short_name)
-    errs += _struct(
-        op,
-        child(path, "schedulingPolicy"),
-        new.scheduling_policy,
-        _attr(old, "scheduling_policy"),
-        corr,
-        _cpg_policy,
-    )
-    errs += _optional_immutable_struct(
-        op,
-        child(path, "schedulingConstraints"),
-        new.scheduling_constraints,
-        _attr(old, "scheduling_constraints"),
-        corr,
-        _constraints,
-    )
-    errs += _optional_immutable_struct(
-        op,
-        child(path, "disruptionMode"),
-        new.disruption_mode,
-        _attr(old, "disruption_mode"),
-        corr,
-        _disruption_mode,
-    )
-    errs += _priority_class_name(
-        op,
-        child(path, "priorityClassName"),
-        new.priority_class_name,
-        _attr(old, "priority_class_name"),
-        corr,
-    )
-    errs += _priority(op, child(path, "priority"), new.priority, _attr(old, "priority"), corr)
-    errs += _preemption_policy(
-        op,
-        child(path, "preemptionPolicy"),
-        new.preemption_policy,
-        _attr(old, "preemption_policy"),
-        corr,
-    )
-    errs += _template_list(
-        op,
-        child(path, "podGroupTemplates"),
-        new.pod_group_templates,
-        _attr(old, "pod_group_templates"),
-        corr,
-        _pod_group_template,
-    )
-    errs += _template_list(
-        op,
-        child(path, "compositePodGroupTemplates"),
-        new.composite_pod_group_templates,
-        _attr(old, "composite_pod_group_templates"),
-        corr,
-        _cpg_template,
-    )
+    errs = _field(op, path, new, old, "name", required_string, short_name)
+    errs += _composite_fields(op, path, new, old, template=True)
+    errs += _field(op, path, new, old, "podGroupTemplates", _template_list, _pod_group_template)
+    errs += _field(op, path, new, old, "compositePodGroupTemplates", _template_list, _cpg_template)
     return errs
 
 
@@ -535,29 +407,15 @@ def _workload_spec_dv(op: Op, path: str, new: WorkloadSpec, old: Any) -> list[Fi
         if old is None
         else (bool(old.pod_group_templates), bool(old.composite_pod_group_templates)),
     )
-    corr = old is not None
-    errs += _optional_immutable_struct(
+    errs += _field(op, path, new, old, "controllerRef", optional_immutable_struct, _controller_ref)
+    errs += _field(op, path, new, old, "podGroupTemplates", _template_list, _pod_group_template)
+    errs += _field(
         op,
-        child(path, "controllerRef"),
-        new.controller_ref,
-        _attr(old, "controller_ref"),
-        corr,
-        _controller_ref,
-    )
-    errs += _template_list(
-        op,
-        child(path, "podGroupTemplates"),
-        new.pod_group_templates,
-        _attr(old, "pod_group_templates"),
-        corr,
-        _pod_group_template,
-    )
-    errs += _template_list(
-        op,
-        child(path, "compositePodGroupTemplates"),
-        new.composite_pod_group_templates,
-        _attr(old, "composite_pod_group_templates"),
-        corr,
+        path,
+        new,
+        old,
+        "compositePodGroupTemplates",
+        _template_list,
         _cpg_template,
         gated=True,
     )
@@ -680,157 +538,41 @@ def _has_child(cpg: CompositePodGroupTemplate, path: str) -> list[FieldError]:
 # --- PodGroup / CompositePodGroup specs -----------------------------------------------------
 
 
-def _pod_group_spec_dv(op: Op, path: str, new: PodGroupSpec, old: Any) -> list[FieldError]:
-    corr = old is not None
-    errs: list[FieldError] = []
-    # (the +k8s:dependentRequired rule is alpha: not enforced; the hand-written check covers it)
+def _parent_name(op: Op, path: str, new: Any, old: Any, *, gated: bool) -> list[FieldError]:
+    """``parentCompositePodGroupName``: optional, immutable, a DNS subdomain; on a PodGroup it
+    is forbidden while the CompositePodGroup gate is off."""
     parent_path = child(path, "parentCompositePodGroupName")
-    parent, prev_parent = (
-        new.parent_composite_pod_group_name,
-        _attr(old, "parent_composite_pod_group_name"),
-    )
-    if not _unchanged(op, corr, parent, prev_parent):
-        early = parent is None
-        if not op.enabled(_CPG) and parent is not None:
-            errs.append(forbidden(parent_path))
-            early = True
-        if op.update:
-            errs += immutable(op, parent_path)
-            early = True
-        if not early and parent is not None:
-            errs += long_name(parent_path, parent)
-    errs += _optional_immutable_struct(
-        op,
-        child(path, "workloadRef"),
-        new.workload_ref,
-        _attr(old, "workload_ref"),
-        corr,
-        _workload_reference,
-    )
-    errs += _struct(
-        op,
-        child(path, "schedulingPolicy"),
-        new.scheduling_policy,
-        _attr(old, "scheduling_policy"),
-        corr,
-        _pg_policy,
-    )
-    errs += _gated_constraints(
-        op,
-        child(path, "schedulingConstraints"),
-        new.scheduling_constraints,
-        _attr(old, "scheduling_constraints"),
-        corr,
-        immutable_only_when_on=True,
-    )
-    errs += _claims(
-        op, child(path, "resourceClaims"), new.resource_claims, _attr(old, "resource_claims"), corr
-    )
-    errs += _required_immutable_struct(
-        op,
-        child(path, "disruptionMode"),
-        new.disruption_mode,
-        _attr(old, "disruption_mode"),
-        corr,
-        _disruption_mode,
-    )
-    errs += _priority_class_name(
-        op,
-        child(path, "priorityClassName"),
-        new.priority_class_name,
-        _attr(old, "priority_class_name"),
-        corr,
-    )
-    errs += _priority(op, child(path, "priority"), new.priority, _attr(old, "priority"), corr)
-    errs += _preemption_policy(
-        op,
-        child(path, "preemptionPolicy"),
-        new.preemption_policy,
-        _attr(old, "preemption_policy"),
-        corr,
-    )
+    parent = new.parent_composite_pod_group_name
+    if unchanged(op, old is not None, parent, attr_of(old, "parent_composite_pod_group_name")):
+        return []
+    errs: list[FieldError] = []
+    early = parent is None
+    if gated and not op.enabled(_CPG) and parent is not None:
+        errs.append(forbidden(parent_path))
+        early = True
+    if op.update:
+        errs += immutable(op, parent_path)
+        early = True
+    if not early and parent is not None:
+        errs += long_name(parent_path, parent)
     return errs
 
 
-def _required_immutable_struct(
-    op: Op, path: str, new: Any, old: Any, correlated: bool, validator: Any
-) -> list[FieldError]:
-    if _unchanged(op, correlated, new, old):
-        return []
-    errs: list[FieldError] = []
-    early = False
-    if op.update:
-        errs += immutable(op, path)
-        early = True
-    if new is None:
-        errs.append(required(path))
-        early = True
-    if early:
-        return errs
-    result: list[FieldError] = validator(op, path, new, old)
-    return result
+def _pod_group_spec_dv(op: Op, path: str, new: PodGroupSpec, old: Any) -> list[FieldError]:
+    # (the +k8s:dependentRequired rule is alpha: not enforced; the hand-written check covers it)
+    errs = _parent_name(op, path, new, old, gated=True)
+    errs += _field(
+        op, path, new, old, "workloadRef", optional_immutable_struct, _workload_reference
+    )
+    return errs + _pod_group_fields(op, path, new, old, template=False)
 
 
 def _cpg_spec_dv(op: Op, path: str, new: CompositePodGroupSpec, old: Any) -> list[FieldError]:
-    corr = old is not None
-    errs: list[FieldError] = []
-    parent_path = child(path, "parentCompositePodGroupName")
-    parent, prev_parent = (
-        new.parent_composite_pod_group_name,
-        _attr(old, "parent_composite_pod_group_name"),
+    errs = _parent_name(op, path, new, old, gated=False)
+    errs += _field(
+        op, path, new, old, "workloadRef", _required_immutable_struct, _workload_reference
     )
-    if not _unchanged(op, corr, parent, prev_parent):
-        if op.update:
-            errs += immutable(op, parent_path)
-        elif parent is not None:
-            errs += long_name(parent_path, parent)
-    errs += _required_immutable_struct(
-        op,
-        child(path, "workloadRef"),
-        new.workload_ref,
-        _attr(old, "workload_ref"),
-        corr,
-        _workload_reference,
-    )
-    policy_path = child(path, "schedulingPolicy")
-    prev_policy = _attr(old, "scheduling_policy")
-    if not _unchanged(op, corr, new.scheduling_policy, prev_policy):
-        if op.update:
-            errs += immutable(op, policy_path)
-        else:
-            errs += _cpg_policy(op, policy_path, new.scheduling_policy, prev_policy)
-    errs += _optional_immutable_struct(
-        op,
-        child(path, "schedulingConstraints"),
-        new.scheduling_constraints,
-        _attr(old, "scheduling_constraints"),
-        corr,
-        _constraints,
-    )
-    errs += _required_immutable_struct(
-        op,
-        child(path, "disruptionMode"),
-        new.disruption_mode,
-        _attr(old, "disruption_mode"),
-        corr,
-        _disruption_mode,
-    )
-    errs += _priority_class_name(
-        op,
-        child(path, "priorityClassName"),
-        new.priority_class_name,
-        _attr(old, "priority_class_name"),
-        corr,
-    )
-    errs += _priority(op, child(path, "priority"), new.priority, _attr(old, "priority"), corr)
-    errs += _preemption_policy(
-        op,
-        child(path, "preemptionPolicy"),
-        new.preemption_policy,
-        _attr(old, "preemption_policy"),
-        corr,
-    )
-    return errs
+    return errs + _composite_fields(op, path, new, old, template=False)
 
 
 # --- defaulting and gate dropping (decode + registry strategy PrepareForCreate/Update) -------
@@ -851,23 +593,33 @@ def apply_defaults(obj: SchedulingObject, *, gates: FeatureGates | None = None) 
     return obj
 
 
+def _dropped_preemption(prev: Any, gates: FeatureGates) -> dict[str, Any]:
+    """``preemptionPolicy`` is dropped while its gate is off, unless ``prev`` already uses it."""
+    if not gates.pod_group_preemption_policy and (prev is None or prev.preemption_policy is None):
+        return {"preemption_policy": None}
+    return {}
+
+
+def _dropped_pod_group_fields(prev: Any, gates: FeatureGates) -> dict[str, Any]:
+    """The gated fields of a PodGroupTemplate / PodGroupSpec to drop (``prev``: the old one)."""
+    changes: dict[str, Any] = {}
+    if not gates.topology_aware_workload_scheduling and (
+        prev is None or prev.scheduling_constraints is None
+    ):
+        changes["scheduling_constraints"] = None
+    if not gates.dra_workload_resource_claims and (prev is None or not prev.resource_claims):
+        changes["resource_claims"] = ()
+    changes.update(_dropped_preemption(prev, gates))
+    return changes
+
+
 def _drop_pgts(
     templates: Sequence[PodGroupTemplate], old: Sequence[PodGroupTemplate], gates: FeatureGates
 ) -> tuple[PodGroupTemplate, ...]:
     out = []
     for i, t in enumerate(templates):
         prev = old[i] if i < len(old) else None  # upstream correlates these by index
-        changes: dict[str, Any] = {}
-        if not gates.topology_aware_workload_scheduling and (
-            prev is None or prev.scheduling_constraints is None
-        ):
-            changes["scheduling_constraints"] = None
-        if not gates.dra_workload_resource_claims and (prev is None or not prev.resource_claims):
-            changes["resource_claims"] = ()
-        if not gates.pod_group_preemption_policy and (
-            prev is None or prev.preemption_policy is None
-        ):
-            changes["preemption_policy"] = None
+        changes = _dropped_pod_group_fields(prev, gates)
         out.append(attrs.evolve(t, **changes) if changes else t)
     return tuple(out)
 
@@ -881,11 +633,7 @@ def _drop_cpgts(
     out = []
     for t in templates:
         prev = by_name.get(t.name)  # upstream correlates these by name
-        changes: dict[str, Any] = {}
-        if not gates.pod_group_preemption_policy and (
-            prev is None or prev.preemption_policy is None
-        ):
-            changes["preemption_policy"] = None
+        changes = _dropped_preemption(prev, gates)
         if not gates.composite_pod_group and (
             prev is None or not prev.composite_pod_group_templates
         ):
@@ -932,27 +680,16 @@ def drop_disabled_fields(
         )
     if isinstance(obj, PodGroup):
         prev = old.spec if isinstance(old, PodGroup) else None
-        pg_changes: dict[str, Any] = {}
-        if not gates.topology_aware_workload_scheduling and (
-            prev is None or prev.scheduling_constraints is None
-        ):
-            pg_changes["scheduling_constraints"] = None
-        if not gates.dra_workload_resource_claims and (prev is None or not prev.resource_claims):
-            pg_changes["resource_claims"] = ()
-        if not gates.pod_group_preemption_policy and (
-            prev is None or prev.preemption_policy is None
-        ):
-            pg_changes["preemption_policy"] = None
+        pg_changes = _dropped_pod_group_fields(prev, gates)
         if not gates.composite_pod_group and (
             prev is None or prev.parent_composite_pod_group_name is None
         ):
             pg_changes["parent_composite_pod_group_name"] = None
         return attrs.evolve(obj, spec=attrs.evolve(obj.spec, **pg_changes))
     prev_cpg = old.spec if isinstance(old, CompositePodGroup) else None
-    if not gates.pod_group_preemption_policy and (
-        prev_cpg is None or prev_cpg.preemption_policy is None
-    ):
-        return attrs.evolve(obj, spec=attrs.evolve(obj.spec, preemption_policy=None))
+    cpg_changes = _dropped_preemption(prev_cpg, gates)
+    if cpg_changes:
+        return attrs.evolve(obj, spec=attrs.evolve(obj.spec, **cpg_changes))
     return obj
 
 
@@ -966,6 +703,42 @@ def _prepare(obj: Any, old: Any, gates: FeatureGates) -> tuple[Any, Any]:
 # --- public entry points --------------------------------------------------------------------
 
 
+def _validate(
+    obj: Any,
+    old: Any,
+    gates: FeatureGates | None,
+    handwritten: Callable[[Any, Any], list[FieldError]],
+    spec_dv: Callable[[Op, str, Any, Any], list[FieldError]],
+) -> list[FieldError]:
+    """Defaults and gate dropping, then metadata, the kind's hand-written spec rules and the
+    declarative rules of ``spec``, in the server's order."""
+    gates = gates or FeatureGates()
+    obj, old = _prepare(obj, old, gates)
+    op = Op(update=old is not None, options=gates.options())
+    if old is None:
+        errs = validate_object_meta(obj.metadata, name_is_dns_subdomain)
+    else:
+        errs = validate_object_meta_update(obj.metadata, old.metadata)
+    errs += handwritten(obj, old)
+    errs += _struct(op, "spec", obj.spec, attr_of(old, "spec"), old is not None, spec_dv)
+    return errs
+
+
+def _workload_handwritten(w: Workload, old: Workload | None) -> list[FieldError]:
+    return _workload_spec_handwritten(w.spec, "spec")
+
+
+def _pod_group_handwritten(pg: PodGroup, old: PodGroup | None) -> list[FieldError]:
+    parent, ref = pg.spec.parent_composite_pod_group_name, pg.spec.workload_ref
+    if old is None and parent is not None and ref is None:
+        return [required("spec.workloadRef", "must be set when parentCompositePodGroupName is set")]
+    return []
+
+
+def _no_handwritten(obj: Any, old: Any) -> list[FieldError]:
+    return []
+
+
 def validate_workload(
     w: Workload, old: Workload | None = None, *, gates: FeatureGates | None = None
 ) -> list[FieldError]:
@@ -974,16 +747,7 @@ def validate_workload(
     names, depth, identical priorities, composite templates with children), then the
     declarative rules (unions, formats, limits, immutability). Gate-disabled fields are
     dropped first, as the server does."""
-    gates = gates or FeatureGates()
-    w, old = _prepare(w, old, gates)
-    op = Op(update=old is not None, options=gates.options())
-    if old is None:
-        errs = validate_object_meta(w.metadata, name_is_dns_subdomain)
-    else:
-        errs = validate_object_meta_update(w.metadata, old.metadata)
-    errs += _workload_spec_handwritten(w.spec, "spec")
-    errs += _struct(op, "spec", w.spec, _attr(old, "spec"), old is not None, _workload_spec_dv)
-    return errs
+    return _validate(w, old, gates, _workload_handwritten, _workload_spec_dv)
 
 
 def validate_pod_group(
@@ -991,19 +755,7 @@ def validate_pod_group(
 ) -> list[FieldError]:
     """Create / update validation of a PodGroup (status is ignored: the server clears it on
     create and keeps the stored one on spec updates)."""
-    gates = gates or FeatureGates()
-    pg, old = _prepare(pg, old, gates)
-    op = Op(update=old is not None, options=gates.options())
-    if old is None:
-        errs = validate_object_meta(pg.metadata, name_is_dns_subdomain)
-        if pg.spec.parent_composite_pod_group_name is not None and pg.spec.workload_ref is None:
-            errs.append(
-                required("spec.workloadRef", "must be set when parentCompositePodGroupName is set")
-            )
-    else:
-        errs = validate_object_meta_update(pg.metadata, old.metadata)
-    errs += _struct(op, "spec", pg.spec, _attr(old, "spec"), old is not None, _pod_group_spec_dv)
-    return errs
+    return _validate(pg, old, gates, _pod_group_handwritten, _pod_group_spec_dv)
 
 
 def validate_composite_pod_group(
@@ -1013,15 +765,7 @@ def validate_composite_pod_group(
     gates: FeatureGates | None = None,
 ) -> list[FieldError]:
     """Create / update validation of a CompositePodGroup (v1alpha3)."""
-    gates = gates or FeatureGates()
-    cpg, old = _prepare(cpg, old, gates)
-    op = Op(update=old is not None, options=gates.options())
-    if old is None:
-        errs = validate_object_meta(cpg.metadata, name_is_dns_subdomain)
-    else:
-        errs = validate_object_meta_update(cpg.metadata, old.metadata)
-    errs += _struct(op, "spec", cpg.spec, _attr(old, "spec"), old is not None, _cpg_spec_dv)
-    return errs
+    return _validate(cpg, old, gates, _no_handwritten, _cpg_spec_dv)
 
 
 def validate_object(
