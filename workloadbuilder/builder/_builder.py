@@ -13,7 +13,8 @@ Differences, all supersets of upstream behaviour:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TypeVar
 
 import attrs
 
@@ -43,6 +44,8 @@ __all__ = [
     "iter_leaf_templates",
     "owner_group",
 ]
+
+_Template = TypeVar("_Template", PodGroupTemplate, CompositePodGroupTemplate)
 
 
 def _q(value: str) -> str:
@@ -197,47 +200,27 @@ class Builder:
         policy_path = join_path(item.path, inp.policy_path)
         constraints_path = join_path(item.path, inp.constraints_path)
         mode_path = join_path(item.path, inp.disruption_mode_path)
+        check: Callable[..., list[FieldError]]
+        blocks: tuple[tuple[str, str, Callable[..., list[FieldError]]], ...]
         if item.is_composite:
-            if inp.composite_policy is not None:
-                errs += _blocks.validate_composite_policy(
-                    policy_path,
-                    inp.composite_policy,
-                    old_inp.composite_policy if old_inp else None,
-                    update=update,
-                )
-            if inp.composite_constraints is not None:
-                errs += _blocks.validate_composite_constraints(
-                    constraints_path,
-                    inp.composite_constraints,
-                    old_inp.composite_constraints if old_inp else None,
-                    update=update,
-                )
-            if inp.composite_disruption_mode is not None:
-                errs += _blocks.validate_disruption_mode(
-                    mode_path,
-                    inp.composite_disruption_mode,
-                    old_inp.composite_disruption_mode if old_inp else None,
-                    update=update,
-                )
+            blocks = (
+                ("composite_policy", policy_path, _blocks.validate_composite_policy),
+                ("composite_constraints", constraints_path, _blocks.validate_composite_constraints),
+                ("composite_disruption_mode", mode_path, _blocks.validate_disruption_mode),
+            )
+        else:
+            blocks = (
+                ("policy", policy_path, _blocks.validate_policy),
+                ("constraints", constraints_path, _blocks.validate_constraints),
+                ("disruption_mode", mode_path, _blocks.validate_disruption_mode),
+            )
+        for attr, path, check in blocks:
+            value = getattr(inp, attr)
+            if value is not None:
+                prev = getattr(old_inp, attr) if old_inp else None
+                errs += check(path, value, prev, update=update)
+        if item.is_composite:
             return errs
-        if inp.policy is not None:
-            errs += _blocks.validate_policy(
-                policy_path, inp.policy, old_inp.policy if old_inp else None, update=update
-            )
-        if inp.constraints is not None:
-            errs += _blocks.validate_constraints(
-                constraints_path,
-                inp.constraints,
-                old_inp.constraints if old_inp else None,
-                update=update,
-            )
-        if inp.disruption_mode is not None:
-            errs += _blocks.validate_disruption_mode(
-                mode_path,
-                inp.disruption_mode,
-                old_inp.disruption_mode if old_inp else None,
-                update=update,
-            )
         if inp.resource_claims:
             claims_path = join_path(item.path, inp.resource_claims_path)
             old_by_name = {c.name: c for c in old_inp.resource_claims} if old_inp else {}
@@ -313,6 +296,27 @@ class Builder:
     def _owners(self) -> tuple[OwnerReference, ...]:
         return (self._opts.owner,) if self._opts.owner is not None else ()
 
+    def _template(self, what: str, templates: Iterable[_Template], template_name: str) -> _Template:
+        by_name = {t.name: t for t in templates}
+        tmpl = by_name.get(template_name)
+        if tmpl is None:
+            raise BuildError(
+                f"{what} {_q(template_name)} not found in workload "
+                f"{_q(self.workload.metadata.name or '')} (have [{' '.join(by_name)}])"
+            )
+        return tmpl
+
+    def _instance_meta(self, name: str) -> ObjectMeta:
+        """Metadata of a PodGroup / CompositePodGroup: the Workload's namespace, the owner."""
+        return ObjectMeta(
+            name=name, namespace=self.workload.metadata.namespace, owner_references=self._owners()
+        )
+
+    def _workload_ref(self, template_name: str) -> WorkloadReference:
+        return WorkloadReference(
+            workload_name=self.workload.metadata.name or "", template_name=template_name
+        )
+
     def new_pod_group(self, name: str, template_name: str) -> PodGroup:
         """A PodGroup named ``name`` from the leaf template ``template_name``.
 
@@ -320,22 +324,13 @@ class Builder:
         priority; sets ``workloadRef``; namespace = the Workload's; ownerReferences = ``[owner]``
         when an owner is set. ``parentCompositePodGroupName`` is left to the caller.
         """
-        workload = self.workload
-        templates = {t.name: t for t in iter_leaf_templates(workload.spec)}
-        tmpl = templates.get(template_name)
-        if tmpl is None:
-            raise BuildError(
-                f"podGroupTemplate {_q(template_name)} not found in workload "
-                f"{_q(workload.metadata.name or '')} (have [{' '.join(templates)}])"
-            )
+        tmpl = self._template(
+            "podGroupTemplate", iter_leaf_templates(self.workload.spec), template_name
+        )
         return PodGroup(
-            metadata=ObjectMeta(
-                name=name, namespace=workload.metadata.namespace, owner_references=self._owners()
-            ),
+            metadata=self._instance_meta(name),
             spec=PodGroupSpec(
-                workload_ref=WorkloadReference(
-                    workload_name=workload.metadata.name or "", template_name=tmpl.name
-                ),
+                workload_ref=self._workload_ref(tmpl.name),
                 scheduling_policy=tmpl.scheduling_policy,
                 scheduling_constraints=tmpl.scheduling_constraints,
                 disruption_mode=tmpl.disruption_mode,
@@ -348,22 +343,13 @@ class Builder:
     def new_composite_pod_group(self, name: str, template_name: str) -> CompositePodGroup:
         """A CompositePodGroup named ``name`` from the composite template ``template_name``
         (v1alpha3). Parent linkage and the children are left to the caller."""
-        workload = self.workload
-        templates = {t.name: t for t in iter_composite_templates(workload.spec)}
-        tmpl = templates.get(template_name)
-        if tmpl is None:
-            raise BuildError(
-                f"compositePodGroupTemplate {_q(template_name)} not found in workload "
-                f"{_q(workload.metadata.name or '')} (have [{' '.join(templates)}])"
-            )
+        tmpl = self._template(
+            "compositePodGroupTemplate", iter_composite_templates(self.workload.spec), template_name
+        )
         return CompositePodGroup(
-            metadata=ObjectMeta(
-                name=name, namespace=workload.metadata.namespace, owner_references=self._owners()
-            ),
+            metadata=self._instance_meta(name),
             spec=CompositePodGroupSpec(
-                workload_ref=WorkloadReference(
-                    workload_name=workload.metadata.name or "", template_name=tmpl.name
-                ),
+                workload_ref=self._workload_ref(tmpl.name),
                 scheduling_policy=tmpl.scheduling_policy,
                 scheduling_constraints=tmpl.scheduling_constraints,
                 disruption_mode=tmpl.disruption_mode,

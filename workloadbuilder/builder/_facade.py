@@ -36,7 +36,6 @@ from workloadbuilder.api import (
     WorkloadPodGroupSingleDisruptionMode,
 )
 from workloadbuilder.builder._builder import Builder, build_flat_workload
-from workloadbuilder.builder._formats import dns1123_label_errors
 from workloadbuilder.builder._types import (
     ALL_DISRUPTION_MODES,
     ALL_POLICIES,
@@ -49,6 +48,7 @@ from workloadbuilder.builder._types import (
 )
 from workloadbuilder.errors import BuildError, FieldError, ValidationError
 from workloadbuilder.naming import pod_group_name
+from workloadbuilder.validation._names import content_dns1123_label
 
 __all__ = ["PodSet", "SimpleWorkload", "controller_ref", "simple_workload"]
 
@@ -205,7 +205,7 @@ def simple_workload(
             FieldError(
                 path=f"{path}.name", type="Invalid value", value=ps.name, has_value=True, detail=m
             )
-            for m in dns1123_label_errors(ps.name)
+            for m in content_dns1123_label(ps.name)
         ]
         errors += name_errors
         if ps.replicas < 0:

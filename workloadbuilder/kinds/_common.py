@@ -43,10 +43,12 @@ __all__ = [
     "as_map",
     "build_workload",
     "compile_leaves",
+    "leaf_item",
     "make_plan",
     "min_count_default",
     "parse_block",
     "parse_claims",
+    "parse_pod_group_blocks",
     "strip_owner",
 ]
 
@@ -138,6 +140,34 @@ def parse_claims(value: Any, path: str) -> tuple[WorkloadPodGroupResourceClaim, 
     return tuple(out)
 
 
+def parse_pod_group_blocks(
+    data: Mapping[str, Any], path: str
+) -> tuple[
+    WorkloadPodGroupSchedulingPolicy | None,
+    WorkloadPodGroupSchedulingConstraints | None,
+    WorkloadPodGroupDisruptionMode | None,
+    tuple[WorkloadPodGroupResourceClaim, ...],
+]:
+    """The four ``WorkloadPodGroup*`` blocks of a ``scheduling`` object at ``path``:
+    ``schedulingPolicy``, ``schedulingConstraints``, ``disruptionMode``, ``resourceClaims``."""
+    return (
+        parse_block(
+            data.get("schedulingPolicy"),
+            f"{path}.schedulingPolicy",
+            WorkloadPodGroupSchedulingPolicy,
+        ),
+        parse_block(
+            data.get("schedulingConstraints"),
+            f"{path}.schedulingConstraints",
+            WorkloadPodGroupSchedulingConstraints,
+        ),
+        parse_block(
+            data.get("disruptionMode"), f"{path}.disruptionMode", WorkloadPodGroupDisruptionMode
+        ),
+        parse_claims(data.get("resourceClaims"), f"{path}.resourceClaims"),
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # Compiling flat leaves (JobSet, LWS) into one Workload
 
@@ -188,7 +218,8 @@ def min_count_default(default: int) -> Callable[[SchedulingConfig], SchedulingCo
     return callback
 
 
-def _leaf_item(leaf: LeafSpec) -> WorkloadItem:
+def leaf_item(leaf: LeafSpec) -> WorkloadItem:
+    """The builder item of one leaf: its blocks at the standard paths, the controller defaults."""
     return WorkloadItem(
         name=leaf.name,
         path=leaf.path,
@@ -282,7 +313,7 @@ def compile_leaves(
 ) -> Plan:
     """Build a flat Workload from ``leaves`` and materialise ``pod_groups`` ((name, template))."""
     workload, materializer = build_workload(
-        [_leaf_item(leaf) for leaf in leaves], name=workload_name, namespace=namespace, owner=owner
+        [leaf_item(leaf) for leaf in leaves], name=workload_name, namespace=namespace, owner=owner
     )
     groups: list[PodGroup] = []
     for pg_name, template in pod_groups:

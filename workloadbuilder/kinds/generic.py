@@ -59,9 +59,11 @@ from workloadbuilder.builder import (
 )
 from workloadbuilder.errors import BuildError, FieldError, ValidationError
 from workloadbuilder.kinds._common import (
+    LeafSpec,
     Owner,
     as_map,
     build_workload,
+    leaf_item,
     make_plan,
     min_count_default,
     parse_block,
@@ -238,17 +240,17 @@ def _reject_unknown(obj: Any, path: str) -> None:
 
 def _pod_set_item(ps: GenericPodSet, path: str, pcn: str | None) -> WorkloadItem:
     sched = ps.scheduling or GenericPodSetScheduling()
-    return WorkloadItem(
-        name=ps.name,
-        path=f"{path}.scheduling",
-        default_config=SchedulingConfig(policy="gang", priority_class_name=pcn),
-        input=WorkloadInput.at_standard_paths(
+    return leaf_item(
+        LeafSpec(
+            name=ps.name,
+            path=f"{path}.scheduling",
             policy=sched.scheduling_policy,
             constraints=sched.scheduling_constraints,
-            disruption_mode=sched.disruption_mode,
-            resource_claims=sched.resource_claims,
-        ),
-        callbacks=[min_count_default(ps.count)],
+            disruption=sched.disruption_mode,
+            claims=sched.resource_claims,
+            priority_class_name=pcn,
+            default_min_count=ps.count,
+        )
     )
 
 

@@ -48,8 +48,7 @@ from workloadbuilder.kinds._common import (
     as_list,
     as_map,
     compile_leaves,
-    parse_block,
-    parse_claims,
+    parse_pod_group_blocks,
 )
 from workloadbuilder.kinds._plan import Plan, PodSetKeyFunc
 
@@ -167,22 +166,9 @@ def _name_ns(meta: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def _parse_level(data: Mapping[str, Any], path: str) -> _Level:
+    policy, constraints, disruption, claims = parse_pod_group_blocks(data, path)
     return _Level(
-        path=path,
-        policy=parse_block(
-            data.get("schedulingPolicy"),
-            f"{path}.schedulingPolicy",
-            WorkloadPodGroupSchedulingPolicy,
-        ),
-        constraints=parse_block(
-            data.get("schedulingConstraints"),
-            f"{path}.schedulingConstraints",
-            WorkloadPodGroupSchedulingConstraints,
-        ),
-        disruption=parse_block(
-            data.get("disruptionMode"), f"{path}.disruptionMode", WorkloadPodGroupDisruptionMode
-        ),
-        claims=parse_claims(data.get("resourceClaims"), f"{path}.resourceClaims"),
+        path=path, policy=policy, constraints=constraints, disruption=disruption, claims=claims
     )
 
 

@@ -70,8 +70,7 @@ from workloadbuilder.kinds._common import (
     compile_leaves,
     make_plan,
     min_count_default,
-    parse_block,
-    parse_claims,
+    parse_pod_group_blocks,
     strip_owner,
 )
 from workloadbuilder.kinds._plan import Plan, PodSetKeyFunc
@@ -155,18 +154,7 @@ def _parse(lws: Mapping[str, Any]) -> _Lws:
         )
     sched = as_map(spec.get("scheduling"), "spec.scheduling")
     path = "spec.scheduling"
-    policy = parse_block(
-        sched.get("schedulingPolicy"), f"{path}.schedulingPolicy", WorkloadPodGroupSchedulingPolicy
-    )
-    constraints = parse_block(
-        sched.get("schedulingConstraints"),
-        f"{path}.schedulingConstraints",
-        WorkloadPodGroupSchedulingConstraints,
-    )
-    disruption = parse_block(
-        sched.get("disruptionMode"), f"{path}.disruptionMode", WorkloadPodGroupDisruptionMode
-    )
-    claims = parse_claims(sched.get("resourceClaims"), f"{path}.resourceClaims")
+    policy, constraints, disruption, claims = parse_pod_group_blocks(sched, path)
     if policy is not None and policy.basic is None and policy.gang is None:
         policy = None  # LWS: an empty policy means the default (gang)
     lwt = as_map(spec.get("leaderWorkerTemplate"), "spec.leaderWorkerTemplate")

@@ -14,6 +14,7 @@ from typing import Any
 from workloadbuilder.errors import FieldError
 from workloadbuilder.validation._common import (
     Op,
+    attr_name,
     attr_of,
     child,
     each_val,
@@ -21,10 +22,11 @@ from workloadbuilder.validation._common import (
     label_key,
     long_name,
     max_items,
+    member_union,
+    minimum,
     required_string,
     short_name,
     unchanged,
-    union,
     val_slice_unique,
 )
 
@@ -35,6 +37,7 @@ __all__ = [
     "resource_claim",
     "resource_claims",
     "scheduling_constraints",
+    "workload_policy",
 ]
 
 MAX_CLAIMS = 4
@@ -63,28 +66,30 @@ def scheduling_constraints(op: Op, path: str, new: Any, old: Any) -> list[FieldE
     return each_val(op, topology_path, new.topology, None, None, _topology_constraint)
 
 
+def workload_policy(
+    op: Op, path: str, new: Any, old: Any, *, count: str = "minCount"
+) -> list[FieldError]:
+    """A ``WorkloadPodGroupSchedulingPolicy`` (``count="minCount"``) or
+    ``WorkloadCompositePodGroupSchedulingPolicy`` (``count="minGroupCount"``): the ``basic`` /
+    ``gang`` union; the gang's count is optional (unset: the controller's default), else >= 1."""
+    errs = member_union(op, path, new, old, ("basic", "gang"))
+    prev_gang = attr_of(old, "gang")
+    if new.gang is not None and not unchanged(op, old is not None, new.gang, prev_gang):
+        attr = attr_name(count)
+        value, prev_value = getattr(new.gang, attr), attr_of(prev_gang, attr)
+        if value is not None and not unchanged(op, prev_gang is not None, value, prev_value):
+            errs += minimum(child(child(path, "gang"), count), value, 1)
+    return errs
+
+
 def disruption_mode(op: Op, path: str, new: Any, old: Any) -> list[FieldError]:
     """``disruptionMode``: the ``single`` / ``all`` union."""
-    return union(
-        op,
-        path,
-        ("single", "all"),
-        (new.single is not None, new.all is not None),
-        None if old is None else (old.single is not None, old.all is not None),
-    )
+    return member_union(op, path, new, old, ("single", "all"))
 
 
 def resource_claim(op: Op, path: str, new: Any, old: Any) -> list[FieldError]:
     """One ``resourceClaims`` item: the claim / template union, then the names' formats."""
-    errs = union(
-        op,
-        path,
-        ("resourceClaimName", "resourceClaimTemplateName"),
-        (new.resource_claim_name is not None, new.resource_claim_template_name is not None),
-        None
-        if old is None
-        else (old.resource_claim_name is not None, old.resource_claim_template_name is not None),
-    )
+    errs = member_union(op, path, new, old, ("resourceClaimName", "resourceClaimTemplateName"))
     corr = old is not None
     errs += required_string(
         op, child(path, "name"), new.name, attr_of(old, "name"), corr, short_name

@@ -7,6 +7,7 @@ update "ratcheting" (unchanged fields are not re-validated) and short-circuiting
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -23,6 +24,7 @@ from workloadbuilder.validation._names import (
 
 __all__ = [
     "Op",
+    "attr_name",
     "attr_of",
     "child",
     "codec_error",
@@ -31,6 +33,7 @@ __all__ = [
     "forbidden",
     "index",
     "invalid",
+    "member_union",
     "not_supported",
     "optional_immutable_struct",
     "required",
@@ -155,6 +158,11 @@ def unchanged(op: Op, correlated: bool, new: Any, old: Any) -> bool:
     return op.update and correlated and eq(new, old)
 
 
+def attr_name(json_name: str) -> str:
+    """The attrs attribute of a JSON field: ``minGroupCount`` -> ``min_group_count``."""
+    return re.sub("([A-Z])", lambda m: "_" + m.group(1).lower(), json_name)
+
+
 def attr_of(obj: Any, name: str) -> Any:
     """``obj.name``, or ``None`` when there is no ``obj`` (no old value to correlate)."""
     return None if obj is None else getattr(obj, name)
@@ -217,6 +225,26 @@ def union(
     if not specified:
         return [invalid(path, "", f"must specify one of: {every}")]
     return []
+
+
+def member_union(
+    op: Op,
+    path: str,
+    new: Any,
+    old: Any,
+    members: Sequence[str],
+    is_set: Callable[[Any], bool] = lambda value: value is not None,
+) -> list[FieldError]:
+    """:func:`union` over the fields ``members`` (JSON names) of ``new`` and ``old``; a member
+    is specified when ``is_set`` says so (default: not ``None``)."""
+    attrs_ = [attr_name(m) for m in members]
+    return union(
+        op,
+        path,
+        members,
+        [is_set(getattr(new, a)) for a in attrs_],
+        None if old is None else [is_set(getattr(old, a)) for a in attrs_],
+    )
 
 
 def short_name(path: str, value: str) -> list[FieldError]:

@@ -15,7 +15,6 @@ from typing import Any
 from workloadbuilder.api import (
     CodecError,
     JobSchedulingConfiguration,
-    WorkloadPodGroupSchedulingPolicy,
     from_dict,
 )
 from workloadbuilder.errors import FieldError
@@ -23,6 +22,7 @@ from workloadbuilder.validation._blocks import (
     disruption_mode,
     resource_claims,
     scheduling_constraints,
+    workload_policy,
 )
 from workloadbuilder.validation._common import (
     Op,
@@ -31,10 +31,8 @@ from workloadbuilder.validation._common import (
     codec_error,
     forbidden,
     invalid,
-    minimum,
     optional_immutable_struct,
     unchanged,
-    union,
     update_pointer,
 )
 from workloadbuilder.validation._gates import FeatureGates
@@ -42,23 +40,6 @@ from workloadbuilder.validation._gates import FeatureGates
 __all__ = ["validate_job_scheduling"]
 
 _PATH = "spec.scheduling"
-
-
-def _policy(op: Op, path: str, new: WorkloadPodGroupSchedulingPolicy, old: Any) -> list[FieldError]:
-    errs = union(
-        op,
-        path,
-        ("basic", "gang"),
-        (new.basic is not None, new.gang is not None),
-        None if old is None else (old.basic is not None, old.gang is not None),
-    )
-    prev_gang = attr_of(old, "gang")
-    if new.gang is not None and not unchanged(op, old is not None, new.gang, prev_gang):
-        count = new.gang.min_count
-        prev_count = attr_of(prev_gang, "min_count")
-        if count is not None and not unchanged(op, prev_gang is not None, count, prev_count):
-            errs += minimum(child(child(path, "gang"), "minCount"), count, 1)
-    return errs
 
 
 def _configuration_dv(op: Op, new: JobSchedulingConfiguration, old: Any) -> list[FieldError]:
@@ -71,7 +52,7 @@ def _configuration_dv(op: Op, new: JobSchedulingConfiguration, old: Any) -> list
         update_errs = update_pointer(op, path, new.scheduling_policy, prev_policy)
         errs += update_errs
         if new.scheduling_policy is not None and not update_errs:
-            errs += _policy(op, path, new.scheduling_policy, prev_policy)
+            errs += workload_policy(op, path, new.scheduling_policy, prev_policy)
     # schedulingConstraints and disruptionMode: +k8s:immutable +optional
     for attr, json_name, validator in (
         ("scheduling_constraints", "schedulingConstraints", scheduling_constraints),

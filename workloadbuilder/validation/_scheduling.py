@@ -10,7 +10,6 @@ The v1beta1 and v1alpha3 rules for Workload and PodGroup are identical.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -41,6 +40,7 @@ from workloadbuilder.validation._blocks import (
 )
 from workloadbuilder.validation._common import (
     Op,
+    attr_name,
     attr_of,
     child,
     duplicate,
@@ -52,6 +52,7 @@ from workloadbuilder.validation._common import (
     long_name,
     max_items,
     maximum,
+    member_union,
     minimum,
     not_supported,
     optional_immutable_struct,
@@ -60,7 +61,6 @@ from workloadbuilder.validation._common import (
     required_string,
     short_name,
     unchanged,
-    union,
     update_pointer,
     val_slice_unique,
     val_slice_update_no_add_remove,
@@ -99,17 +99,12 @@ def _name_key(item: Any) -> Any:
     return item.name
 
 
-def _snake(json_name: str) -> str:
-    """The attrs attribute of a JSON field: ``minGroupCount`` -> ``min_group_count``."""
-    return re.sub("([A-Z])", lambda m: "_" + m.group(1).lower(), json_name)
-
-
 def _field(
     op: Op, path: str, new: Any, old: Any, json_name: str, check: Any, *args: Any, **kwargs: Any
 ) -> list[FieldError]:
     """``check(op, path.jsonName, new.json_name, old.json_name, correlated, *args)``: one field
     of ``new`` (correlated with the same field of ``old`` when there is one)."""
-    name = _snake(json_name)
+    name = attr_name(json_name)
     result: list[FieldError] = check(
         op,
         child(path, json_name),
@@ -204,13 +199,7 @@ def _policy(
 ) -> list[FieldError]:
     """The ``basic`` / ``gang`` policy union; ``count`` is the JSON name of the gang's minimum
     (``minCount`` for PodGroups, ``minGroupCount`` for CompositePodGroups)."""
-    errs = union(
-        op,
-        path,
-        ("basic", "gang"),
-        (new.basic is not None, new.gang is not None),
-        None if old is None else (old.basic is not None, old.gang is not None),
-    )
+    errs = member_union(op, path, new, old, ("basic", "gang"))
     corr = old is not None
     prev_basic = attr_of(old, "basic")
     if not unchanged(op, corr, new.basic, prev_basic):
@@ -222,7 +211,7 @@ def _policy(
         errs += update_errs
         if new.gang is not None and not update_errs:
             count_path = child(gang_path, count)
-            attr = _snake(count)
+            attr = attr_name(count)
             value, prev_count = getattr(new.gang, attr), attr_of(prev_gang, attr)
             if not unchanged(op, prev_gang is not None, value, prev_count):
                 if value == 0:
@@ -398,14 +387,8 @@ def _cpg_template(op: Op, path: str, new: CompositePodGroupTemplate, old: Any) -
 
 
 def _workload_spec_dv(op: Op, path: str, new: WorkloadSpec, old: Any) -> list[FieldError]:
-    errs = union(
-        op,
-        path,
-        ("podGroupTemplates", "compositePodGroupTemplates"),
-        (bool(new.pod_group_templates), bool(new.composite_pod_group_templates)),
-        None
-        if old is None
-        else (bool(old.pod_group_templates), bool(old.composite_pod_group_templates)),
+    errs = member_union(
+        op, path, new, old, ("podGroupTemplates", "compositePodGroupTemplates"), is_set=bool
     )
     errs += _field(op, path, new, old, "controllerRef", optional_immutable_struct, _controller_ref)
     errs += _field(op, path, new, old, "podGroupTemplates", _template_list, _pod_group_template)
