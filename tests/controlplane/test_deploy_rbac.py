@@ -1,9 +1,10 @@
 """The least-privilege RBAC of ``examples/deploy/scheduler`` against the real v1.37.2 API
 server.
 
-The ServiceAccount, ClusterRole(Binding) and Role(Binding) are applied as the admin; a client
-certificate for the ServiceAccount's identity (``system:serviceaccount:<ns>:<sa>`` in the
-service-account groups) then runs the reference scheduler:
+The Namespace, ServiceAccount, ClusterRole(Binding) and Role(Binding) are applied as the
+admin; a token for the ServiceAccount from the TokenRequest API (the identity
+``system:serviceaccount:<ns>:<sa>`` in the service-account groups) then runs the reference
+scheduler:
 
 * in process, over a ``Cluster`` wrapper that records every API call (verb, group, resource,
   subresource) and every ``Forbidden``: it elects itself leader, schedules a gang, reports an
@@ -12,7 +13,8 @@ service-account groups) then runs the reference scheduler:
 * as the Deployment's command line (``workloadbuilder`` + the container args), until
   ``/readyz`` says it is synced and leading, then SIGTERM;
 
-and requests the scheduler never makes are ``403 Forbidden`` for that identity.
+requests the scheduler never makes are ``403 Forbidden`` for that identity; and the
+Deployment and its pod pass server-side dry runs (schema, ``restricted`` Pod Security).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ real v1.37.2 API server (fake Nodes, no kubelets)."""
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,16 @@ if getattr(sys.modules.get("scheduler"), "__file__", "") is None:
 from sched_helpers import Env, FakeClock  # noqa: E402
 
 from workloadbuilder.cluster import Cluster  # noqa: E402
+from workloadbuilder.testing import ControlPlane  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def scheduler_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
+    """A control plane of the scheduler suite's own: the scheduler caches every Node and Pod of
+    the cluster, so Nodes and pods other suites leave on the shared plane would change what it
+    sees (node counts in explanations, free capacity)."""
+    with ControlPlane(bin_dir=control_plane.bin_dir) as plane:
+        yield plane
 
 
 @pytest.fixture(params=["memory", pytest.param("kube", marks=pytest.mark.controlplane)])
@@ -33,7 +43,7 @@ async def env(request: pytest.FixtureRequest) -> AsyncIterator[Env]:
     else:
         from workloadbuilder.cluster._kube import KubeCluster
 
-        cp = request.getfixturevalue("control_plane")
+        cp = request.getfixturevalue("scheduler_plane")
         namespace = cp.create_namespace("sched-")
         cluster = KubeCluster.from_kubeconfig(cp.kubeconfig)
         e = Env(cluster, namespace, "kube")

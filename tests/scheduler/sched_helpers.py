@@ -225,6 +225,10 @@ class Env:
                 raise AssertionError("condition not reached before the deadline")
             await asyncio.sleep(0.05)
 
+    def cached_pods(self, s: Scheduler) -> int:
+        """How many of this test's pods (its namespace) the scheduler's cache holds."""
+        return sum(1 for ns, _ in s.cache.pods if ns == self.namespace)
+
     async def seen(self, s: Scheduler, check: Callable[[], bool], *, timeout: float = 20.0) -> None:
         """Wait until the scheduler's cache satisfies ``check`` (the watch delivered)."""
         loop = asyncio.get_running_loop()

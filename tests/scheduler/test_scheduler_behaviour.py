@@ -12,7 +12,7 @@ async def test_gang_all_or_nothing(env: Env) -> None:
     await env.gang("train", 3, gpu=4)
     s = env.scheduler()
     await s.start()
-    await env.seen(s, lambda: len(s.cache.pods) == 3)
+    await env.seen(s, lambda: env.cached_pods(s) == 3)
 
     async def decided() -> bool:
         return await env.group_condition("train") is not None
@@ -44,7 +44,7 @@ async def test_barrier_waits_for_group_and_min_count(env: Env) -> None:
     # pods before their PodGroup: held
     await env.pod("w-0", "w")
     await env.pod("w-1", "w")
-    await env.seen(s, lambda: len(s.cache.pods) == 2)
+    await env.seen(s, lambda: env.cached_pods(s) == 2)
     assert await s.schedule_until_idle() == 0
     assert await env.bound() == {}
     e = s.queue.entities[("PodGroup", env.namespace, "w")]
@@ -82,7 +82,7 @@ async def test_priority_then_first_seen(env: Env) -> None:
     await env.seen(
         s,
         lambda: (
-            len(s.cache.pods) == 8
+            env.cached_pods(s) == 8
             and all((env.namespace, g) in s.cache.groups for g in ("early", "late"))
         ),
     )
@@ -103,7 +103,7 @@ async def test_equal_priority_first_seen_wins(env: Env) -> None:
         for i in range(4):
             await env.pod(f"{name}-{i}", name)
         await env.seen(s, lambda n=name: (env.namespace, n) in s.cache.groups)  # type: ignore[misc]
-    await env.seen(s, lambda: len(s.cache.pods) == 8)
+    await env.seen(s, lambda: env.cached_pods(s) == 8)
 
     async def decided() -> bool:
         return len(await env.bound()) == 4
@@ -119,7 +119,7 @@ async def test_basic_group_places_what_fits(env: Env) -> None:
         await env.pod(f"web-{i}", "web", cpu="1")
     s = env.scheduler()
     await s.start()
-    await env.seen(s, lambda: len(s.cache.pods) == 3)
+    await env.seen(s, lambda: env.cached_pods(s) == 3)
 
     async def two_bound() -> bool:
         return len(await env.bound("web")) == 2
@@ -156,7 +156,7 @@ async def test_single_pods_filters_and_spreading(env: Env) -> None:
     await env.pod("nowhere", node_selector={"zone": "z9"})
     s = env.scheduler()
     await s.start()
-    await env.seen(s, lambda: len(s.cache.pods) == 5)
+    await env.seen(s, lambda: env.cached_pods(s) == 5)
 
     async def four_bound() -> bool:
         return len(await env.bound()) == 4
@@ -192,7 +192,7 @@ async def test_explanation_says_what_blocked_and_by_how_much(env: Env) -> None:
     await env.gang("llm", 4, gpu=8)
     s = env.scheduler()
     await s.start()
-    await env.seen(s, lambda: len(s.cache.pods) == 4 and s.cache.nodes.count >= 10)
+    await env.seen(s, lambda: env.cached_pods(s) == 4 and s.cache.nodes.count >= 10)
 
     async def decided() -> bool:
         return await env.group_condition("llm") is not None
@@ -219,7 +219,7 @@ async def test_scheduler_error_mixed_scheduler_names(env: Env) -> None:
     await env.pod("mixed-1", "mixed", scheduler_name="default-scheduler")
     s = env.scheduler()
     await s.start()
-    await env.seen(s, lambda: len(s.cache.pods) == 2)
+    await env.seen(s, lambda: env.cached_pods(s) == 2)
 
     async def decided() -> bool:
         return await env.group_condition("mixed") is not None
@@ -239,7 +239,7 @@ async def test_scheduler_error_priority_mismatch(env: Env) -> None:
     await env.pod("pm-1", "pm", priority_class=high)
     s = env.scheduler()
     await s.start()
-    await env.seen(s, lambda: len(s.cache.pods) == 2)
+    await env.seen(s, lambda: env.cached_pods(s) == 2)
 
     async def decided() -> bool:
         return await env.group_condition("pm") is not None
@@ -255,7 +255,7 @@ async def test_condition_never_regresses(env: Env) -> None:
     await env.gang("g", 5, min_count=4)  # 4 fit, the 5th stays pending
     s = env.scheduler()
     await s.start()
-    await env.seen(s, lambda: len(s.cache.pods) == 5)
+    await env.seen(s, lambda: env.cached_pods(s) == 5)
 
     async def four() -> bool:
         return len(await env.bound("g-")) == 4
@@ -276,14 +276,14 @@ async def test_retry_on_pod_deleted_and_min_count_lowered(env: Env) -> None:
     await env.gang("first", 3)  # uses 3 of 4 cpus
     s = env.scheduler()
     await s.start()
-    await env.seen(s, lambda: len(s.cache.pods) == 3)
+    await env.seen(s, lambda: env.cached_pods(s) == 3)
 
     async def first_bound() -> bool:
         return len(await env.bound("first")) == 3
 
     await env.until(s, first_bound)
     await env.gang("second", 2)
-    await env.seen(s, lambda: len(s.cache.pods) == 5)
+    await env.seen(s, lambda: env.cached_pods(s) == 5)
 
     async def second_failed() -> bool:
         c = await env.group_condition("second")
@@ -300,7 +300,7 @@ async def test_retry_on_pod_deleted_and_min_count_lowered(env: Env) -> None:
 
     # lowering minCount is a relevant event too
     await env.gang("third", 3)
-    await env.seen(s, lambda: len(s.cache.pods) == 7)
+    await env.seen(s, lambda: env.cached_pods(s) == 7)
 
     async def third_failed() -> bool:
         c = await env.group_condition("third")
@@ -308,7 +308,7 @@ async def test_retry_on_pod_deleted_and_min_count_lowered(env: Env) -> None:
 
     await env.until(s, third_failed)
     await env.cluster.delete("Pod", "first-1", env.namespace, grace_period_seconds=0)
-    await env.seen(s, lambda: len(s.cache.pods) == 6)
+    await env.seen(s, lambda: env.cached_pods(s) == 6)
     # one cpu free, minCount 3: still unschedulable; lower it to 1
     await env.cluster.patch(
         "PodGroup",
@@ -335,7 +335,7 @@ async def test_gang_invariant_under_contention(env: Env) -> None:
     sizes = [5, 7, 3, 6, 8, 4, 9, 2]
     for i, size in enumerate(sizes):
         await env.gang(f"g{i}", size, cpu="2")
-    await env.seen(s, lambda: len(s.cache.pods) == sum(sizes))
+    await env.seen(s, lambda: env.cached_pods(s) == sum(sizes))
     total = 0
     for _round in range(3):
         total += await s.schedule_until_idle()
@@ -368,7 +368,7 @@ async def test_events_recorded(env: Env) -> None:
     await env.pod("ev-1", node_selector={"missing": "label"})
     s = env.scheduler()
     await s.start()
-    await env.seen(s, lambda: len(s.cache.pods) == 2)
+    await env.seen(s, lambda: env.cached_pods(s) == 2)
 
     async def done() -> bool:
         evs = (await env.cluster.list("Event", env.namespace)).items
