@@ -10,6 +10,14 @@ await s.run()  # or: await s.sync(); await s.schedule_until_idle(); s.next_wakeu
 
 from scheduler._clock import Clock, WallClock
 from scheduler._config import DEFAULT_SCHEDULER_NAME, SchedulerConfig
+from scheduler._leader import LeaderElector
 from scheduler._scheduler import Scheduler
 
-__all__ = ["DEFAULT_SCHEDULER_NAME", "Clock", "Scheduler", "SchedulerConfig", "WallClock"]
+__all__ = [
+    "DEFAULT_SCHEDULER_NAME",
+    "Clock",
+    "LeaderElector",
+    "Scheduler",
+    "SchedulerConfig",
+    "WallClock",
+]

@@ -57,8 +57,20 @@ class Feed:
         if self.optional:
             try:
                 await self.cluster.list(self.info, limit=1)
-            except (NotFound, Forbidden) as e:
+            except NotFound as e:
                 _log.info("%s not served (%s); not watching it", self.info.kind, e)
+                self.available = False
+                return
+            except Forbidden as e:
+                # served but not allowed: a missing RBAC rule, not a cluster without the API.
+                # Say so loudly: without this kind, grouped pods would wait forever.
+                _log.warning(
+                    "not allowed to list %s (%s); not watching it: grant list and watch on %s "
+                    "to the scheduler's identity (see examples/deploy/scheduler/clusterrole.yaml)",
+                    self.info.kind,
+                    e,
+                    self.info.plural,
+                )
                 self.available = False
                 return
         inf = Informer(self.cluster, self.info)

@@ -39,8 +39,7 @@ import attrs
 import pytest
 import yaml
 
-from scheduler import Scheduler, SchedulerConfig
-from scheduler._leader import LeaderElector
+from scheduler import LeaderElector, Scheduler, SchedulerConfig
 from workloadbuilder.api import (
     GangSchedulingPolicy,
     ObjectMeta,

@@ -252,3 +252,27 @@ def test_second_start_is_refused_and_harmless(control_plane: ControlPlane, api: 
         control_plane.start()
     assert control_plane.running
     assert api.get("/readyz").status == 200
+
+
+def test_minted_identity_may_be_longer_than_64_characters(control_plane: ControlPlane) -> None:
+    """Service-account usernames exceed the RFC 5280 64-character CN bound; the API server
+    reads such client certificates anyway, so RBAC tests can act as a service account."""
+    user = "system:serviceaccount:workloadbuilder-system:workloadbuilder-scheduler"
+    groups = ["system:serviceaccounts", "system:serviceaccounts:workloadbuilder-system"]
+    assert len(user) > 64
+    doc = yaml.safe_load(control_plane.mint_kubeconfig(user, groups).read_text())
+    cred = doc["users"][0]["user"]
+    with RestClient(
+        control_plane.server,
+        ca_file=Path(doc["clusters"][0]["cluster"]["certificate-authority"]),
+        cert_file=Path(cred["client-certificate"]),
+        key_file=Path(cred["client-key"]),
+    ) as sa:
+        review = sa.create(
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+        )
+    assert review.status == 201, review.message
+    info = review.body["status"]["userInfo"]
+    assert info["username"] == user
+    assert set(groups) <= set(info["groups"])

@@ -7,7 +7,7 @@ from typing import Any
 from sched_helpers import Env, FakeClock
 from sched_invariant import GangWatch
 
-from scheduler._leader import LeaderElector
+from scheduler import LeaderElector
 from scheduler._queue import SchedulingQueue
 from workloadbuilder.errors import Conflict
 

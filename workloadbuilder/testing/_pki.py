@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import warnings
 from pathlib import Path
 
 import attrs
@@ -146,7 +147,13 @@ class Pki:
         self, user: str, groups: tuple[str, ...] = (), *, stem: str | None = None
     ) -> CertPair:
         """A client certificate that authenticates as ``user`` in ``groups``."""
-        attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups]
-        attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, user))
+        # RFC 5280 caps CN/O at 64 characters, but Kubernetes identities are longer
+        # (system:serviceaccount:<namespace>:<name>) and the API server reads them anyway.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "length must be <= 64"
+            attributes = [
+                x509.NameAttribute(NameOID.ORGANIZATION_NAME, g, _validate=False) for g in groups
+            ]
+            attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, user, _validate=False))
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in user)
         return self._issue(stem or f"client-{safe}", x509.Name(attributes), server=False)
