@@ -33,7 +33,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import attrs
 import pytest
@@ -47,17 +47,7 @@ from workloadbuilder.api import (
     PodGroupSchedulingPolicy,
     PodGroupSpec,
 )
-from workloadbuilder.cluster import (
-    KubeCluster,
-    KubeObject,
-    ObjectList,
-    PatchType,
-    Preconditions,
-    PropagationPolicy,
-    ResourceInfo,
-    WatchEvent,
-)
-from workloadbuilder.cluster._protocol import resource_info, resource_of
+from workloadbuilder.cluster import ClusterProxy, KubeCluster, ResourceInfo, WatchEvent
 from workloadbuilder.errors import Forbidden, NotFound
 from workloadbuilder.testing import ControlPlane, RestClient
 
@@ -266,197 +256,39 @@ def test_token_authenticates_as_the_service_account(
 # ---- a Cluster that records what it is asked to do ----------------------------------------
 
 
-class RecordingCluster:
-    """Delegates to a real cluster; records the RBAC rule each call needs and every
+class RecordingCluster(ClusterProxy):
+    """Forwards to a real cluster; records the RBAC rule each call needs and every
     ``Forbidden`` answer."""
 
     def __init__(self, inner: KubeCluster) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.used: set[Rule] = set()
         self.forbidden: list[str] = []
 
-    def _note(self, verb: str, info: ResourceInfo, subresource: str | None = None) -> None:
+    def _note(self, verb: str, info: ResourceInfo, subresource: str | None) -> None:
         resource = info.plural + (f"/{subresource}" if subresource else "")
         self.used.add((info.group, resource, verb))
 
-    async def _call(self, call: Awaitable[T]) -> T:
+    async def around(
+        self, verb: str, info: ResourceInfo, subresource: str | None, call: Awaitable[T]
+    ) -> T:
+        self._note(verb, info, subresource)
         try:
             return await call
         except Forbidden as e:
             self.forbidden.append(str(e))
             raise
 
-    async def get(
-        self, kind: str | ResourceInfo, name: str, namespace: str | None = None
-    ) -> KubeObject:
-        self._note("get", resource_info(kind))
-        return await self._call(self.inner.get(kind, name, namespace))
-
-    async def list(
-        self,
-        kind: str | ResourceInfo,
-        namespace: str | None = None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        limit: int | None = None,
-        continue_token: str | None = None,
-    ) -> ObjectList:
-        self._note("list", resource_info(kind))
-        return await self._call(
-            self.inner.list(
-                kind,
-                namespace,
-                label_selector=label_selector,
-                field_selector=field_selector,
-                limit=limit,
-                continue_token=continue_token,
-            )
-        )
-
-    async def watch(
-        self,
-        kind: str | ResourceInfo,
-        namespace: str | None = None,
-        *,
-        resource_version: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        allow_bookmarks: bool = True,
-        timeout_seconds: float | None = None,
+    async def around_watch(
+        self, info: ResourceInfo, stream: AsyncIterator[WatchEvent]
     ) -> AsyncIterator[WatchEvent]:
-        self._note("watch", resource_info(kind))
-        stream = self.inner.watch(
-            kind,
-            namespace,
-            resource_version=resource_version,
-            label_selector=label_selector,
-            field_selector=field_selector,
-            allow_bookmarks=allow_bookmarks,
-            timeout_seconds=timeout_seconds,
-        )
+        self._note("watch", info, None)
         try:
             async for event in stream:
                 yield event
         except Forbidden as e:
             self.forbidden.append(str(e))
             raise
-
-    async def create(
-        self,
-        obj: KubeObject,
-        namespace: str | None = None,
-        *,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-    ) -> KubeObject:
-        self._note("create", resource_of(obj))
-        return await self._call(
-            self.inner.create(obj, namespace, dry_run=dry_run, field_manager=field_manager)
-        )
-
-    async def update(
-        self, obj: KubeObject, *, dry_run: bool = False, field_manager: str | None = None
-    ) -> KubeObject:
-        self._note("update", resource_of(obj))
-        return await self._call(
-            self.inner.update(obj, dry_run=dry_run, field_manager=field_manager)
-        )
-
-    async def update_status(
-        self, obj: KubeObject, *, field_manager: str | None = None
-    ) -> KubeObject:
-        self._note("update", resource_of(obj), "status")
-        return await self._call(self.inner.update_status(obj, field_manager=field_manager))
-
-    async def patch(
-        self,
-        kind: str | ResourceInfo,
-        name: str,
-        patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
-        namespace: str | None = None,
-        *,
-        patch_type: PatchType = "merge",
-        subresource: str | None = None,
-        field_manager: str | None = None,
-        force: bool = False,
-        dry_run: bool = False,
-    ) -> KubeObject:
-        self._note("patch", resource_info(kind), subresource)
-        return await self._call(
-            self.inner.patch(
-                kind,
-                name,
-                patch,
-                namespace,
-                patch_type=patch_type,
-                subresource=subresource,
-                field_manager=field_manager,
-                force=force,
-                dry_run=dry_run,
-            )
-        )
-
-    async def delete(
-        self,
-        kind: str | ResourceInfo,
-        name: str,
-        namespace: str | None = None,
-        *,
-        propagation_policy: PropagationPolicy | None = None,
-        preconditions: Preconditions | None = None,
-        grace_period_seconds: int | None = None,
-    ) -> None:
-        self._note("delete", resource_info(kind))
-        await self._call(
-            self.inner.delete(
-                kind,
-                name,
-                namespace,
-                propagation_policy=propagation_policy,
-                preconditions=preconditions,
-                grace_period_seconds=grace_period_seconds,
-            )
-        )
-
-    async def bind(
-        self, namespace: str, pod_name: str, node_name: str, *, pod_uid: str | None = None
-    ) -> None:
-        self._note("create", resource_info("Pod"), "binding")
-        await self._call(self.inner.bind(namespace, pod_name, node_name, pod_uid=pod_uid))
-
-    async def evict(
-        self, namespace: str, pod_name: str, *, grace_period_seconds: int | None = None
-    ) -> None:
-        self._note("create", resource_info("Pod"), "eviction")
-        await self._call(
-            self.inner.evict(namespace, pod_name, grace_period_seconds=grace_period_seconds)
-        )
-
-    async def create_event(
-        self,
-        *,
-        namespace: str,
-        involved_object: Mapping[str, Any],
-        reason: str,
-        message: str,
-        type: Literal["Normal", "Warning"] = "Normal",
-        reporting_component: str = "workloadbuilder",
-    ) -> None:
-        self._note("create", resource_info("Event", "v1"))
-        await self._call(
-            self.inner.create_event(
-                namespace=namespace,
-                involved_object=involved_object,
-                reason=reason,
-                message=message,
-                type=type,
-                reporting_component=reporting_component,
-            )
-        )
-
-    async def close(self) -> None:
-        await self.inner.close()
 
 
 # ---- helpers ----------------------------------------------------------------------------

@@ -26,10 +26,12 @@ from workloadbuilder.cluster._protocol import (
     resource_info,
     resource_of,
 )
+from workloadbuilder.cluster._proxy import ClusterProxy
 from workloadbuilder.cluster._retry import RetryPolicy
 
 __all__ = [
     "Cluster",
+    "ClusterProxy",
     "EventHandler",
     "IndexFunc",
     "Informer",

@@ -1,0 +1,488 @@
+"""Upstream is the oracle: the same gang-scheduling scenarios through kube-scheduler v1.37.2
+and through our ``scheduler.Scheduler``, with the observable outcomes compared.
+
+Two control planes, so the schedulers never share Nodes: one runs the upstream kube-scheduler
+(pods with ``schedulerName: default-scheduler``), the other is a plain plane on which our
+scheduler runs in process over ``KubeCluster`` (pods with our scheduler name). Every scenario
+runs on both planes at the same time, with fresh fake Nodes (scheduler_perf style: cpu, memory
+and pods allocatable, ``Ready``) that are deleted, with the pods, when it ends.
+
+Compared: bound pods per PodGroup (counts, not node names), the PodGroup's
+``PodGroupInitiallyScheduled`` status and reason, each pod's ``PodScheduled`` status and reason,
+and the reasons of the Events about each pod. Messages are not compared (ours explain more);
+both are printed (``pytest -s``) and the differences are listed in ``docs/scheduler.md``,
+"Parity with kube-scheduler".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+# ``tests/`` is on sys.path, so ``tests/scheduler`` could shadow the top-level ``scheduler``
+# package as a namespace package: put the project root first (as tests/scheduler/conftest.py).
+_ROOT = str(Path(__file__).resolve().parents[2])
+if sys.path[:1] != [_ROOT]:
+    sys.path.insert(0, _ROOT)
+if getattr(sys.modules.get("scheduler"), "__file__", "") is None:
+    del sys.modules["scheduler"]
+
+from waits import priority_class_admitted  # noqa: E402
+
+from scheduler import Scheduler, SchedulerConfig  # noqa: E402
+from workloadbuilder.api import PodGroup  # noqa: E402
+from workloadbuilder.cluster._kube import KubeCluster  # noqa: E402
+from workloadbuilder.errors import NotFound  # noqa: E402
+from workloadbuilder.testing import ControlPlane  # noqa: E402
+
+pytestmark = [pytest.mark.controlplane]
+
+UPSTREAM = "default-scheduler"
+OURS = "wb-parity"
+PAUSE = "registry.k8s.io/pause:3.10"
+SCHED_V1BETA1 = "scheduling.k8s.io/v1beta1"
+TIMEOUT = 30.0
+
+_T = TypeVar("_T")
+
+
+# ---- planes ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def upstream_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
+    """A private plane with the upstream kube-scheduler."""
+    with ControlPlane(bin_dir=control_plane.bin_dir, with_scheduler=True) as plane:
+        yield plane
+
+
+@pytest.fixture(scope="module")
+def our_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
+    """A private plane without a scheduler: ours runs in process against it."""
+    with ControlPlane(bin_dir=control_plane.bin_dir) as plane:
+        yield plane
+
+
+# ---- observations ------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class PodView:
+    """What a pod shows: bound or not, its PodScheduled condition, its Events' reasons."""
+
+    bound: bool
+    scheduled: tuple[str, str] | None  # (status, reason) of PodScheduled
+    message: str
+    events: frozenset[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupView:
+    """What a PodGroup shows: bound pods and its PodGroupInitiallyScheduled condition."""
+
+    bound: int
+    condition: tuple[str, str] | None  # (status, reason)
+    message: str
+    pods: dict[str, PodView]
+
+    def shared(self) -> tuple[Any, ...]:
+        """Everything but the messages: what upstream and ours must agree on."""
+        pods = tuple(
+            sorted((n, p.bound, p.scheduled, p.events) for n, p in self.pods.items())
+        )
+        return (self.bound, self.condition, pods)
+
+
+async def _until(
+    probe: Callable[[], Awaitable[_T | None]], what: str, timeout: float = TIMEOUT
+) -> _T:
+    """Poll ``probe`` until it returns something truthy (a deadline, no fixed sleeps)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        value = await probe()
+        if value:
+            return value
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.1)
+
+
+class Side:
+    """One scheduler under test: its plane's cluster, a namespace and object builders."""
+
+    def __init__(self, name: str, plane: ControlPlane, scheduler_name: str) -> None:
+        self.name = name
+        self.scheduler_name = scheduler_name
+        self.namespace = plane.create_namespace(f"parity-{name}-")
+        self.cluster = KubeCluster.from_kubeconfig(plane.kubeconfig)
+        self.nodes: list[str] = []
+        self.priority_classes: list[str] = []
+        self.scheduler: Scheduler | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start_ours(self) -> None:
+        """Run our scheduler in the background, as ``workloadbuilder scheduler`` would."""
+        self.scheduler = Scheduler(self.cluster, SchedulerConfig(scheduler_name=OURS))
+        await self.scheduler.start()
+        self._task = asyncio.create_task(self.scheduler.run())
+
+    async def close(self) -> None:
+        """Stop our scheduler; delete the pods (grace 0), Nodes and PriorityClasses."""
+        if self.scheduler is not None:
+            await self.scheduler.stop()
+        if self._task is not None:
+            await self._task
+        for pod in (await self.cluster.list("Pod", self.namespace)).items:
+            assert isinstance(pod, dict)
+            with contextlib.suppress(NotFound):
+                await self.cluster.delete(
+                    "Pod", pod["metadata"]["name"], self.namespace, grace_period_seconds=0
+                )
+        for node in self.nodes:
+            with contextlib.suppress(NotFound):
+                await self.cluster.delete("Node", node)
+        for pc in self.priority_classes:
+            with contextlib.suppress(NotFound):
+                await self.cluster.delete("PriorityClass", pc)
+        await self.cluster.close()
+
+    # ---- builders ----------------------------------------------------------------------
+
+    async def node(self, name: str, *, cpu: str = "4", memory: str = "16Gi") -> None:
+        """A fake Node like scheduler_perf's: allocatable cpu/memory/pods, Ready."""
+        full = f"{self.namespace}-{name}"
+        alloc = {"cpu": cpu, "memory": memory, "pods": "110"}
+        await self.cluster.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": full, "labels": {"kubernetes.io/hostname": full}},
+            }
+        )
+        self.nodes.append(full)
+        ready = {"type": "Ready", "status": "True", "reason": "KubeletReady"}
+        await self.cluster.patch(
+            "Node",
+            full,
+            {
+                "status": {
+                    "allocatable": alloc,
+                    "capacity": alloc,
+                    "phase": "Running",
+                    "conditions": [ready],
+                }
+            },
+            subresource="status",
+        )
+
+    async def priority_class(self, name: str, value: int) -> str:
+        """A PriorityClass, once the Priority admission plugin knows it."""
+        full = f"{self.namespace}-{name}"
+        await self.cluster.create(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": full},
+                "value": value,
+            }
+        )
+        self.priority_classes.append(full)
+        await priority_class_admitted(self.cluster, self.namespace, full)
+        return full
+
+    async def pod_group(
+        self, name: str, min_count: int | None, *, priority_class: str | None = None
+    ) -> None:
+        """A gang PodGroup (``min_count``) or a basic one (None)."""
+        policy: dict[str, Any] = (
+            {"basic": {}} if min_count is None else {"gang": {"minCount": min_count}}
+        )
+        spec: dict[str, Any] = {"schedulingPolicy": policy}
+        if priority_class is not None:
+            spec["priorityClassName"] = priority_class
+        await self.cluster.create(
+            {
+                "apiVersion": SCHED_V1BETA1,
+                "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": self.namespace},
+                "spec": spec,
+            }
+        )
+
+    async def pod(self, name: str, group: str, *, cpu: str = "1") -> None:
+        """A pod of ``group`` for this side's scheduler."""
+        await self.cluster.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name, "namespace": self.namespace},
+                "spec": {
+                    "schedulerName": self.scheduler_name,
+                    "schedulingGroup": {"podGroupName": group},
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": PAUSE,
+                            "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}},
+                        }
+                    ],
+                },
+            }
+        )
+
+    async def gang(
+        self, name: str, size: int, min_count: int | None, *, cpu: str = "1", **pg: Any
+    ) -> None:
+        """A PodGroup and ``size`` pods ``{name}-{i}``."""
+        await self.pod_group(name, min_count, **pg)
+        for i in range(size):
+            await self.pod(f"{name}-{i}", name, cpu=cpu)
+
+    async def set_min_count(self, group: str, min_count: int) -> None:
+        """Change a gang's minCount (the one mutable field of the policy)."""
+        await self.cluster.patch(
+            "PodGroup",
+            group,
+            {"spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}}},
+            self.namespace,
+            patch_type="merge",
+        )
+
+    # ---- reading -----------------------------------------------------------------------
+
+    async def pods(self) -> dict[str, dict[str, Any]]:
+        items = (await self.cluster.list("Pod", self.namespace)).items
+        return {str(p["metadata"]["name"]): p for p in items if isinstance(p, dict)}
+
+    async def bound(self, name: str) -> bool:
+        pod = await self.cluster.get("Pod", name, self.namespace)
+        assert isinstance(pod, dict)
+        return bool(pod["spec"].get("nodeName"))
+
+    async def view(self, group: str) -> GroupView:
+        """The group's outcome as the API server shows it now."""
+        pg = await self.cluster.get("PodGroup", group, self.namespace)
+        assert isinstance(pg, PodGroup)
+        conds = pg.status.conditions if pg.status else ()
+        cond = next((c for c in conds if c.type == "PodGroupInitiallyScheduled"), None)
+        events: dict[str, set[str]] = {}
+        for ev in (await self.cluster.list("Event", self.namespace)).items:
+            assert isinstance(ev, dict)
+            involved = ev.get("involvedObject") or {}
+            if involved.get("kind") == "Pod":
+                events.setdefault(str(involved.get("name")), set()).add(str(ev.get("reason")))
+        views: dict[str, PodView] = {}
+        for name, pod in (await self.pods()).items():
+            if (pod["spec"].get("schedulingGroup") or {}).get("podGroupName") != group:
+                continue
+            ps = next(
+                (
+                    c
+                    for c in (pod.get("status") or {}).get("conditions") or ()
+                    if c.get("type") == "PodScheduled"
+                ),
+                None,
+            )
+            views[name] = PodView(
+                bound=bool(pod["spec"].get("nodeName")),
+                scheduled=(str(ps["status"]), str(ps.get("reason", ""))) if ps else None,
+                message=str(ps.get("message", "")) if ps else "",
+                events=frozenset(events.get(name, ())),
+            )
+        return GroupView(
+            bound=sum(1 for v in views.values() if v.bound),
+            condition=(cond.status, cond.reason or "") if cond else None,
+            message=(cond.message or "") if cond else "",
+            pods=views,
+        )
+
+    async def view_when(self, group: str, ready: Callable[[GroupView], bool]) -> GroupView:
+        """Poll the group's view until ``ready`` holds."""
+
+        async def probe() -> GroupView | None:
+            v = await self.view(group)
+            return v if ready(v) else None
+
+        return await _until(probe, f"{self.name}: {group} to reach the expected state")
+
+
+@pytest.fixture
+async def sides(
+    upstream_plane: ControlPlane, our_plane: ControlPlane
+) -> AsyncIterator[tuple[Side, Side]]:
+    """(upstream, ours) for one scenario, cleaned up afterwards."""
+    upstream = Side("upstream", upstream_plane, UPSTREAM)
+    ours = Side("ours", our_plane, OURS)
+    try:
+        await ours.start_ours()
+        yield upstream, ours
+    finally:
+        await asyncio.gather(upstream.close(), ours.close())
+
+
+async def _both(sides: tuple[Side, Side], scenario: Callable[[Side], Awaitable[_T]]) -> list[_T]:
+    """Run ``scenario`` on both sides at once; returns [upstream's result, ours]."""
+    return list(await asyncio.gather(*(scenario(s) for s in sides)))
+
+
+def _report(title: str, upstream: GroupView, ours: GroupView) -> None:
+    print(f"\n== {title}")
+    for side, v in (("upstream", upstream), ("ours", ours)):
+        print(f"  {side}: bound={v.bound} condition={v.condition} message={v.message!r}")
+        for name, p in sorted(v.pods.items()):
+            print(
+                f"    {name}: bound={p.bound} PodScheduled={p.scheduled} "
+                f"events={sorted(p.events)} message={p.message!r}"
+            )
+
+
+def _failed(v: GroupView, reason: str) -> bool:
+    """Every pod unbound with PodScheduled=False/``reason`` and a FailedScheduling event."""
+    return bool(v.pods) and all(
+        not p.bound and p.scheduled == ("False", reason) and "FailedScheduling" in p.events
+        for p in v.pods.values()
+    )
+
+
+# ---- scenarios ---------------------------------------------------------------------------
+
+
+async def test_gang_that_fits_binds_all(sides: tuple[Side, Side]) -> None:
+    """(1) A gang of 3 on two 4-cpu Nodes: all bound, ``True/Scheduled``."""
+
+    async def scenario(s: Side) -> GroupView:
+        for n in ("a", "b"):
+            await s.node(n)
+        await s.gang("gang", 3, 3)
+        return await s.view_when(
+            "gang",
+            lambda v: v.bound == 3
+            and v.condition is not None
+            and all("Scheduled" in p.events for p in v.pods.values()),
+        )
+
+    upstream, ours = await _both(sides, scenario)
+    _report("gang that fits", upstream, ours)
+    assert upstream.condition == ("True", "Scheduled")
+    assert upstream.shared() == ours.shared()
+
+
+async def _witness(s: Side) -> None:
+    """A basic PodGroup's pod created now gets bound: the scheduler has handled every pod
+    created before it."""
+    name = f"solo-{len(s.nodes)}"
+    await s.pod_group(name, None)
+    await s.pod(f"{name}-0", name)
+
+    async def bound() -> bool:
+        return await s.bound(f"{name}-0")
+
+    await _until(bound, f"{s.name}: the witness pod {name}-0 to bind")
+
+
+async def test_gang_below_min_count_waits(sides: tuple[Side, Side]) -> None:
+    """(2) minCount 3 with only 2 pods: PreEnqueue holds them; nothing bound, no status."""
+
+    async def scenario(s: Side) -> GroupView:
+        await s.node("a")
+        await s.gang("gang", 2, 3)
+        await _witness(s)
+        return await s.view("gang")
+
+    upstream, ours = await _both(sides, scenario)
+    _report("gang below minCount", upstream, ours)
+    assert upstream.bound == 0
+    assert upstream.shared() == ours.shared()
+
+
+async def test_gang_that_cannot_fit(sides: tuple[Side, Side]) -> None:
+    """(3) minCount 4, room for 3: nothing bound, ``False/Unschedulable`` on the group and the
+    pods, FailedScheduling events."""
+
+    async def scenario(s: Side) -> GroupView:
+        for n in ("a", "b", "c"):
+            await s.node(n)
+        await s.gang("gang", 4, 4, cpu="3")
+        return await s.view_when(
+            "gang", lambda v: v.condition is not None and _failed(v, "Unschedulable")
+        )
+
+    upstream, ours = await _both(sides, scenario)
+    _report("gang that cannot fit", upstream, ours)
+    assert upstream.bound == 0
+    assert upstream.condition == ("False", "Unschedulable")
+    assert upstream.shared() == ours.shared()
+
+
+async def test_basic_group_partly_fits(sides: tuple[Side, Side]) -> None:
+    """(4) A basic PodGroup of 3 pods, room for 2: those 2 are bound."""
+
+    async def scenario(s: Side) -> GroupView:
+        for n in ("a", "b"):
+            await s.node(n)
+        await s.gang("basic", 3, None, cpu="3")
+        return await s.view_when(
+            "basic",
+            lambda v: v.bound == 2
+            and v.condition is not None
+            and all(
+                ("Scheduled" in p.events) if p.bound else ("FailedScheduling" in p.events)
+                for p in v.pods.values()
+            ),
+        )
+
+    upstream, ours = await _both(sides, scenario)
+    _report("basic group partly fits", upstream, ours)
+    assert upstream.bound == 2
+    assert upstream.shared() == ours.shared()
+
+
+async def test_min_count_lowered_then_schedules(sides: tuple[Side, Side]) -> None:
+    """(5) A gang waiting for a third pod is scheduled once its minCount drops to 2."""
+
+    async def scenario(s: Side) -> tuple[GroupView, GroupView]:
+        await s.node("a")
+        await s.gang("gang", 2, 3)
+        await _witness(s)
+        before = await s.view("gang")
+        await s.set_min_count("gang", 2)
+        after = await s.view_when(
+            "gang",
+            lambda v: v.bound == 2
+            and v.condition is not None
+            and all("Scheduled" in p.events for p in v.pods.values()),
+        )
+        return before, after
+
+    (up_before, up_after), (our_before, our_after) = await _both(sides, scenario)
+    _report("minCount lowered: before", up_before, our_before)
+    _report("minCount lowered: after", up_after, our_after)
+    assert up_before.bound == 0 and up_after.bound == 2
+    assert up_before.shared() == our_before.shared()
+    assert up_after.condition == ("True", "Scheduled")
+    assert up_after.shared() == our_after.shared()
+
+
+async def test_priority_mismatch_is_scheduler_error(sides: tuple[Side, Side]) -> None:
+    """(6) A PodGroup of priority 1000 whose pods have priority 0: ``SchedulerError``."""
+
+    async def scenario(s: Side) -> GroupView:
+        await s.node("a")
+        high = await s.priority_class("high", 1000)
+        await s.gang("gang", 2, 2, priority_class=high)
+        return await s.view_when(
+            "gang", lambda v: v.condition is not None and _failed(v, "SchedulerError")
+        )
+
+    upstream, ours = await _both(sides, scenario)
+    _report("priority mismatch", upstream, ours)
+    assert upstream.condition == ("False", "SchedulerError")
+    assert upstream.shared() == ours.shared()
