@@ -547,7 +547,11 @@ class Scheduler:
             return
         message = res.explanation or res.status.message
         self.explanations[gk] = message
-        self._group_condition(g, "False", REASON_UNSCHEDULABLE, message)
+        if scheduled < g.min_count:
+            # A group whose quorum is already bound or assumed (its bindings in flight, the
+            # True condition not yet written) was initially scheduled: leftover pods that do
+            # not fit must not flip it to False (upstream writes True in the cycle itself).
+            self._group_condition(g, "False", REASON_UNSCHEDULABLE, message)
         pod_message = f'pod group "{g.name}" is unschedulable: {message}'
         for p in pending:
             self._pod_failed(p, REASON_UNSCHEDULABLE, pod_message)
@@ -695,6 +699,9 @@ class Scheduler:
         existing = next((c for c in conds if c.type == CONDITION_INITIALLY_SCHEDULED), None)
         if existing is not None and existing.status == "True":
             return  # terminal once True: never regress
+        sent = self._sent_group.get(g.key)
+        if sent is not None and sent[0] == "True":
+            return  # True is on its way (the watch has not shown it yet)
         want = (status, reason, message)
         if (
             existing is not None

@@ -31,7 +31,6 @@ from collections.abc import Sequence
 __all__ = [
     "DNS1123_LABEL_MAX_LENGTH",
     "DNS1123_SUBDOMAIN_MAX_LENGTH",
-    "JOBSET_SOURCE_KINDS",
     "fnv32a",
     "job_template_name",
     "jobset_group_template_name",
@@ -133,13 +132,6 @@ def pod_group_name(workload: str, template: str) -> str:
 
 # --------------------------------------------------------------------------- JobSet (KEP-969)
 
-#: Source kinds folded into JobSet's identity hash.
-JOBSET_SOURCE_KINDS = {
-    "jobset": "JobSet",
-    "replicated_job": "ReplicatedJob",
-    "group": "ReplicatedJobGroup",
-    "job": "Job",
-}
 _JOBSET_HASH_LENGTH = 10
 
 

@@ -593,6 +593,41 @@ async def test_server_side_apply(cluster: Cluster, ns: str) -> None:
     assert isinstance(forced, dict) and forced["data"] == {"x": "3"}
 
 
+async def test_dry_run_or_rejected_apply_keeps_field_ownership(cluster: Cluster, ns: str) -> None:
+    hold = "example.com/hold"
+    meta = {"name": "own", "namespace": ns}
+    await cluster.create(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {**meta, "finalizers": [hold]}}
+    )
+
+    async def apply(manager: str, value: str, **kw: Any) -> KubeObject:
+        cfg = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": dict(meta)}
+        cfg.update(kw.pop("extra", {}))
+        return await cluster.patch(
+            "ConfigMap",
+            "own",
+            {**cfg, "data": {"k": value}},
+            ns,
+            patch_type="apply",
+            field_manager=manager,
+            **kw,
+        )
+
+    await apply("alice", "a")
+    # a forced dry run would take data.k from alice if it were real
+    dry = await apply("bob", "b", force=True, dry_run=True)
+    assert isinstance(dry, dict) and dry["data"] == {"k": "b"}
+    out = await apply("alice", "c")  # alice still owns data.k alone: no conflict
+    assert isinstance(out, dict) and out["data"] == {"k": "c"}
+    await cluster.delete("ConfigMap", "own", ns)  # held by the finalizer
+    with pytest.raises(Invalid):  # no new finalizers on an object being deleted
+        await apply("bob", "b", force=True, extra={"metadata": {**meta, "finalizers": ["x.io/y"]}})
+    out = await apply("alice", "d")  # the rejected forced apply took nothing from alice
+    assert isinstance(out, dict) and out["data"] == {"k": "d"}
+    await cluster.patch("ConfigMap", "own", {"metadata": {"finalizers": None}}, ns)
+    assert not await exists(cluster, "ConfigMap", "own", ns)
+
+
 # ----------------------------------------------------------------------------- pods
 
 

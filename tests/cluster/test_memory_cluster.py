@@ -353,3 +353,79 @@ async def test_informer_over_typed_pod_groups_indexes_by_workload() -> None:
         assert isinstance(cached, PodGroup)
         assert cached.spec.workload_ref is not None
         assert cached.spec.workload_ref.workload_name == "w2"
+
+
+async def test_informer_skips_the_deletion_of_an_incarnation_its_paged_list_outran() -> None:
+    from workloadbuilder.cluster._proxy import ClusterProxy
+
+    c = MemoryCluster()
+    await c.create(cm("a"))
+    await c.create(cm("b"))
+
+    class RecreateBetweenPages(ClusterProxy):
+        """Deletes and re-creates ``b`` after the first page: MemoryCluster's second page
+        then returns the new ``b``, newer than the list's resourceVersion."""
+
+        async def list(self, kind: Any, namespace: Any = None, **kw: Any) -> Any:
+            if kw.get("continue_token"):
+                await c.delete("ConfigMap", "b", "default")
+                await c.create(cm("b", data={"v": "2"}))
+            return await super().list(kind, namespace, **kw)
+
+    log: list[tuple[str, str]] = []
+    inf = Informer(RecreateBetweenPages(c), "ConfigMap", "default", page_size=1)
+    inf.add_handler(
+        on_add=lambda o: log.append(("add", object_key(o))),
+        on_update=lambda a, b: log.append(("update", object_key(b))),
+        on_delete=lambda o: log.append(("delete", object_key(o))),
+    )
+    async with inf:
+        await c.create(cm("z"))  # a marker: once it is seen, the replay before it was handled
+        deadline = asyncio.get_running_loop().time() + 5
+        while ("add", "default/z") not in log and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.01)
+        cached = inf.get("b", "default")
+    assert log == [("add", "default/a"), ("add", "default/b"), ("add", "default/z")]
+    assert isinstance(cached, dict) and cached["data"] == {"v": "2"}
+
+
+async def test_status_patch_changes_only_status_and_leaves_earlier_versions_intact() -> None:
+    c = MemoryCluster()
+    created = await c.create(pod("s", labels={"a": "1"}))
+    assert isinstance(created, dict)
+    since = created["metadata"]["resourceVersion"]
+    await c.patch(
+        "Pod",
+        "s",
+        {
+            "metadata": {"labels": {"a": "2"}},
+            "spec": {"nodeName": "n", "containers": None},
+            "status": {"phase": "Running", "qosClass": None},
+        },
+        "default",
+        subresource="status",
+    )
+    await c.patch(
+        "Pod",
+        "s",
+        {"status": {"$patch": "replace", "phase": "Failed"}},
+        "default",
+        subresource="status",
+        patch_type="strategic",
+    )
+    got = await c.get("Pod", "s", "default")
+    assert isinstance(got, dict)
+    assert got["metadata"]["labels"] == {"a": "1"}
+    assert got["spec"] == created["spec"]
+    assert got["status"] == {"phase": "Failed"}
+    versions = []
+    async for ev in c.watch("Pod", "default", resource_version=since, timeout_seconds=0.05):
+        if ev.type == "MODIFIED":
+            assert isinstance(ev.object, dict)
+            versions.append(
+                (ev.object["status"], ev.object["spec"], ev.object["metadata"]["labels"])
+            )
+    assert versions == [
+        ({"phase": "Running"}, created["spec"], {"a": "1"}),
+        ({"phase": "Failed"}, created["spec"], {"a": "1"}),
+    ]

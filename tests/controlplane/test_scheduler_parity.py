@@ -11,7 +11,26 @@ Compared: bound pods per PodGroup (counts, not node names), the PodGroup's
 ``PodGroupInitiallyScheduled`` status and reason, each pod's ``PodScheduled`` status and reason,
 and the reasons of the Events about each pod. Messages are not compared (ours explain more);
 both are printed (``pytest -s``) and the differences are listed in ``docs/scheduler.md``,
-"Parity with kube-scheduler".
+"Parity with kube-scheduler". Messages seen with v1.37.2 (PodGroup condition / pod condition):
+
+* gang that cannot fit (minCount 4, room for 3) — upstream: ``pod group is unschedulable,
+  0/1 placements are available, first placement status: minCount (4) cannot be satisfied: 3
+  scheduled, 0 remaining, pod group preemption: No preemption victims found for incoming
+  preemptor``; pods that fit get ``pod group is unschedulable, `` + that, the pod that found
+  no node its own ``0/3 nodes are available: 3 Insufficient cpu.``. Ours: ``minCount 4: at
+  most 3 pods fit, 1 short; 3 of 3 nodes lack cpu: 3``, every pod ``pod group "gang" is
+  unschedulable: `` + that.
+* basic group, leftover pod — upstream: ``0/2 nodes are available: 2 Insufficient cpu.``;
+  ours: the same on the first cycle, then ``pod group "basic" is unschedulable: no pod fits;
+  2 of 2 nodes lack cpu: 3`` after the retry.
+* priority mismatch — upstream: ``all pods in a single pod group should have the same
+  priority as the pod group's priority, got 0 and 1000``; ours: ``pod 'gang-0' has priority
+  0 but pod group 'gang' has priority 1000``.
+* mixed scheduler names — upstream: ``all pods in a single pod group should have the same
+  .spec.schedulerName set, got: "someone-else" and "default-scheduler"``; ours: ``pods of
+  pod group 'mixed' have different scheduler names: someone-else, wb-parity``.
+* Upstream records a ``FailedScheduling`` Event per attempt (and retries an unschedulable
+  group within seconds without any cluster change); ours one per distinct message.
 """
 
 from __future__ import annotations
@@ -90,14 +109,14 @@ class GroupView:
     bound: int
     condition: tuple[str, str] | None  # (status, reason)
     message: str
+    #: the condition's observedGeneration == the PodGroup's generation
+    observed_current: bool | None
     pods: dict[str, PodView]
 
     def shared(self) -> tuple[Any, ...]:
         """Everything but the messages: what upstream and ours must agree on."""
-        pods = tuple(
-            sorted((n, p.bound, p.scheduled, p.events) for n, p in self.pods.items())
-        )
-        return (self.bound, self.condition, pods)
+        pods = tuple(sorted((n, p.bound, p.scheduled, p.events) for n, p in self.pods.items()))
+        return (self.bound, self.condition, self.observed_current, pods)
 
 
 async def _until(
@@ -301,6 +320,7 @@ class Side:
             bound=sum(1 for v in views.values() if v.bound),
             condition=(cond.status, cond.reason or "") if cond else None,
             message=(cond.message or "") if cond else "",
+            observed_current=(cond.observed_generation == pg.metadata.generation if cond else None),
             pods=views,
         )
 
@@ -336,7 +356,10 @@ async def _both(sides: tuple[Side, Side], scenario: Callable[[Side], Awaitable[_
 def _report(title: str, upstream: GroupView, ours: GroupView) -> None:
     print(f"\n== {title}")
     for side, v in (("upstream", upstream), ("ours", ours)):
-        print(f"  {side}: bound={v.bound} condition={v.condition} message={v.message!r}")
+        print(
+            f"  {side}: bound={v.bound} condition={v.condition} "
+            f"observedGeneration current={v.observed_current} message={v.message!r}"
+        )
         for name, p in sorted(v.pods.items()):
             print(
                 f"    {name}: bound={p.bound} PodScheduled={p.scheduled} "
@@ -364,9 +387,11 @@ async def test_gang_that_fits_binds_all(sides: tuple[Side, Side]) -> None:
         await s.gang("gang", 3, 3)
         return await s.view_when(
             "gang",
-            lambda v: v.bound == 3
-            and v.condition is not None
-            and all("Scheduled" in p.events for p in v.pods.values()),
+            lambda v: (
+                v.bound == 3
+                and v.condition is not None
+                and all("Scheduled" in p.events for p in v.pods.values())
+            ),
         )
 
     upstream, ours = await _both(sides, scenario)
@@ -420,6 +445,9 @@ async def test_gang_that_cannot_fit(sides: tuple[Side, Side]) -> None:
     assert upstream.bound == 0
     assert upstream.condition == ("False", "Unschedulable")
     assert upstream.shared() == ours.shared()
+    # shared part of the messages: both name the unmet minCount
+    assert "minCount (4) cannot be satisfied" in upstream.message
+    assert ours.message.startswith("minCount 4: at most 3 pods fit, 1 short")
 
 
 async def test_basic_group_partly_fits(sides: tuple[Side, Side]) -> None:
@@ -431,11 +459,13 @@ async def test_basic_group_partly_fits(sides: tuple[Side, Side]) -> None:
         await s.gang("basic", 3, None, cpu="3")
         return await s.view_when(
             "basic",
-            lambda v: v.bound == 2
-            and v.condition is not None
-            and all(
-                ("Scheduled" in p.events) if p.bound else ("FailedScheduling" in p.events)
-                for p in v.pods.values()
+            lambda v: (
+                v.bound == 2
+                and v.condition is not None
+                and all(
+                    ("Scheduled" in p.events) if p.bound else ("FailedScheduling" in p.events)
+                    for p in v.pods.values()
+                )
             ),
         )
 
@@ -456,9 +486,11 @@ async def test_min_count_lowered_then_schedules(sides: tuple[Side, Side]) -> Non
         await s.set_min_count("gang", 2)
         after = await s.view_when(
             "gang",
-            lambda v: v.bound == 2
-            and v.condition is not None
-            and all("Scheduled" in p.events for p in v.pods.values()),
+            lambda v: (
+                v.bound == 2
+                and v.condition is not None
+                and all("Scheduled" in p.events for p in v.pods.values())
+            ),
         )
         return before, after
 
@@ -486,3 +518,115 @@ async def test_priority_mismatch_is_scheduler_error(sides: tuple[Side, Side]) ->
     _report("priority mismatch", upstream, ours)
     assert upstream.condition == ("False", "SchedulerError")
     assert upstream.shared() == ours.shared()
+    for message in (upstream.message, ours.message):  # both give the two priorities
+        assert "priority" in message and " 0 " in message and "1000" in message
+
+
+async def test_pods_before_their_pod_group(sides: tuple[Side, Side]) -> None:
+    """(7) Pods naming a PodGroup that does not exist yet wait silently; once it is created
+    the gang is scheduled."""
+
+    async def scenario(s: Side) -> tuple[dict[str, Any], GroupView]:
+        await s.node("a")
+        for i in range(2):
+            await s.pod(f"late-{i}", "late")
+        await _witness(s)
+        before = {
+            n: (bool(p["spec"].get("nodeName")), (p.get("status") or {}).get("conditions"))
+            for n, p in (await s.pods()).items()
+            if n.startswith("late-")
+        }
+        await s.pod_group("late", 2)
+        after = await s.view_when(
+            "late",
+            lambda v: (
+                v.bound == 2
+                and v.condition is not None
+                and all("Scheduled" in p.events for p in v.pods.values())
+            ),
+        )
+        return before, after
+
+    (up_before, upstream), (our_before, ours) = await _both(sides, scenario)
+    _report("pods before their PodGroup", upstream, ours)
+    assert up_before == {"late-0": (False, None), "late-1": (False, None)}
+    assert our_before == up_before
+    assert upstream.condition == ("True", "Scheduled")
+    assert upstream.shared() == ours.shared()
+
+
+async def _foreign_pod(s: Side, name: str, group: str, *, node: str | None) -> None:
+    """A member pod of another scheduler, bound to ``node`` already or pending."""
+    spec: dict[str, Any] = {
+        "schedulerName": "someone-else",
+        "schedulingGroup": {"podGroupName": group},
+        "containers": [{"name": "main", "image": PAUSE}],
+    }
+    if node is not None:
+        spec["nodeName"] = node
+    await s.cluster.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": s.namespace},
+            "spec": spec,
+        }
+    )
+
+
+async def test_mixed_scheduler_names_with_a_bound_pod(sides: tuple[Side, Side]) -> None:
+    """(8) A gang member already bound by another scheduler: ``SchedulerError`` on the group
+    and on the pending pod."""
+
+    async def scenario(s: Side) -> GroupView:
+        await s.node("a")
+        await s.pod_group("mixed", 2)
+        await _foreign_pod(s, "mixed-0", "mixed", node=s.nodes[0])
+        await s.pod("mixed-1", "mixed")
+        return await s.view_when(
+            "mixed",
+            lambda v: (
+                v.condition is not None
+                and v.pods["mixed-1"].scheduled is not None
+                and "FailedScheduling" in v.pods["mixed-1"].events
+            ),
+        )
+
+    upstream, ours = await _both(sides, scenario)
+    _report("mixed scheduler names, foreign pod bound", upstream, ours)
+    assert upstream.condition == ("False", "SchedulerError")
+    assert upstream.pods["mixed-1"].scheduled == ("False", "SchedulerError")
+    assert upstream.shared() == ours.shared()
+
+
+async def test_mixed_scheduler_names_with_a_pending_pod(sides: tuple[Side, Side]) -> None:
+    """(9) A *pending* member of another scheduler: a documented difference. Upstream only
+    knows its own pending pods (and every bound one), so it ignores the foreign pod and binds
+    its own; ours sees every pod and reports the misconfiguration (``SchedulerError``)."""
+
+    async def scenario(s: Side) -> GroupView:
+        await s.node("a")
+        await s.pod_group("mixed", None)
+        await _foreign_pod(s, "mixed-0", "mixed", node=None)
+        await s.pod("mixed-1", "mixed")
+        return await s.view_when(
+            "mixed",
+            lambda v: (
+                v.condition is not None
+                and v.pods["mixed-1"].scheduled is not None
+                and bool(v.pods["mixed-1"].events)
+            ),
+        )
+
+    upstream, ours = await _both(sides, scenario)
+    _report("mixed scheduler names, foreign pod pending", upstream, ours)
+    assert upstream.condition == ("True", "Scheduled")
+    assert upstream.pods["mixed-1"].bound and not upstream.pods["mixed-0"].bound
+    assert ours.condition == ("False", "SchedulerError")
+    assert ours.bound == 0 and ours.pods["mixed-1"].scheduled == ("False", "SchedulerError")
+    # the foreign pod is left alone by both
+    assert (
+        upstream.pods["mixed-0"]
+        == ours.pods["mixed-0"]
+        == PodView(bound=False, scheduled=None, message="", events=frozenset())
+    )

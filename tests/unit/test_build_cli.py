@@ -216,3 +216,17 @@ def test_console_script_end_to_end() -> None:
         timeout=120,
     )
     assert bad.returncode == 1 and "Traceback" not in bad.stderr
+
+
+def test_undecodable_file_is_one_error_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    binary = tmp_path / "b.yaml"
+    binary.write_bytes(b"\xff\xfe\x00kind")
+    assert run(["-f", str(binary)], capsys) == (
+        1,
+        "",
+        f"error: cannot read {binary}: not UTF-8 text\n",
+    )
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    assert run(["-f", "-"], capsys) == (1, "", "error: no objects passed to build\n")

@@ -217,3 +217,84 @@ def test_missing_scheduling_policy_reports_the_union_error(
         'PodGroup default/p: spec.schedulingPolicy: Invalid value: "": must specify one of: '
         "`basic`, `gang`",
     ]
+
+
+def test_bad_input_is_one_line_and_never_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    binary = tmp_path / "b.yaml"
+    binary.write_bytes(b"\xff\xfe\x00kind")
+    code, out, err = run(capsys, "-f", str(binary))
+    assert (code, out) == (1, "")
+    assert err == f"error: cannot read {binary}: not UTF-8 text\n"
+
+    unclosed = tmp_path / "u.yaml"
+    unclosed.write_text('{"kind": "Job", "spec": \n')
+    code, _, err = run(capsys, "-f", str(unclosed))
+    assert code == 1
+    assert err.startswith(f"error: {unclosed}: not valid YAML or JSON: ")
+    assert err.count("\n") == 1
+
+    code, out, _ = run(capsys, "-f", write(tmp_path, {"kind": ["Workload"]}))
+    assert (code, out) == (
+        1,
+        "<unknown kind> default/<unnamed>: kind: Invalid value: expected a string\n",
+    )
+    code, out, _ = run(capsys, "-f", write(tmp_path, {"metadata": {"name": "x"}}))
+    assert (code, out) == (1, "<unknown kind> default/x: kind: Required value\n")
+
+    code, out, err = run(capsys, "-f", str(tmp_path))
+    assert (code, out, err) == (2, "", f"error: cannot read {tmp_path}: not a regular file\n")
+
+
+def test_no_documents_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    assert run(capsys, "-f", "-") == (1, "", "error: no objects passed to validate\n")
+    empty = tmp_path / "e.yaml"
+    empty.write_text("---\n# nothing\n")
+    assert run(capsys, "-f", str(empty)) == (1, "", "error: no objects passed to validate\n")
+
+
+def test_job_spec_that_is_not_an_object_is_invalid(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}, "spec": [1]}
+    code, out, _ = run(capsys, "-f", write(tmp_path, job))
+    assert (code, out) == (1, "Job default/j: spec: Invalid value: expected an object\n")
+
+
+def test_generic_workload_is_checked_like_build_checks_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    generic = {
+        "apiVersion": "workloadbuilder.io/v1alpha1",
+        "kind": "GenericWorkload",
+        "metadata": {"name": "g"},
+        "spec": [1],
+    }
+    code, out, _ = run(capsys, "-f", write(tmp_path, generic))
+    assert (code, out) == (
+        1,
+        "GenericWorkload default/g: spec: Invalid value: expected an object, got a list\n",
+    )
+    example = str(EXAMPLES / "custom-operator.yaml")
+    assert run(capsys, "-f", example)[:2] == (0, "GenericWorkload default/llm-pretrain: valid\n")
+    # Other gates than the defaults the adapter validated with: the planned objects are
+    # validated again (the example's hierarchy needs CompositePodGroup).
+    code, out, _ = run(capsys, "-f", example, "--feature-gates", "CompositePodGroup=false")
+    assert code == 1
+    assert out.startswith("GenericWorkload default/llm-pretrain: Workload default/llm-pretrain: ")
+
+
+def test_an_unexpected_exception_is_one_line_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("boom\nsecond line")
+
+    monkeypatch.setattr("workloadbuilder.cli._validate.validate_document", broken)
+    code, out, err = run(capsys, "-f", write(tmp_path, VALID_WORKLOAD))
+    assert (code, out) == (1, "")
+    assert err == "error: internal error: RuntimeError: boom second line\n"

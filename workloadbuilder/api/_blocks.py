@@ -11,6 +11,7 @@ from typing import Any
 
 import attrs
 
+from workloadbuilder.api._codec import Int32
 from workloadbuilder.api._scheduling import TopologyConstraint
 
 __all__ = [
@@ -46,7 +47,7 @@ class WorkloadPodGroupBasicSchedulingPolicy:
 class WorkloadPodGroupGangSchedulingPolicy:
     """``gang: {minCount?}``; unset ``min_count`` means the controller's default."""
 
-    min_count: int | None = None
+    min_count: Int32 | None = None
     unknown_fields: dict[str, Any] = _extra()
 
 
@@ -111,7 +112,7 @@ class WorkloadCompositePodGroupBasicSchedulingPolicy:
 class WorkloadCompositePodGroupGangSchedulingPolicy:
     """``gang: {minGroupCount?}``."""
 
-    min_group_count: int | None = None
+    min_group_count: Int32 | None = None
     unknown_fields: dict[str, Any] = _extra()
 
 

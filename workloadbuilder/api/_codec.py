@@ -5,6 +5,11 @@ snake_case; their JSON names are derived by :func:`camel` unless a field carries
 ``metadata={"json": "..."}``. A field named ``unknown_fields`` collects JSON keys the model does
 not know, so ``dict -> model -> dict`` is lossless for everything the server may send.
 
+Output order: ``apiVersion, kind, metadata, spec, status``, then the remaining fields in
+declaration order, except that fields with ``metadata={JSON_FIRST: True}`` come first: the
+models declare required fields first, which is not always the upstream (Go struct) order.
+Unknown fields come last.
+
 Omit-empty rules (as the Go ``omitempty`` tags of the upstream types):
 ``None`` and empty sequences / mappings are omitted; an empty *struct* (``basic: {}``,
 ``single: {}``) is kept, because its presence is the value of a union member.
@@ -17,17 +22,24 @@ import re
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, get_args, get_origin
+from typing import Annotated, Any, TypeVar, get_args, get_origin
 
 import attrs
 import cattrs
 
-__all__ = ["UNKNOWN", "camel", "converter", "from_dict", "to_dict"]
+__all__ = ["JSON_FIRST", "UNKNOWN", "Int32", "camel", "converter", "from_dict", "to_dict"]
 
 T = TypeVar("T")
 
 #: Name of the attribute that keeps JSON fields a model does not know.
 UNKNOWN = "unknown_fields"
+
+#: An ``int32`` field of the Go types: out-of-range numbers are decode errors, as on the server.
+Int32 = Annotated[int, "int32"]
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+#: Field metadata key: serialise the field ahead of the fields without it (upstream order).
+JSON_FIRST = "json_first"
 
 _CAMEL_RE = re.compile(r"_([a-z0-9])")
 
@@ -53,7 +65,7 @@ def _is_empty(value: Any) -> bool:
 
 @functools.cache
 def _field_plan(cls: type) -> tuple[tuple[str, str, Any], ...]:
-    hints = typing.get_type_hints(cls)
+    hints = typing.get_type_hints(cls, include_extras=True)
     plan = [
         (a.name, _json_name(a), hints.get(a.name, Any))
         for a in attrs.fields(cls)
@@ -66,18 +78,20 @@ def _field_plan(cls: type) -> tuple[tuple[str, str, Any], ...]:
 
 
 def _unstructure_attrs(cls: type) -> Callable[[Any], dict[str, Any]]:
-    plan = _field_plan(cls)
+    first = {a.name for a in attrs.fields(cls) if a.metadata.get(JSON_FIRST)}
+    plan = sorted(_field_plan(cls), key=lambda p: p[0] not in first)
     has_unknown = any(a.name == UNKNOWN for a in attrs.fields(cls))
 
     def unstructure(obj: Any) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        if has_unknown:
-            out.update(getattr(obj, UNKNOWN))
         for attr_name, json_name, _ in plan:
             value = getattr(obj, attr_name)
             if _is_empty(value):
                 continue
             out[json_name] = converter.unstructure(value)
+        if has_unknown:
+            for key, value in getattr(obj, UNKNOWN).items():
+                out.setdefault(key, value)
         return out
 
     return unstructure
@@ -86,6 +100,11 @@ def _unstructure_attrs(cls: type) -> Callable[[Any], dict[str, Any]]:
 def _structure_value(value: Any, tp: Any) -> Any:
     if value is None:
         return None
+    if tp is Int32:
+        number = _structure_value(value, int)
+        if not _INT32_MIN <= number <= _INT32_MAX:
+            raise TypeError(f"expected a 32-bit integer, got {number}")
+        return number
     origin = get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         members = [m for m in get_args(tp) if m is not type(None)]

@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 
+from workloadbuilder.api._codec import JSON_FIRST, Int32
 from workloadbuilder.api._meta import Condition, ObjectMeta
 
 __all__ = [
@@ -56,13 +57,19 @@ def _extra() -> Any:
     return attrs.field(factory=dict, repr=False)
 
 
+def _first() -> Any:
+    """An optional field (default ``None``) serialised ahead of the fields declared before it,
+    to keep the upstream (Go struct) JSON order."""
+    return attrs.field(default=None, metadata={JSON_FIRST: True})
+
+
 @attrs.frozen(kw_only=True)
 class TypedLocalObjectReference:
     """Back-link from a Workload to the object that owns it (``spec.controllerRef``)."""
 
     kind: str
     name: str
-    api_group: str | None = None
+    api_group: str | None = _first()
     unknown_fields: dict[str, Any] = _extra()
 
 
@@ -77,7 +84,7 @@ class BasicSchedulingPolicy:
 class GangSchedulingPolicy:
     """All-or-nothing scheduling of at least ``min_count`` pods."""
 
-    min_count: int
+    min_count: Int32
     unknown_fields: dict[str, Any] = _extra()
 
 
@@ -153,7 +160,7 @@ class PodGroupTemplate:
     resource_claims: tuple[PodGroupResourceClaim, ...] = ()
     disruption_mode: DisruptionMode | None = None
     priority_class_name: str | None = None
-    priority: int | None = None
+    priority: Int32 | None = None
     preemption_policy: str | None = None
     unknown_fields: dict[str, Any] = _extra()
 
@@ -169,7 +176,7 @@ class CompositeBasicSchedulingPolicy:
 class CompositeGangSchedulingPolicy:
     """At least ``min_group_count`` child groups must be schedulable together."""
 
-    min_group_count: int
+    min_group_count: Int32
     unknown_fields: dict[str, Any] = _extra()
 
 
@@ -199,7 +206,7 @@ class CompositePodGroupTemplate:
     scheduling_constraints: CompositePodGroupSchedulingConstraints | None = None
     disruption_mode: DisruptionMode | None = None
     priority_class_name: str | None = None
-    priority: int | None = None
+    priority: Int32 | None = None
     preemption_policy: str | None = None
     pod_group_templates: tuple[PodGroupTemplate, ...] = ()
     composite_pod_group_templates: tuple[CompositePodGroupTemplate, ...] = ()
@@ -241,13 +248,13 @@ class PodGroupSpec:
     """``PodGroupSpec``: the runtime copy of a template's policy."""
 
     scheduling_policy: PodGroupSchedulingPolicy
-    parent_composite_pod_group_name: str | None = None
-    workload_ref: WorkloadReference | None = None
+    parent_composite_pod_group_name: str | None = _first()
+    workload_ref: WorkloadReference | None = _first()
     scheduling_constraints: PodGroupSchedulingConstraints | None = None
     resource_claims: tuple[PodGroupResourceClaim, ...] = ()
     disruption_mode: DisruptionMode | None = None
     priority_class_name: str | None = None
-    priority: int | None = None
+    priority: Int32 | None = None
     preemption_policy: str | None = None
     unknown_fields: dict[str, Any] = _extra()
 
@@ -288,11 +295,11 @@ class CompositePodGroupSpec:
 
     workload_ref: WorkloadReference
     scheduling_policy: CompositePodGroupSchedulingPolicy
-    parent_composite_pod_group_name: str | None = None
+    parent_composite_pod_group_name: str | None = _first()
     scheduling_constraints: CompositePodGroupSchedulingConstraints | None = None
     disruption_mode: DisruptionMode | None = None
     priority_class_name: str | None = None
-    priority: int | None = None
+    priority: Int32 | None = None
     preemption_policy: str | None = None
     unknown_fields: dict[str, Any] = _extra()
 

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from importlib.metadata import entry_points
 from typing import Any
 
+from workloadbuilder.cli._common import one_line
 from workloadbuilder.errors import WorkloadBuilderError
 
 __all__ = ["main"]
@@ -77,11 +78,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except WorkloadBuilderError as e:
-        print(f"error: {e}", file=sys.stderr)
+    except (WorkloadBuilderError, OSError) as e:
+        print(f"error: {one_line(e)}", file=sys.stderr)
         return 1
-    except OSError as e:
-        print(f"error: {e}", file=sys.stderr)
+    except Exception as e:  # a bug: still one line; -v logs the traceback
+        _log.info("internal error", exc_info=True)
+        print(f"error: internal error: {type(e).__name__}: {one_line(e)}", file=sys.stderr)
         return 1
 
 

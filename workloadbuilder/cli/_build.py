@@ -17,7 +17,13 @@ import sys
 from typing import Any
 
 from workloadbuilder.api import GROUP, CompositePodGroup, object_to_dict
-from workloadbuilder.cli._common import InputError, add_output_flag, dump, read_documents
+from workloadbuilder.cli._common import (
+    InputError,
+    add_output_flag,
+    dump,
+    one_line,
+    read_documents,
+)
 from workloadbuilder.errors import WorkloadBuilderError
 from workloadbuilder.kinds import SUPPORTED_KINDS, Plan, plan_for
 from workloadbuilder.kinds.generic import GENERIC_KIND, plan_generic_dict
@@ -61,7 +67,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         docs = list(read_documents(args.filename))
     except InputError as e:
-        print(f"error: {_one_line(e)}", file=sys.stderr)
+        print(f"error: {one_line(e)}", file=sys.stderr)
         return 1
     if not docs:
         print("error: no objects passed to build", file=sys.stderr)
@@ -72,12 +78,12 @@ def _run(args: argparse.Namespace) -> int:
         try:
             objects.extend(build_objects(doc, api_version=args.api_version))
         except (WorkloadBuilderError, ValueError) as e:
-            print(f"error: {_where(source, index, doc)}: {_one_line(e)}", file=sys.stderr)
+            print(f"error: {_where(source, index, doc)}: {one_line(e)}", file=sys.stderr)
             failed = True
         except Exception as e:  # a bug must still not print a traceback at the CLI
             print(
                 f"error: {_where(source, index, doc)}: internal error: {type(e).__name__}: "
-                f"{_one_line(e)}",
+                f"{one_line(e)}",
                 file=sys.stderr,
             )
             failed = True
@@ -110,14 +116,12 @@ def _sendable(obj: dict[str, Any]) -> dict[str, Any]:
     """Drop ownerReferences without a UID: the API server rejects them. They point at objects
     that do not exist yet (a source manifest without ``metadata.uid``, or the Workload, whose
     UID the server assigns on create -- see ``Plan.with_workload_uid``)."""
-    meta = obj.get("metadata")
-    refs = meta.get("ownerReferences") if isinstance(meta, dict) else None
-    if isinstance(meta, dict) and isinstance(refs, list):
-        kept = [r for r in refs if isinstance(r, dict) and r.get("uid")]
-        if kept:
-            meta["ownerReferences"] = kept
-        else:
-            meta.pop("ownerReferences")
+    meta = obj.get("metadata", {})
+    kept = [r for r in meta.get("ownerReferences", ()) if r.get("uid")]
+    if kept:
+        meta["ownerReferences"] = kept
+    else:
+        meta.pop("ownerReferences", None)
     return obj
 
 
@@ -139,15 +143,10 @@ def _plan(doc: dict[str, Any]) -> list[Plan]:
 
 def _where(source: str, index: int, doc: Any) -> str:
     where = f"{source}[{index}]" if index else source
-    if isinstance(doc, dict):
-        meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
-        name = meta.get("name") if isinstance(meta, dict) else None
-        kind = doc.get("kind")
-        if kind and name:
-            ns = meta.get("namespace") if isinstance(meta, dict) else None
-            where += f": {kind} {ns}/{name}" if ns else f": {kind} {name}"
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    if not isinstance(meta, dict):
+        return where
+    kind, name, ns = doc.get("kind"), meta.get("name"), meta.get("namespace")
+    if kind and name:
+        where += f": {kind} {ns}/{name}" if ns else f": {kind} {name}"
     return where
-
-
-def _one_line(e: BaseException) -> str:
-    return " ".join(str(e).split()) or type(e).__name__

@@ -6,13 +6,21 @@ import argparse
 import json
 import sys
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import yaml
 
 from workloadbuilder.errors import WorkloadBuilderError
 
-__all__ = ["InputError", "add_kube_flags", "add_output_flag", "dump", "read_documents"]
+__all__ = [
+    "InputError",
+    "add_kube_flags",
+    "add_output_flag",
+    "dump",
+    "one_line",
+    "read_documents",
+]
 
 
 class InputError(WorkloadBuilderError):
@@ -43,15 +51,17 @@ def read_documents(paths: Sequence[str]) -> Iterator[tuple[str, int, Any]]:
     """Yield ``(source, index, document)`` for every YAML/JSON document in ``paths``
     (``-`` is stdin). Empty documents are skipped; a ``kind: List`` is expanded."""
     for path in paths:
+        source = "<stdin>" if path == "-" else path
         try:
-            text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()  # noqa: SIM115
+            text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
         except OSError as e:
             raise InputError(f"cannot read {path}: {e.strerror or e}") from None
-        source = "<stdin>" if path == "-" else path
+        except UnicodeDecodeError:
+            raise InputError(f"cannot read {source}: not UTF-8 text") from None
         try:
             docs = list(yaml.safe_load_all(text))
         except yaml.YAMLError as e:
-            raise InputError(f"{source}: not valid YAML or JSON: {e}") from None
+            raise InputError(f"{source}: not valid YAML or JSON: {one_line(e)}") from None
         index = 0
         for doc in docs:
             if doc is None:
@@ -62,6 +72,11 @@ def read_documents(paths: Sequence[str]) -> Iterator[tuple[str, int, Any]]:
             for item in items if isinstance(items, list) else [doc]:
                 yield source, index, item
                 index += 1
+
+
+def one_line(e: BaseException) -> str:
+    """``e``'s message on one line (its type name when it has no message)."""
+    return " ".join(str(e).split()) or type(e).__name__
 
 
 def dump(objects: Sequence[dict[str, Any]], output: str) -> str:

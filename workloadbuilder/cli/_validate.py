@@ -7,9 +7,9 @@ a ``kind: List`` is expanded. What is checked per ``kind``:
   validation of :mod:`workloadbuilder.validation`. Like ``kubectl``, a document without
   ``metadata.namespace`` is validated in the ``-n`` namespace (default ``default``).
 * ``Job`` (``batch/v1``): the ``spec.scheduling`` rules (:func:`validate_job_scheduling`).
-* ``JobSet`` / ``LeaderWorkerSet``: the controller-side checks of the kind adapters
-  (:func:`workloadbuilder.kinds.plan_for`) and the API validation of every object the
-  controller would create from the manifest. A manifest the controller would not manage
+* ``JobSet`` / ``LeaderWorkerSet`` / ``GenericWorkload``: the controller-side checks of the
+  kind adapters (:func:`workloadbuilder.kinds.plan_for`) and the API validation of every
+  object the controller would create from the manifest. A manifest the controller would not manage
   (e.g. no ``spec.scheduling``) is reported on stderr and counts as valid.
 
 Output: one ``<Kind> <namespace>/<name>: <field error>`` line per error on stdout (and
@@ -31,6 +31,7 @@ import attrs
 from workloadbuilder.api import KINDS, CodecError, object_from_dict
 from workloadbuilder.cli._common import InputError, read_documents
 from workloadbuilder.errors import BuildError, FieldError, ValidationError, WorkloadBuilderError
+from workloadbuilder.kinds import SUPPORTED_KINDS, plan_for
 from workloadbuilder.validation import (
     FeatureGates,
     validate_job_scheduling,
@@ -57,9 +58,9 @@ def register(subparsers: Any) -> None:
         help="validate Workload/PodGroup/CompositePodGroup manifests like kube-apiserver v1.37",
         description=(
             "Validate Workload, PodGroup and CompositePodGroup manifests (and the scheduling "
-            "blocks of Job, JobSet and LeaderWorkerSet manifests) exactly like kube-apiserver "
-            "v1.37 validates a create. Exit 0 if everything is valid, 1 if anything is invalid, "
-            "2 on usage errors."
+            "blocks of Job, JobSet, LeaderWorkerSet and GenericWorkload manifests) exactly "
+            "like kube-apiserver v1.37 validates a create. Exit 0 if everything is valid, 1 if "
+            "anything is invalid, 2 on usage errors."
         ),
     )
     parser.add_argument(
@@ -168,6 +169,10 @@ def validate_document(
     if not isinstance(doc, Mapping):
         return [FieldError(path="", type="Invalid value", detail="document is not an object")], []
     kind = doc.get("kind")
+    if kind is None:
+        return [FieldError(path="kind", type="Required value")], []
+    if not isinstance(kind, str):
+        return [FieldError(path="kind", type="Invalid value", detail="expected a string")], []
     if kind in KINDS:
         data = dict(doc)
         meta = data.get("metadata")
@@ -184,7 +189,7 @@ def validate_document(
         return validate_object(obj, gates=gates), notes
     if kind == "Job":
         return validate_job_scheduling(doc, gates=gates), []
-    if kind in ("JobSet", "LeaderWorkerSet"):
+    if kind in SUPPORTED_KINDS:
         return _validate_via_plan(doc, gates)
     return [], [f"kind {kind!r} is not checked (nothing to validate)"]
 
@@ -193,10 +198,6 @@ def _validate_via_plan(
     doc: Mapping[str, Any], gates: FeatureGates
 ) -> tuple[list[FieldError], list[str]]:
     try:
-        from workloadbuilder.kinds import plan_for
-    except ImportError as e:  # pragma: no cover - the kinds package ships with the SDK
-        return [], [f"not checked: the kind adapters are unavailable ({e})"]
-    try:
         planned = plan_for(doc)
     except ValidationError as e:
         return list(e.errors), []
@@ -204,6 +205,8 @@ def _validate_via_plan(
         return [], [f"not checked: {e}"]
     except (CodecError, TypeError, KeyError) as e:
         return [FieldError(path="spec", type="Invalid value", detail=str(e))], []
+    if gates == FeatureGates():
+        return [], []  # plan_for validated every planned object with these (default) gates
     plans = planned if isinstance(planned, list) else [planned]
     errors: list[FieldError] = []
     for plan in plans:
@@ -223,13 +226,17 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     for path in args.filename:
         if path != "-" and not os.path.isfile(path):
-            print(f"error: cannot read {path}: no such file", file=sys.stderr)
+            problem = "not a regular file" if os.path.exists(path) else "no such file"
+            print(f"error: cannot read {path}: {problem}", file=sys.stderr)
             return 2
     invalid = False
     try:
         documents = list(read_documents(args.filename))
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 1
+    if not documents:
+        print("error: no objects passed to validate", file=sys.stderr)
         return 1
     for source, idx, doc in documents:
         try:

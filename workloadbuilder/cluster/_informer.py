@@ -95,15 +95,21 @@ def groups_by_workload(obj: KubeObject) -> list[str]:
     return [namespaced_key(ns, str(name))] if name else []
 
 
-def _not_newer(obj: KubeObject, cached: KubeObject) -> bool:
-    new_rv = _meta_field(obj, "resourceVersion")
-    old_rv = _meta_field(cached, "resourceVersion")
-    if new_rv == old_rv:
-        return True
+def _older(obj: KubeObject, cached: KubeObject) -> bool:
+    """Whether ``obj``'s resourceVersion is older than ``cached``'s (False when either is
+    missing or not a number)."""
     try:
-        return int(new_rv) < int(old_rv)
+        return int(_meta_field(obj, "resourceVersion")) < int(
+            _meta_field(cached, "resourceVersion")
+        )
     except (TypeError, ValueError):
         return False
+
+
+def _not_newer(obj: KubeObject, cached: KubeObject) -> bool:
+    if _meta_field(obj, "resourceVersion") == _meta_field(cached, "resourceVersion"):
+        return True
+    return _older(obj, cached)
 
 
 @attrs.define
@@ -326,8 +332,13 @@ class Informer:
                     raise Gone("watch returned an ERROR event")
                 key = object_key(obj)
                 old = self._cache.get(key)
-                if old is not None and event.type != "DELETED" and _not_newer(obj, old):
-                    continue  # already cached (a paged list can run ahead of its version)
+                # A paged list can run ahead of its version (MemoryCluster): skip events the
+                # cache already reflects, including the deletion of an earlier incarnation
+                # of an object the list already returned re-created.
+                if old is not None and (
+                    _older(obj, old) if event.type == "DELETED" else _not_newer(obj, old)
+                ):
+                    continue
                 if event.type == "DELETED":
                     if old is not None:
                         self._remove(key, old)

@@ -373,10 +373,7 @@ class KubeCluster:
                 attempt, policy=self.retry, idempotent=idempotent, what=f"{method} {path}"
             )
         except RetryableTransportError as e:
-            reason = "Timeout" if isinstance(e.cause, TimeoutError) else "ConnectionError"
-            raise ApiError(f"{method} {path}: {reason}: {e}", status=0, reason=reason) from (
-                e.cause
-            )
+            raise _gave_up(f"{method} {path}", e) from e.cause
 
     # ------------------------------------------------------------------ reads
 
@@ -470,8 +467,7 @@ class KubeCluster:
         try:
             resp = await retry_call(open_stream, policy=self.retry, idempotent=True, what=what)
         except RetryableTransportError as e:
-            reason = "Timeout" if isinstance(e.cause, TimeoutError) else "ConnectionError"
-            raise ApiError(f"{what}: {reason}: {e}", status=0, reason=reason) from e.cause
+            raise _gave_up(what, e) from e.cause
         self._streams.add(resp)
         try:
             async for line in _lines(resp):
@@ -682,6 +678,12 @@ class KubeCluster:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _gave_up(what: str, e: RetryableTransportError) -> ApiError:
+    """The final error of a request whose transport failures outlasted the retries."""
+    reason = "Timeout" if isinstance(e.cause, TimeoutError) else "ConnectionError"
+    return ApiError(f"{what}: {reason}: {e}", status=0, reason=reason)
 
 
 def _current_context_name(loader: KubeConfigLoader) -> str:

@@ -401,6 +401,13 @@ class MemoryCluster:
             f'Operation cannot be fulfilled on {adm.resource_name(info)} "{name}": {detail}'
         )
 
+    def _uid_conflict(self, info: ResourceInfo, name: str, given: str, actual: Any) -> Conflict:
+        return self._conflict(
+            info,
+            name,
+            f"Precondition failed: UID in precondition: {given}, UID in object meta: {actual}",
+        )
+
     def _get_rec(self, info: ResourceInfo, ns: str, name: str) -> tuple[_Store, _Rec]:
         store = self._store(info)
         rec = store.get(ns, name)
@@ -940,12 +947,7 @@ class MemoryCluster:
             )
         given_uid = meta.get("uid")
         if given_uid and given_uid != old_meta.get("uid"):
-            raise self._conflict(
-                info,
-                name,
-                f"Precondition failed: UID in precondition: {given_uid}, UID in object meta: "
-                f"{old_meta.get('uid')}",
-            )
+            raise self._uid_conflict(info, name, given_uid, old_meta.get("uid"))
         if status_only:
             if not info.has_status:
                 raise self._not_found(info, name)
@@ -1081,7 +1083,12 @@ class MemoryCluster:
             )
             return self._out(rec, info)
         _, old = self._get_rec(info, ns, name)
-        doc = json_copy(old.doc)
+        if subresource == "status" and patch_type != "json" and isinstance(patch, Mapping):
+            # Merge and strategic patches change only the top-level fields they name, and a
+            # status write keeps everything but status: copy just what the patch touches.
+            doc = {k: json_copy(v) if k in patch else v for k, v in old.doc.items()}
+        else:
+            doc = json_copy(old.doc)
         try:
             if patch_type == "merge":
                 if not isinstance(patch, Mapping):
@@ -1150,7 +1157,8 @@ class MemoryCluster:
                     p: {manager} for p in self._apply_paths(applied, subresource)
                 }
             return rec
-        owned = self._managed.setdefault((store.key, key), {})
+        # work on a copy: a dry run, a conflict or a rejected write must not change ownership
+        owned = {p: set(o) for p, o in self._managed.get((store.key, key), {}).items()}
         new_paths = set(self._apply_paths(applied, subresource))
         conflicts: list[tuple[str, FieldPath]] = []
         for p in sorted(new_paths, key=repr):
@@ -1180,7 +1188,7 @@ class MemoryCluster:
                 owned[p] = {manager}
             else:
                 owned.setdefault(p, set()).add(manager)
-        return self._write(
+        rec = self._write(
             info,
             merged,
             status_only=subresource == "status",
@@ -1188,6 +1196,9 @@ class MemoryCluster:
             manager=None,
             track=False,
         )
+        if not dry_run and store.get(ns, name) is not None:  # not finalized by this write
+            self._managed[(store.key, key)] = owned
+        return rec
 
     @staticmethod
     def _apply_paths(applied: Mapping[str, Any], subresource: str | None) -> Iterator[FieldPath]:
@@ -1238,12 +1249,7 @@ class MemoryCluster:
         if preconditions is not None:
             meta = rec.doc["metadata"]
             if preconditions.uid is not None and preconditions.uid != meta.get("uid"):
-                raise self._conflict(
-                    info,
-                    name,
-                    f"Precondition failed: UID in precondition: {preconditions.uid}, UID in "
-                    f"object meta: {meta.get('uid')}",
-                )
+                raise self._uid_conflict(info, name, preconditions.uid, meta.get("uid"))
             if (
                 preconditions.resource_version is not None
                 and preconditions.resource_version != meta.get("resourceVersion")
@@ -1448,12 +1454,7 @@ class MemoryCluster:
         store, rec = self._get_rec(info, namespace, pod_name)
         meta = rec.doc["metadata"]
         if pod_uid is not None and pod_uid != meta.get("uid"):
-            raise self._conflict(
-                _BINDING,
-                pod_name,
-                f"Precondition failed: UID in precondition: {pod_uid}, UID in object meta: "
-                f"{meta.get('uid')}",
-            )
+            raise self._uid_conflict(_BINDING, pod_name, pod_uid, meta.get("uid"))
         if meta.get("deletionTimestamp"):
             raise self._conflict(
                 _BINDING,

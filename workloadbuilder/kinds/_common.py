@@ -189,12 +189,15 @@ class LeafSpec:
 
 @attrs.frozen(kw_only=True)
 class Owner:
+    """The source object that owns the planned objects (``uid`` is None before it exists)."""
+
     api_version: str
     kind: str
     name: str
     uid: str | None
 
     def reference(self) -> OwnerReference:
+        """The controller ownerReference to this owner (empty UID when unknown)."""
         return OwnerReference(
             api_version=self.api_version,
             kind=self.kind,
@@ -210,6 +213,8 @@ _ALL_MODES = frozenset({"single", "all"})
 
 
 def min_count_default(default: int) -> Callable[[SchedulingConfig], SchedulingConfig]:
+    """A builder callback that gives a gang without ``minCount`` the minCount ``default``."""
+
     def callback(cfg: SchedulingConfig) -> SchedulingConfig:
         if cfg.policy == "gang" and cfg.min_count is None:
             return attrs.evolve(cfg, min_count=default)
@@ -336,6 +341,8 @@ def make_plan(
     pod_group_names: dict[str, str],
     pod_key: PodSetKeyFunc,
 ) -> Plan:
+    """A :class:`Plan` of the given objects, with their minCount patches, after checking that
+    each passes API validation (raises ValidationError)."""
     _check_object(workload)
     for cpg in composite_pod_groups:
         _check_object(cpg)

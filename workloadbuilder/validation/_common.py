@@ -63,14 +63,17 @@ class Op:
     options: dict[str, bool]
 
     def enabled(self, option: str) -> bool:
+        """Whether the declarative option (a feature gate) ``option`` is on."""
         return self.options.get(option, False)
 
 
 def child(path: str, name: str) -> str:
+    """The path of field ``name`` under ``path``."""
     return f"{path}.{name}" if path else name
 
 
 def index(path: str, i: int) -> str:
+    """The path of item ``i`` of the list at ``path``."""
     return f"{path}[{i}]"
 
 
@@ -83,22 +86,27 @@ def _value(value: Any) -> Any:
 
 
 def invalid(path: str, value: Any, detail: str) -> FieldError:
+    """``field.Invalid``."""
     return FieldError(path=path, type=INVALID, detail=detail, value=_value(value), has_value=True)
 
 
 def required(path: str, detail: str = "") -> FieldError:
+    """``field.Required``."""
     return FieldError(path=path, type=REQUIRED, detail=detail)
 
 
 def forbidden(path: str, detail: str = "") -> FieldError:
+    """``field.Forbidden``."""
     return FieldError(path=path, type=FORBIDDEN, detail=detail)
 
 
 def duplicate(path: str, value: Any) -> FieldError:
+    """``field.Duplicate``."""
     return FieldError(path=path, type=DUPLICATE, value=_value(value), has_value=True)
 
 
 def too_many(path: str, actual: int, maximum: int) -> FieldError:
+    """``field.TooMany``."""
     unit = "item" if maximum == 1 else "items"
     return FieldError(
         path=path,
@@ -110,11 +118,13 @@ def too_many(path: str, actual: int, maximum: int) -> FieldError:
 
 
 def too_long(path: str, maximum: int) -> FieldError:
+    """``field.TooLong`` (byte lengths)."""
     unit = "byte" if maximum == 1 else "bytes"
     return FieldError(path=path, type=TOO_LONG, detail=f"may not be more than {maximum} {unit}")
 
 
 def not_supported(path: str, value: Any, supported: Sequence[str]) -> FieldError:
+    """``field.NotSupported``."""
     detail = "supported values: " + ", ".join(f'"{s}"' for s in supported) if supported else ""
     return FieldError(path=path, type=NOT_SUPPORTED, detail=detail, value=value, has_value=True)
 

@@ -76,8 +76,10 @@ def _parse(
     job: Mapping[str, Any] | None,
 ) -> tuple[JobSchedulingConfiguration | None, int, list[FieldError]]:
     spec = job.get("spec") if isinstance(job, Mapping) else None
-    if not isinstance(spec, Mapping):
+    if spec is None:
         return None, 1, []
+    if not isinstance(spec, Mapping):
+        return None, 1, [FieldError(path="spec", type="Invalid value", detail="expected an object")]
     parallelism = spec.get("parallelism")
     if not isinstance(parallelism, int) or isinstance(parallelism, bool):
         parallelism = 1  # batch/v1 SetDefaults_Job
