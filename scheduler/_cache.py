@@ -228,6 +228,8 @@ class GroupInfo:
     name: str
     pod_group: PodGroup | None = None
     members: set[PodKey] = attrs.field(factory=set)
+    #: members whose schedulerName is not ours (see :meth:`Cache.quorum_pods`)
+    foreign: set[PodKey] = attrs.field(factory=set)
     #: members with a deletionTimestamp
     deleting: int = 0
     first_seen: float = 0.0
@@ -260,7 +262,10 @@ class GroupInfo:
 class Cache:
     """All objects the scheduler reads, indexed for the queue and the cycle."""
 
-    def __init__(self) -> None:
+    def __init__(self, scheduler_name: str | None = None) -> None:
+        #: our schedulerName; pending pods of other schedulers are invisible to our groups,
+        #: as in kube-scheduler (None: every pod counts)
+        self.scheduler_name = scheduler_name
         self.nodes = NodeTable()
         self.node_objects: dict[str, dict[str, Any]] = {}
         self.pods: dict[PodKey, PodInfo] = {}
@@ -380,6 +385,8 @@ class Cache:
             g = self._group(info.group_key, now)
             g.members.add(key)
             g.deleting += 1 if info.deleting else 0
+            if self.scheduler_name is not None and info.scheduler_name != self.scheduler_name:
+                g.foreign.add(key)
         return None, info
 
     def remove_pod(self, key: PodKey) -> None:
@@ -396,6 +403,7 @@ class Cache:
             g = self.groups[gk]
             if key in g.members:
                 g.members.discard(key)
+                g.foreign.discard(key)
                 g.deleting -= 1 if info.deleting else 0
             if g.pod_group is None and not g.members:
                 del self.groups[gk]
@@ -438,6 +446,25 @@ class Cache:
         if not g.members:
             del self.groups[key]
         return g
+
+    def visible(self, p: PodInfo) -> bool:
+        """Whether a member counts for its group: kube-scheduler knows its own pending pods
+        and every bound (or assumed) pod, never the pending pods of other schedulers."""
+        return (
+            self.scheduler_name is None
+            or p.scheduler_name == self.scheduler_name
+            or p.node_name is not None
+            or p.assumed_node is not None
+        )
+
+    def quorum_pods(self, g: GroupInfo) -> int:
+        """PreEnqueue's "all known pods" of ``g``: visible members not being deleted."""
+        known = g.known_pods
+        for k in g.foreign:
+            p = self.pods.get(k)
+            if p is not None and not p.deleting and not self.visible(p):
+                known -= 1
+        return known
 
     def members(self, g: GroupInfo) -> Iterator[PodInfo]:
         """The group's known non-terminal pods."""

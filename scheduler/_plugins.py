@@ -59,7 +59,7 @@ class GangScheduling:
                 message=f'waiting for pod group "{group.name}" to appear',
             )
         if group.is_gang:
-            known = group.known_pods
+            known = cache.quorum_pods(group)
             if known < group.min_count:
                 return Status(
                     code=Code.UNSCHEDULABLE_AND_UNRESOLVABLE,

@@ -90,7 +90,7 @@ class Scheduler:
             single_strategy=self.config.single_scoring,
             score_resources=self.config.score_resources,
         )
-        self.cache = Cache()
+        self.cache = Cache(self.config.scheduler_name)
         self.queue = SchedulingQueue(
             self.clock.now,
             initial_backoff=self.config.initial_backoff,
@@ -492,7 +492,7 @@ class Scheduler:
             self.queue.done(e, "unschedulable")
             self._refresh_group(gk)
             return
-        live = [p for p in members if not p.deleting]
+        live = [p for p in members if not p.deleting and self.cache.visible(p)]
         error = self._validate_group(g, live)
         if error is not None:
             PODGROUP_ATTEMPTS.labels(result="error").inc()

@@ -334,6 +334,34 @@ def _cond_dict(c: Condition) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- selectors
 
 
+async def test_empty_namespace_lists_and_watches_all_namespaces(cluster: Cluster, ns: str) -> None:
+    mark = {"labels": {"empty-ns-test": ns}}
+    await cluster.create(cm("first", ns, metadata=mark))
+    page = await cluster.list("ConfigMap", "", label_selector=f"empty-ns-test={ns}")
+    assert names(page.items) == ["first"]
+    stream = cluster.watch(
+        "ConfigMap",
+        "",
+        resource_version=page.resource_version,
+        label_selector=f"empty-ns-test={ns}",
+        timeout_seconds=30,
+    )
+
+    async def first_added() -> str:
+        async for ev in stream:
+            if ev.type == "ADDED":
+                return names([ev.object])[0]
+        return ""
+
+    seen = asyncio.ensure_future(first_added())
+    await asyncio.sleep(0)
+    await cluster.create(cm("second", ns, metadata=mark))
+    try:
+        assert await asyncio.wait_for(seen, 30) == "second"
+    finally:
+        await stream.aclose()  # type: ignore[attr-defined]
+
+
 async def test_label_selectors(cluster: Cluster, ns: str) -> None:
     labels = {
         "a": {"tier": "web", "env": "prod"},

@@ -140,6 +140,7 @@ class Env:
         scheduler_name: str | None = None,
         node_selector: dict[str, str] | None = None,
         tolerations: list[dict[str, str]] | None = None,
+        node_name: str | None = None,
     ) -> dict[str, Any]:
         requests: dict[str, str] = {"cpu": cpu, "memory": memory}
         limits: dict[str, str] = {}
@@ -163,6 +164,8 @@ class Env:
             spec["nodeSelector"] = node_selector
         if tolerations:
             spec["tolerations"] = tolerations
+        if node_name:
+            spec["nodeName"] = node_name  # created bound (by "another scheduler")
         obj = {
             "apiVersion": "v1",
             "kind": "Pod",

@@ -213,10 +213,11 @@ async def test_explanation_says_what_blocked_and_by_how_much(env: Env) -> None:
 
 
 async def test_scheduler_error_mixed_scheduler_names(env: Env) -> None:
-    await env.node("a")
+    """A member already bound by another scheduler: the group mixes scheduler names."""
+    node = await env.node("a")
     await env.pod_group("mixed", 2)
     await env.pod("mixed-0", "mixed")
-    await env.pod("mixed-1", "mixed", scheduler_name="default-scheduler")
+    await env.pod("mixed-1", "mixed", scheduler_name="default-scheduler", node_name=node)
     s = env.scheduler()
     await s.start()
     await env.seen(s, lambda: env.cached_pods(s) == 2)
@@ -228,7 +229,33 @@ async def test_scheduler_error_mixed_scheduler_names(env: Env) -> None:
     cond = await env.group_condition("mixed")
     assert (cond.status, cond.reason) == ("False", "SchedulerError")
     assert "different scheduler names" in cond.message
-    assert await env.bound() == {}
+    assert await env.bound() == {"mixed-1": node}  # only the foreign pod, bound before
+
+
+async def test_pending_pods_of_other_schedulers_are_invisible(env: Env) -> None:
+    """As in kube-scheduler v1.37.2: a *pending* member with another schedulerName is not
+    ours to know; it neither counts toward the quorum nor makes the group an error."""
+    await env.node("a")
+    await env.pod_group("web")  # basic
+    await env.pod("web-0", "web", scheduler_name="default-scheduler")
+    await env.pod("web-1", "web")
+    await env.pod_group("gang", 2)
+    await env.pod("gang-0", "gang", scheduler_name="default-scheduler")
+    await env.pod("gang-1", "gang")
+    s = env.scheduler()
+    await s.start()
+    await env.seen(s, lambda: env.cached_pods(s) == 4)
+
+    async def decided() -> bool:
+        return "web-1" in await env.bound()
+
+    await env.until(s, decided)
+    assert await env.bound() == {"web-1": env.nodes[0]}
+    cond = await env.group_condition("web")
+    assert (cond.status, cond.reason) == ("True", "Scheduled")
+    # the gang knows one pod of its minCount 2: held at PreEnqueue, silently
+    assert await env.group_condition("gang") is None
+    assert s.cache.quorum_pods(s.cache.groups[(env.namespace, "gang")]) == 1
 
 
 async def test_scheduler_error_priority_mismatch(env: Env) -> None:

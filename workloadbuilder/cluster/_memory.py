@@ -629,7 +629,7 @@ class MemoryCluster:
         items: list[KubeObject] = []
         next_token: str | None = None
         last: Key | None = None
-        for key, rec in self._select(store, namespace, lreqs, freqs, after):
+        for key, rec in self._select(store, namespace or None, lreqs, freqs, after):
             if after is not None and key <= after:
                 continue
             if limit is not None and limit > 0 and len(items) >= limit:
@@ -660,7 +660,7 @@ class MemoryCluster:
         store = self._store(info)
         lreqs = parse_label_selector(label_selector)
         freqs = self._field_reqs(store, field_selector)
-        ns = namespace if info.namespaced else None
+        ns = namespace if info.namespaced and namespace else None  # "": all, as on a server
         w = _Watcher(ns, lreqs, freqs)
         if resource_version in (None, "", "0"):
             for _, rec in self._select(store, ns, lreqs, freqs):

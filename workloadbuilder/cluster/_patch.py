@@ -113,7 +113,7 @@ def _pointer(path: str) -> list[str]:
 def _index(container: list[Any], token: str, *, allow_end: bool) -> int:
     if token == "-" and allow_end:
         return len(container)
-    if not token.isdigit() or (len(token) > 1 and token.startswith("0")):
+    if not (token.isascii() and token.isdigit()) or (len(token) > 1 and token.startswith("0")):
         raise PatchError(f"invalid array index {token!r}")
     idx = int(token)
     limit = len(container) if allow_end else len(container) - 1

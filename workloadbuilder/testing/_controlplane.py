@@ -528,18 +528,22 @@ class ControlPlane:
         log_path = self.run_dir / "logs" / f"{name}.log"
         log_file = log_path.open("ab")
         argv = [str(self._binaries[name]), *args]
-        log_file.write(f"# {time.strftime('%Y-%m-%dT%H:%M:%S')} {' '.join(argv)}\n".encode())
-        log_file.flush()
         main = threading.current_thread() is threading.main_thread()
-        popen = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_die_with_parent if main else None,
-            cwd=self.run_dir,
-        )
+        try:
+            log_file.write(f"# {time.strftime('%Y-%m-%dT%H:%M:%S')} {' '.join(argv)}\n".encode())
+            log_file.flush()
+            popen = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent if main else None,
+                cwd=self.run_dir,
+            )
+        except BaseException:  # e.g. the binary cannot be executed: no process to own the log
+            log_file.close()
+            raise
         proc = _Proc(name=name, popen=popen, log_path=log_path, log_file=log_file)
         self._procs.append(proc)
         _log.debug("started %s (pid %d)", name, popen.pid)
