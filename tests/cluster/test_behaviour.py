@@ -733,6 +733,7 @@ async def test_create_event(cluster: Cluster, ns: str) -> None:
             "name": m["name"],
             "namespace": ns,
             "uid": m["uid"],
+            "fieldPath": "data",
         },
         reason="Tested",
         message="hello",
@@ -743,6 +744,7 @@ async def test_create_event(cluster: Cluster, ns: str) -> None:
     ev = events.items[0]
     assert isinstance(ev, dict)
     assert (ev["reason"], ev["message"], ev["type"]) == ("Tested", "hello", "Warning")
+    assert ev["involvedObject"]["fieldPath"] == "data"
 
 
 # ----------------------------------------------------------------------------- our kinds

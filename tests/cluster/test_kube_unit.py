@@ -756,6 +756,19 @@ async def test_retried_delete_that_finds_object_gone_succeeds(
         await kube.delete("Pod", "p", "ns")
 
 
+async def test_retried_delete_after_throttling_reports_not_found(
+    api: FakeApi, kube: KubeCluster
+) -> None:
+    # a 429 means the first attempt did not run: the 404 after it is the real answer
+    api.responses += [
+        _reply(429, _status(429, "TooManyRequests", "slow down")),
+        _reply(404, _status(404, "NotFound", "never existed")),
+    ]
+    with pytest.raises(NotFound):
+        await kube.delete("Pod", "p", "ns")
+    assert len(api.seen) == 2
+
+
 # ---------------------------------------------------------------- watch
 
 

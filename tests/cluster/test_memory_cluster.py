@@ -277,7 +277,7 @@ def test_patches() -> None:
     assert doc == {"l": [2, 3], "m": {"y": 1}, "k": [1, 2, 3]}
     with pytest.raises(PatchError):
         json_patch({"a": 1}, [{"op": "remove", "path": "/b"}])
-    for bad_index in ("\u00b2", "\u0661", "01", "-1"):  # "²" and "١" are str.isdigit()
+    for bad_index in ("\u00b2", "\u0661", "01", "-1"):  # non-ASCII digits pass isdigit()
         with pytest.raises(PatchError):
             json_patch({"l": [1, 2]}, [{"op": "remove", "path": f"/l/{bad_index}"}])
     merged = strategic_merge_patch(

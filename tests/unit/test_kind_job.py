@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import attrs
 import pytest
 
 from workloadbuilder.api import object_to_dict, to_dict
@@ -22,6 +23,7 @@ from workloadbuilder.kinds.job import (
     plan_job,
 )
 from workloadbuilder.naming import pod_group_name
+from workloadbuilder.validation import validate_workload
 
 UID = "3f0a1c2e-1111-4a2b-9c3d-0123456789ab"
 # Names the v1.37.2 controller computes for Job "trainer" with UID (see test_naming.py).
@@ -423,3 +425,32 @@ def test_plan_objects_pass_sdk_validation() -> None:
     ).with_workload_uid("wl-uid")
     for obj in plan.objects():
         assert validation.validate_object(obj) == []
+
+
+@pytest.mark.parametrize("length", [57, 58])
+def test_job_name_too_long_for_the_template_label_is_refused_like_the_api_server(
+    length: int,
+) -> None:
+    """``<job>-pgt-0`` must be a DNS label: the error is the Workload validation's own."""
+    name = "j" * length
+    job = make_job(name=name)
+    if length == 57:
+        assert plan_job(job).workload.spec.pod_group_templates[0].name == f"{name}-pgt-0"
+        return
+    with pytest.raises(ValidationError) as e:
+        plan_job(job)
+    # What kube-apiserver says about the Workload the controller would try to create.
+    wl = plan_job(make_job(name="j")).workload
+    bad = attrs.evolve(
+        wl,
+        spec=attrs.evolve(
+            wl.spec,
+            pod_group_templates=(
+                attrs.evolve(wl.spec.pod_group_templates[0], name=f"{name}-pgt-0"),
+            ),
+        ),
+    )
+    assert [str(x) for x in e.value.errors] == [str(x) for x in validate_workload(bad)]
+    assert str(e.value.errors[0]).startswith(
+        f'spec.podGroupTemplates[0].name: Invalid value: "{name}'
+    )

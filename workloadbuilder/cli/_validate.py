@@ -29,6 +29,7 @@ from typing import Any
 import attrs
 
 from workloadbuilder.api import KINDS, CodecError, object_from_dict
+from workloadbuilder.api._codec import camel
 from workloadbuilder.cli._common import InputError, read_documents
 from workloadbuilder.errors import BuildError, FieldError, ValidationError, WorkloadBuilderError
 from workloadbuilder.kinds import SUPPORTED_KINDS, plan_for
@@ -37,7 +38,7 @@ from workloadbuilder.validation import (
     validate_job_scheduling,
     validate_object,
 )
-from workloadbuilder.validation._common import codec_error
+from workloadbuilder.validation._common import child, codec_error
 
 __all__ = ["parse_feature_gates", "register", "validate_document"]
 
@@ -122,12 +123,10 @@ def _unknown_fields(value: Any, path: str) -> Iterator[str]:
         if path == "metadata":
             return  # ObjectMeta keeps the meta/v1 fields it does not model; all are valid
         for key in getattr(value, "unknown_fields", {}):
-            yield f"{path}.{key}" if path else key
+            yield child(path, key)
         for a in attrs.fields(type(value)):
             if a.name != "unknown_fields":
-                sub = getattr(value, a.name)
-                camel = a.name.split("_")[0] + "".join(p.title() for p in a.name.split("_")[1:])
-                yield from _unknown_fields(sub, f"{path}.{camel}" if path else camel)
+                yield from _unknown_fields(getattr(value, a.name), child(path, camel(a.name)))
     elif isinstance(value, tuple):
         for i, item in enumerate(value):
             yield from _unknown_fields(item, f"{path}[{i}]")

@@ -50,6 +50,7 @@ from workloadbuilder.cluster._retry import (
     RetryableTransportError,
     RetryPolicy,
     classify_transport_error,
+    is_retryable,
     retry_call,
 )
 from workloadbuilder.errors import (
@@ -339,12 +340,22 @@ class KubeCluster:
         idempotent: bool,
         retried_not_found_ok: bool = False,
     ) -> dict[str, Any]:
-        """Send a request with retries; return the decoded JSON body or raise ``ApiError``."""
-        attempts = 0
+        """Send a request with retries; return the decoded JSON body or raise ``ApiError``.
+
+        ``retried_not_found_ok``: a 404 after an earlier attempt that may have run (a
+        transport failure after sending, a 5xx) means that attempt did the work: ``{}``."""
+        may_have_run = False
 
         async def attempt() -> dict[str, Any]:
-            nonlocal attempts
-            attempts += 1
+            nonlocal may_have_run
+            try:
+                return await attempt_once()
+            except (ApiError, RetryableTransportError) as e:
+                # what a non-idempotent request may retry surely did not run
+                may_have_run = may_have_run or not is_retryable(e, idempotent=False)
+                raise
+
+        async def attempt_once() -> dict[str, Any]:
             resp = await self._send(method, path, query=query, body=body, content_type=content_type)
             try:
                 data = await resp.read()
@@ -357,7 +368,7 @@ class KubeCluster:
             finally:
                 resp.release()
             if resp.status >= 400:
-                if resp.status == 404 and retried_not_found_ok and attempts > 1:
+                if resp.status == 404 and retried_not_found_ok and may_have_run:
                     return {}
                 raise error_from_status(resp.status, data, resp.headers, what=f"{method} {path}")
             if not data:

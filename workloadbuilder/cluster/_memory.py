@@ -1493,8 +1493,8 @@ class MemoryCluster:
         self, namespace: str, pod_name: str, *, grace_period_seconds: int | None = None
     ) -> None:
         """``policy/v1`` Eviction: pending and terminal pods are deleted at once; otherwise a
-        matching PodDisruptionBudget must allow a disruption (``TooManyRequests`` if not) and
-        its ``status.disruptionsAllowed`` is decremented."""
+        matching PodDisruptionBudget must allow a disruption (``TooManyRequests`` if not); the
+        budget is computed from the pods now and the PDB's status is not updated."""
         info = resource_info("Pod")
         store, rec = self._get_rec(info, namespace, pod_name)
         phase = (rec.doc.get("status") or {}).get("phase")
@@ -1588,7 +1588,15 @@ class MemoryCluster:
         now = self._now()
         involved = {
             k: involved_object[k]
-            for k in ("apiVersion", "kind", "name", "namespace", "uid", "resourceVersion")
+            for k in (
+                "apiVersion",
+                "kind",
+                "name",
+                "namespace",
+                "uid",
+                "resourceVersion",
+                "fieldPath",
+            )
             if involved_object.get(k)
         }
         involved.setdefault("namespace", namespace)

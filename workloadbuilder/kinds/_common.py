@@ -20,6 +20,8 @@ from workloadbuilder.api import (
     from_dict,
 )
 from workloadbuilder.builder import (
+    ALL_DISRUPTION_MODES,
+    ALL_POLICIES,
     Builder,
     BuildOptions,
     SchedulingConfig,
@@ -208,10 +210,6 @@ class Owner:
         )
 
 
-_ALL_POLICIES = frozenset({"basic", "gang"})
-_ALL_MODES = frozenset({"single", "all"})
-
-
 def min_count_default(default: int) -> Callable[[SchedulingConfig], SchedulingConfig]:
     """A builder callback that gives a gang without ``minCount`` the minCount ``default``."""
 
@@ -247,8 +245,8 @@ def _options(name: str, namespace: str, owner: Owner | None) -> BuildOptions:
         name=name,
         namespace=namespace,
         owner=owner.reference() if owner is not None else None,
-        allowed_policies=_ALL_POLICIES,
-        allowed_disruption_modes=_ALL_MODES,
+        allowed_policies=ALL_POLICIES,
+        allowed_disruption_modes=ALL_DISRUPTION_MODES,
     )
 
 

@@ -64,11 +64,10 @@ from workloadbuilder.kinds._plan import (
     workload_min_count_patch,
 )
 from workloadbuilder.naming import job_template_name, pod_group_name, workload_name
-from workloadbuilder.validation import validate_workload
+from workloadbuilder.validation._common import short_name
 
 __all__ = [
     "GROUP_TEMPLATE_NAME_ANNOTATION",
-    "PARENT_COMPOSITE_POD_GROUP_ANNOTATION",
     "ManagementMode",
     "NotManagedError",
     "find_parent_workload",
@@ -83,9 +82,6 @@ __all__ = [
 
 #: Set by a parent controller on a child Job: the parent Workload's template for its pods.
 GROUP_TEMPLATE_NAME_ANNOTATION = "scheduling.k8s.io/group-template-name"
-#: Set by a parent controller: the parent CompositePodGroup instance (not used by the Job
-#: controller in v1.37.2).
-PARENT_COMPOSITE_POD_GROUP_ANNOTATION = "scheduling.k8s.io/parent-compositepodgroup"
 
 ManagementMode = Literal["none", "both", "pod-group-only"]
 
@@ -394,9 +390,7 @@ def plan_job(
     workload = Builder(item, opts).build_workload()
     # The real controller cannot create a Workload whose template name is not a DNS label
     # (Job names > 57 characters): it records FailedWorkloadCreate and creates nothing.
-    name_errors = [
-        e for e in validate_workload(workload) if e.path == "spec.podGroupTemplates[0].name"
-    ]
+    name_errors = short_name("spec.podGroupTemplates[0].name", template)
     if name_errors:
         raise ValidationError(name_errors, subject=f"Job {j.namespace}/{j.name}")
     pg_name = pod_group_name(wl_name, template)

@@ -51,6 +51,8 @@ from workloadbuilder.kinds._common import (
     parse_pod_group_blocks,
 )
 from workloadbuilder.kinds._plan import Plan, PodSetKeyFunc
+from workloadbuilder.kinds.job import GROUP_TEMPLATE_NAME_ANNOTATION
+from workloadbuilder.validation import MAX_TEMPLATES
 
 __all__ = [
     "EXCLUSIVE_TOPOLOGY_ANNOTATION",
@@ -64,9 +66,7 @@ __all__ = [
 
 JOBSET_API_GROUP = "jobset.x-k8s.io"
 EXCLUSIVE_TOPOLOGY_ANNOTATION = "alpha.jobset.sigs.k8s.io/exclusive-topology"
-GROUP_TEMPLATE_NAME_ANNOTATION = "scheduling.k8s.io/group-template-name"
 
-_MAX_TEMPLATES = 8
 _LABEL_RJ = "jobset.sigs.k8s.io/replicatedjob-name"
 _LABEL_JOB_INDEX = "jobset.sigs.k8s.io/job-index"
 _LABEL_JOBSET = "jobset.sigs.k8s.io/jobset-name"
@@ -500,13 +500,13 @@ def _compile(jobset: Mapping[str, Any]) -> tuple[str, str, _Compiled]:
                 )
             )
         seen.add(leaf.name)
-    if len(leaves) > _MAX_TEMPLATES:
+    if len(leaves) > MAX_TEMPLATES:
         errors.append(
             FieldError(
                 path="spec.scheduling",
                 type="Too many",
                 detail=f"the JobSet needs {len(leaves)} PodGroupTemplates; a Workload holds at "
-                f"most {_MAX_TEMPLATES}",
+                f"most {MAX_TEMPLATES}",
                 value=len(leaves),
                 has_value=True,
             )

@@ -74,6 +74,7 @@ from workloadbuilder.kinds._common import (
     strip_owner,
 )
 from workloadbuilder.kinds._plan import Plan, PodSetKeyFunc
+from workloadbuilder.kinds.job import GROUP_TEMPLATE_NAME_ANNOTATION
 
 __all__ = [
     "EXCLUSIVE_TOPOLOGY_ANNOTATION",
@@ -99,7 +100,6 @@ REPLICA_TEMPLATE = "replica"
 _SUBGROUP_TEMPLATE = "subgroup"
 _SUBGROUP0_TEMPLATE = "subgroup-0"
 _LEADER_TEMPLATE = "leader"
-_GROUP_TEMPLATE_NAME_ANNOTATION = "scheduling.k8s.io/group-template-name"
 
 
 def lws_pod_group_name(lws_name: str, group_index: int | str, revision: str | None = None) -> str:
@@ -147,10 +147,10 @@ def _parse(lws: Mapping[str, Any]) -> _Lws:
             f"LeaderWorkerSet {namespace}/{name} has no spec.scheduling: the LWS controller "
             "creates no Workload or PodGroups for it"
         )
-    if ann.get(_GROUP_TEMPLATE_NAME_ANNOTATION):
+    if ann.get(GROUP_TEMPLATE_NAME_ANNOTATION):
         raise BuildError(
             f"LeaderWorkerSet {namespace}/{name} delegates its PodGroups to a parent Workload "
-            f"({_GROUP_TEMPLATE_NAME_ANNOTATION}); build the parent instead"
+            f"({GROUP_TEMPLATE_NAME_ANNOTATION}); build the parent instead"
         )
     sched = as_map(spec.get("scheduling"), "spec.scheduling")
     path = "spec.scheduling"

@@ -24,6 +24,7 @@ from workloadbuilder.validation._common import (
     max_items,
     member_union,
     minimum,
+    name_key,
     required_string,
     short_name,
     unchanged,
@@ -42,10 +43,6 @@ __all__ = [
 
 MAX_CLAIMS = 4
 MAX_TOPOLOGY = 1
-
-
-def _name_key(item: Any) -> Any:
-    return item.name
 
 
 def _topology_constraint(op: Op, path: str, new: Any, old: Any) -> list[FieldError]:
@@ -121,6 +118,6 @@ def resource_claims(
     errs += too_many
     if too_many or not new or early:
         return errs
-    errs += val_slice_unique(path, new, _name_key)
-    errs += each_val(op, path, new, old_list, _name_key, resource_claim)
+    errs += val_slice_unique(path, new, name_key)
+    errs += each_val(op, path, new, old_list, name_key, resource_claim)
     return errs

@@ -34,6 +34,7 @@ __all__ = [
     "index",
     "invalid",
     "member_union",
+    "name_key",
     "not_supported",
     "optional_immutable_struct",
     "required",
@@ -156,6 +157,11 @@ def _key(value: Any, name: str = "") -> Any:
     if value is None and name in _STRING_VALUED:
         return ""
     return value
+
+
+def name_key(item: Any) -> Any:
+    """The key of a ``+listType=map +listMapKey=name`` item."""
+    return item.name
 
 
 def eq(a: Any, b: Any) -> bool:

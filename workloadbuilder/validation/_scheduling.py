@@ -54,6 +54,7 @@ from workloadbuilder.validation._common import (
     maximum,
     member_union,
     minimum,
+    name_key,
     not_supported,
     optional_immutable_struct,
     path_segment_name,
@@ -93,10 +94,6 @@ SchedulingObject = Workload | PodGroup | CompositePodGroup
 _TAS = "TopologyAwareWorkloadScheduling"
 _CPG = "CompositePodGroup"
 _PGPP = "PodGroupPreemptionPolicy"
-
-
-def _name_key(item: Any) -> Any:
-    return item.name
 
 
 def _field(
@@ -369,12 +366,12 @@ def _template_list(
         early = True
     too_many = max_items(path, new, MAX_TEMPLATES)
     errs += too_many
-    update_errs = val_slice_update_no_add_remove(op, path, new, old_list, _name_key)
+    update_errs = val_slice_update_no_add_remove(op, path, new, old_list, name_key)
     errs += update_errs
     if early or too_many or update_errs:
         return errs
-    errs += val_slice_unique(path, new, _name_key)
-    errs += each_val(op, path, new, old_list, _name_key, validator)
+    errs += val_slice_unique(path, new, name_key)
+    errs += each_val(op, path, new, old_list, name_key, validator)
     return errs
 
 
