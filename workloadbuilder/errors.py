@@ -17,6 +17,7 @@ import attrs
 __all__ = [
     "AlreadyExists",
     "ApiError",
+    "BadRequest",
     "BuildError",
     "Conflict",
     "FieldError",
@@ -107,6 +108,13 @@ class ApiError(WorkloadBuilderError):
         self.reason = reason or self.default_reason
         self.retry_after = retry_after
         self.body = body or {}
+
+
+class BadRequest(ApiError):
+    """400 BadRequest (e.g. a body the server cannot decode: a number out of int32 range, a
+    string where a number belongs)."""
+
+    code, default_reason = 400, "BadRequest"
 
 
 class NotFound(ApiError):

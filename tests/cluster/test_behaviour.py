@@ -30,6 +30,7 @@ from workloadbuilder.cluster._informer import Informer, pods_by_pod_group
 from workloadbuilder.errors import (
     AlreadyExists,
     ApiError,
+    BadRequest,
     Conflict,
     Forbidden,
     Invalid,
@@ -798,6 +799,28 @@ async def test_admission_rejects_invalid_pod_group(cluster: Cluster, ns: str) ->
             attrs.evolve(good, spec=attrs.evolve(good.spec, scheduling_policy=basic))
         )
     assert any(c.path.startswith("spec.schedulingPolicy") for c in upd.value.causes)
+
+
+@pytest.mark.parametrize("min_count", [2147483648, "3"])
+async def test_undecodable_pod_group_is_a_bad_request(
+    cluster: Cluster, ns: str, min_count: Any
+) -> None:
+    """A body the server cannot decode (int32 overflow, a string for a number) is a 400
+    BadRequest, not a 422 Invalid; a missing required field is Invalid."""
+    doc = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "undecodable", "namespace": ns},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+    }
+    with pytest.raises(BadRequest) as info:
+        await cluster.create(doc)
+    assert info.value.status == 400
+    assert "PodGroup" in str(info.value)
+    doc["spec"] = {}
+    with pytest.raises(Invalid) as inv:
+        await cluster.create(doc)
+    assert [c.path for c in inv.value.causes] == ["spec.schedulingPolicy"]
 
 
 def _basic() -> Any:

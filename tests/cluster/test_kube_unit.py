@@ -28,6 +28,7 @@ from workloadbuilder.cluster._retry import RetryPolicy
 from workloadbuilder.errors import (
     AlreadyExists,
     ApiError,
+    BadRequest,
     Conflict,
     FieldError,
     Forbidden,
@@ -456,7 +457,8 @@ async def test_bind_evict_and_event_bodies(api: FakeApi, kube: KubeCluster) -> N
         (422, "Invalid", Invalid),
         (403, "Forbidden", Forbidden),
         (401, "Unauthorized", Unauthorized),
-        (400, "BadRequest", ApiError),
+        (400, "BadRequest", BadRequest),
+        (418, "Teapot", ApiError),
     ],
 )
 async def test_error_mapping_is_final(

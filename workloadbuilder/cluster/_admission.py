@@ -20,7 +20,7 @@ from workloadbuilder.api import (
     to_dict,
 )
 from workloadbuilder.cluster._protocol import ResourceInfo
-from workloadbuilder.errors import FieldError, Forbidden, Invalid
+from workloadbuilder.errors import BadRequest, FieldError, Forbidden, Invalid
 from workloadbuilder.validation import (
     FeatureGates,
     apply_defaults,
@@ -179,9 +179,12 @@ def validate_typed(
     try:
         model: Any = from_dict(doc, model_cls)
     except CodecError as err:
-        raise invalid(
-            info, name, [FieldError(path=err.path, type="Invalid value", detail=err.detail)]
-        ) from None
+        if err.detail != "Required value":
+            # the real server cannot even decode such a body: 400, not 422
+            raise BadRequest(
+                f'{info.kind} in version "{info.version}" cannot be handled as a {info.kind}: {err}'
+            ) from None
+        raise invalid(info, name, [FieldError(path=err.path, type=err.detail)]) from None
     if not run_validation:
         return dict(doc)
     old_model = None

@@ -56,6 +56,7 @@ from workloadbuilder.cluster._retry import (
 from workloadbuilder.errors import (
     AlreadyExists,
     ApiError,
+    BadRequest,
     Conflict,
     FieldError,
     Forbidden,
@@ -883,6 +884,8 @@ def error_from_status(
         "retry_after": _retry_after(headers, details),
         "body": doc,
     }
+    if status == 400:
+        return BadRequest(message, **kwargs)
     if status == 404:
         return NotFound(message, **kwargs)
     if status == 409:

@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from workloadbuilder.errors import ApiError
+from workloadbuilder.errors import BadRequest
 
 __all__ = [
     "FieldRequirement",
@@ -33,9 +33,9 @@ _KEY_RE = re.compile(
 _VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
-def bad_request(message: str) -> ApiError:
-    """A 400 BadRequest error (the errors module has no dedicated class)."""
-    return ApiError(message, status=400, reason="BadRequest")
+def bad_request(message: str) -> BadRequest:
+    """A 400 BadRequest error."""
+    return BadRequest(message)
 
 
 @attrs.frozen
