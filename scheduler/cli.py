@@ -9,21 +9,24 @@ import contextlib
 import importlib
 import importlib.util
 import inspect
+import json
 import logging
 import os
 import signal
 import socket
 from typing import Any
 
+import yaml
+
 from scheduler._config import DEFAULT_SCHEDULER_NAME, SchedulerConfig
 from scheduler._leader import LeaderElector
 from scheduler._metrics import REGISTRY
 from scheduler._scheduler import CONDITION_INITIALLY_SCHEDULED, Scheduler
-from workloadbuilder.api import PodGroup
+from workloadbuilder.api import PodGroup, to_dict
 from workloadbuilder.cluster import Cluster
 from workloadbuilder.errors import NotFound, WorkloadBuilderError
 
-__all__ = ["explain_text", "register"]
+__all__ = ["explain_report", "explain_text", "register", "render_explain"]
 
 _log = logging.getLogger(__name__)
 SubParsers = argparse._SubParsersAction
@@ -61,6 +64,9 @@ def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     pg = esub.add_parser("podgroup", help="a PodGroup's state and latest explanation")
     pg.add_argument("name")
     pg.add_argument("-n", "--namespace", default="default")
+    pg.add_argument(
+        "-o", "--output", choices=["text", "json", "yaml"], default="text", help="output format"
+    )
     _kube_flags(pg)
     pg.set_defaults(func=_explain_command)
     e.set_defaults(func=lambda args: _usage(e))
@@ -91,8 +97,9 @@ async def _connect(args: argparse.Namespace) -> Cluster:
 # ---- explain ----------------------------------------------------------------------------
 
 
-async def explain_text(cluster: Cluster, name: str, namespace: str) -> str:
-    """A human-readable account of a PodGroup: policy, pods, condition and explanation."""
+async def explain_report(cluster: Cluster, name: str, namespace: str) -> dict[str, Any]:
+    """A PodGroup's state as data: policy, pods, nodes, condition and explanation (what
+    ``explain podgroup -o json|yaml`` prints)."""
     try:
         pg = await cluster.get("PodGroup", name, namespace)
     except NotFound:
@@ -109,43 +116,71 @@ async def explain_text(cluster: Cluster, name: str, namespace: str) -> str:
     live = [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
     bound = [p for p in live if (p.get("spec") or {}).get("nodeName")]
     gang = pg.spec.scheduling_policy.gang
-    lines = [f"PodGroup:  {namespace}/{name}"]
-    if gang is not None:
-        lines.append(f"Policy:    gang (minCount {gang.min_count})")
+    conds = pg.status.conditions if pg.status is not None else ()
+    cond = next((c for c in conds if c.type == CONDITION_INITIALLY_SCHEDULED), None)
+    if cond is not None:
+        state = f"{cond.type}={cond.status} ({cond.reason})"
+    elif gang is not None and len(live) < gang.min_count:
+        state = f"waiting for pods ({len(live)} of minCount {gang.min_count} exist)"
+    else:
+        state = "not attempted yet"
+    return {
+        "namespace": namespace,
+        "name": name,
+        "policy": "gang" if gang is not None else "basic",
+        "minCount": gang.min_count if gang is not None else None,
+        "priorityClassName": pg.spec.priority_class_name,
+        "priority": pg.spec.priority,
+        "pods": {"live": len(live), "bound": len(bound)},
+        "nodes": sorted({str(p["spec"]["nodeName"]) for p in bound}),
+        "state": state,
+        "condition": to_dict(cond) if cond is not None else None,
+        "explanation": (cond.message or None) if cond is not None else None,
+    }
+
+
+def render_explain(report: dict[str, Any]) -> str:
+    """The human-readable form of :func:`explain_report`."""
+    lines = [f"PodGroup:  {report['namespace']}/{report['name']}"]
+    if report["policy"] == "gang":
+        lines.append(f"Policy:    gang (minCount {report['minCount']})")
     else:
         lines.append("Policy:    basic")
-    if pg.spec.priority_class_name or pg.spec.priority is not None:
-        lines.append(
-            f"Priority:  {pg.spec.priority_class_name or ''} {pg.spec.priority or ''}".rstrip()
-        )
-    lines.append(f"Pods:      {len(bound)}/{len(live)} pods bound")
-    nodes = sorted({str(p["spec"]["nodeName"]) for p in bound})
+    if report["priorityClassName"] or report["priority"] is not None:
+        prio = f"{report['priorityClassName'] or ''} {report['priority'] or ''}".rstrip()
+        lines.append(f"Priority:  {prio}")
+    lines.append(f"Pods:      {report['pods']['bound']}/{report['pods']['live']} pods bound")
+    nodes = report["nodes"]
     if nodes:
         shown = ", ".join(nodes[:8]) + (f", ... ({len(nodes)} nodes)" if len(nodes) > 8 else "")
         lines.append(f"Nodes:     {shown}")
-    conds = pg.status.conditions if pg.status is not None else ()
-    cond = next((c for c in conds if c.type == CONDITION_INITIALLY_SCHEDULED), None)
-    if cond is None:
-        if gang is not None and len(live) < gang.min_count:
-            lines.append(
-                f"State:     waiting for pods ({len(live)} of minCount {gang.min_count} exist)"
-            )
-        else:
-            lines.append("State:     not attempted yet")
-    else:
-        since = f" since {cond.last_transition_time}" if cond.last_transition_time else ""
-        lines.append(f"State:     {cond.type}={cond.status} ({cond.reason}){since}")
-        if cond.message:
-            lines.append(f"Why:       {cond.message}")
+    cond = report["condition"]
+    since = (
+        f" since {cond['lastTransitionTime']}" if cond and cond.get("lastTransitionTime") else ""
+    )
+    lines.append(f"State:     {report['state']}{since}")
+    if report["explanation"]:
+        lines.append(f"Why:       {report['explanation']}")
     return "\n".join(lines) + "\n"
+
+
+async def explain_text(cluster: Cluster, name: str, namespace: str) -> str:
+    """A human-readable account of a PodGroup: policy, pods, condition and explanation."""
+    return render_explain(await explain_report(cluster, name, namespace))
 
 
 async def _explain_command(args: argparse.Namespace) -> int:
     cluster = await _connect(args)
     try:
-        print(await explain_text(cluster, args.name, args.namespace), end="")
+        report = await explain_report(cluster, args.name, args.namespace)
     finally:
         await cluster.close()
+    if args.output == "json":
+        print(json.dumps(report, indent=2))
+    elif args.output == "yaml":
+        print(yaml.safe_dump(report, sort_keys=False), end="")
+    else:
+        print(render_explain(report), end="")
     return 0
 
 

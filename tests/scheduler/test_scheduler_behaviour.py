@@ -211,6 +211,17 @@ async def test_explanation_says_what_blocked_and_by_how_much(env: Env) -> None:
     text = await explain_text(env.cluster, "llm", env.namespace)
     assert "Unschedulable" in text and expected in text and "0/4 pods bound" in text
 
+    from scheduler.cli import explain_report
+
+    report = await explain_report(env.cluster, "llm", env.namespace)
+    assert (report["policy"], report["minCount"]) == ("gang", 4)
+    assert report["pods"] == {"live": 4, "bound": 0} and report["nodes"] == []
+    assert report["explanation"] == expected
+    assert (report["condition"]["status"], report["condition"]["reason"]) == (
+        "False",
+        "Unschedulable",
+    )
+
 
 async def test_scheduler_error_mixed_scheduler_names(env: Env) -> None:
     """A member already bound by another scheduler: the group mixes scheduler names."""

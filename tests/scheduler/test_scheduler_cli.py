@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import signal
 import socket
 import subprocess
@@ -150,6 +151,23 @@ async def test_scheduler_command_end_to_end(control_plane: Any) -> None:
         assert "gang (minCount 2)" in out.stdout
         assert "2/2 pods bound" in out.stdout
         assert "PodGroupInitiallyScheduled=True (Scheduled)" in out.stdout
+
+        as_json = await asyncio.to_thread(
+            subprocess.run,
+            [CLI, "explain", "podgroup", "g", "-n", ns, "-o", "json", "--kubeconfig", kubeconfig],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert as_json.returncode == 0, as_json.stderr
+        report = json.loads(as_json.stdout)
+        assert (report["name"], report["minCount"], report["pods"]) == (
+            "g",
+            2,
+            {"live": 2, "bound": 2},
+        )
+        assert report["condition"]["type"] == "PodGroupInitiallyScheduled"
+        assert report["condition"]["status"] == "True"
 
         missing = await asyncio.to_thread(
             subprocess.run,
