@@ -42,7 +42,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "invariant was violated, 2 on usage errors."
         ),
     )
-    p.add_argument("scenario", metavar="SCENARIO.yaml", help="the scenario file (- for stdin)")
+    p.add_argument(
+        "scenario", metavar="SCENARIO.yaml", nargs="?", help="the scenario file (- for stdin)"
+    )
+    p.add_argument(
+        "-f", "--filename", dest="filename", metavar="FILE", help="the scenario, kubectl-style"
+    )
     p.add_argument(
         "-o",
         "--output",
@@ -84,7 +89,10 @@ class _Progress:
 
 async def run(args: argparse.Namespace) -> int:
     """The ``simulate`` command."""
-    scenario = load_scenario(args.scenario)
+    if (args.scenario is None) == (getattr(args, "filename", None) is None):
+        print("error: give the scenario once: SCENARIO.yaml or -f FILE", file=sys.stderr)
+        return 2
+    scenario = load_scenario(args.scenario or args.filename)
     progress = None if getattr(args, "quiet", False) else _Progress()
     try:
         result = await Simulation(scenario, until=args.until, progress=progress).run()

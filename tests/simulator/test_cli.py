@@ -83,10 +83,17 @@ def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     with pytest.raises(SystemExit) as e:
         main(["simulate", path, "-o", "yaml"])
     assert e.value.code == 2
-    with pytest.raises(SystemExit) as e:
-        main(["simulate"])
-    assert e.value.code == 2
-    capsys.readouterr()
+    assert main(["simulate"]) == 2  # no scenario
+    assert main(["simulate", path, "-f", path]) == 2  # two scenarios
+    assert "give the scenario once" in capsys.readouterr().err
+
+
+def test_scenario_with_dash_f_like_kubectl(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, scenario(nodes(2), gang("g", 2, "1", duration="1m")))
+    assert main(["simulate", "-f", path, "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["podGroups"][0]["boundPods"] == 2
 
 
 @pytest.mark.parametrize("name", ["gang-demo", "gpu-training-racks", "priority-mix"])
