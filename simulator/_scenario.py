@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 import yaml
 
-from scheduler.simulator._units import parse_duration, parse_quantity
+from simulator._units import parse_duration, parse_quantity
 from workloadbuilder.api import CodecError, object_from_dict
 from workloadbuilder.cluster import resource_info
 from workloadbuilder.errors import WorkloadBuilderError
