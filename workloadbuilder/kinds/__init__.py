@@ -15,14 +15,14 @@ import importlib
 from collections.abc import Mapping
 from typing import Any, cast
 
-from workloadbuilder.errors import BuildError
-from workloadbuilder.kinds._plan import (
+from workloadbuilder.builder import (
     MinCountPatch,
     Plan,
     PodSetKeyFunc,
     pod_group_min_count_patch,
     workload_min_count_patch,
 )
+from workloadbuilder.errors import BuildError
 from workloadbuilder.kinds.job import NotManagedError, plan_job
 
 __all__ = [

@@ -51,18 +51,16 @@ from workloadbuilder.builder import (
     ALL_POLICIES,
     Builder,
     BuildOptions,
+    Plan,
+    PodSetKeyFunc,
     SchedulingConfig,
     SchedulingConfigFunc,
     WorkloadInput,
     WorkloadItem,
-)
-from workloadbuilder.errors import BuildError, FieldError, ValidationError
-from workloadbuilder.kinds._plan import (
-    Plan,
-    PodSetKeyFunc,
     pod_group_min_count_patch,
     workload_min_count_patch,
 )
+from workloadbuilder.errors import BuildError, FieldError, ValidationError
 from workloadbuilder.naming import job_template_name, pod_group_name, workload_name
 from workloadbuilder.validation._common import short_name
 

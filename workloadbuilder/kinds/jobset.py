@@ -40,6 +40,7 @@ from workloadbuilder.api import (
     WorkloadPodGroupSchedulingConstraints,
     WorkloadPodGroupSchedulingPolicy,
 )
+from workloadbuilder.builder import Plan, PodSetKeyFunc
 from workloadbuilder.errors import BuildError, FieldError, ValidationError
 from workloadbuilder.kinds._common import (
     LeafSpec,
@@ -50,7 +51,6 @@ from workloadbuilder.kinds._common import (
     compile_leaves,
     parse_pod_group_blocks,
 )
-from workloadbuilder.kinds._plan import Plan, PodSetKeyFunc
 from workloadbuilder.kinds.job import GROUP_TEMPLATE_NAME_ANNOTATION
 from workloadbuilder.validation import MAX_TEMPLATES
 

@@ -55,6 +55,8 @@ from workloadbuilder.api import (
     WorkloadPodGroupSchedulingPolicy,
 )
 from workloadbuilder.builder import (
+    Plan,
+    PodSetKeyFunc,
     PolicyName,
     SchedulingConfig,
     WorkloadInput,
@@ -73,7 +75,6 @@ from workloadbuilder.kinds._common import (
     parse_pod_group_blocks,
     strip_owner,
 )
-from workloadbuilder.kinds._plan import Plan, PodSetKeyFunc
 from workloadbuilder.kinds.job import GROUP_TEMPLATE_NAME_ANNOTATION
 
 __all__ = [
