@@ -1,33 +1,61 @@
-"""Minimal stand-ins for the Job, JobSet and LeaderWorkerSet controllers.
+"""Minimal stand-ins for the Job, JobSet and LeaderWorkerSet controllers (until the real
+integrations run in the simulator).
 
-They use the SDK's kind adapters (``workloadbuilder.kinds``) to compute the Workload and
-PodGroups of an object, and then create the pods directly, each with
-``spec.schedulingGroup.podGroupName`` from ``plan.pod_group_for(pod)``:
+They look the object up in the SDK's integration registry
+(:func:`workloadbuilder.kinds.default_registry`), create the Workload and PodGroups of its
+plan, and then create the pods directly, each with ``spec.schedulingGroup.podGroupName`` from
+``plan.pod_group_for(pod)``. Names and labels come from the SDK's adapters:
 
 * **Job**: ``min(parallelism, completions)`` pods at first; when ``completions`` is set, each
   pod that succeeds is replaced until ``completions`` pods have been created (pods never fail).
   Pods are named ``<job>-<n>``; Indexed Jobs get the completion index ``n``.
-* **JobSet**: every child Job ``<jobset>-<replicatedJob>-<index>`` is played like a Job (the
-  child Job objects themselves are not created; pods are owned by the JobSet).
-* **LeaderWorkerSet**: ``replicas`` groups of ``size`` pods: the leader ``<lws>-<g>`` and the
-  workers ``<lws>-<g>-<w>`` (no StatefulSets; pods are owned by the LeaderWorkerSet).
+* **Kinds with child workloads** (JobSet): every child Job the integration lists is played like
+  a Job (the child Job objects themselves are not created; pods are owned by the parent and
+  join the PodGroup their pod template names).
+* **LeaderWorkerSet**: the pods of :func:`workloadbuilder.kinds.lws.lws_pods` (no
+  StatefulSets; pods are owned by the LeaderWorkerSet).
 """
 
 from __future__ import annotations
 
 import copy
-import hashlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 
 from workloadbuilder.api import CompositePodGroup, PodGroup, Workload
-from workloadbuilder.kinds import Plan
+from workloadbuilder.kinds import (
+    JOB_GVK,
+    JOBSET_GVK,
+    LWS_GVK,
+    ChildWorkloads,
+    Integration,
+    IntegrationRegistry,
+    NotManagedError,
+    Plan,
+    UnknownKindError,
+    default_registry,
+)
+from workloadbuilder.kinds.job import job_pod_metadata
 
-__all__ = ["JobRun", "Planned", "plan_object"]
+__all__ = ["JobRun", "Planned", "controls", "plan_object"]
 
 PodGroupFor = Callable[[Mapping[str, Any]], "str | None"]
+
+#: The kinds (and versions) whose controllers the simulator plays.
+_PLAYED = (JOB_GVK, JOBSET_GVK, LWS_GVK)
+
+
+def controls(api_version: str, kind: str) -> bool:
+    """True for the kinds whose pods the simulator creates (Job, JobSet, LeaderWorkerSet)."""
+    return any(
+        g.kind == kind and api_version in _api_versions(g.group, g.versions) for g in _PLAYED
+    )
+
+
+def _api_versions(group: str, versions: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(f"{group}/{v}" if group else v for v in versions)
 
 
 @attrs.frozen(kw_only=True)
@@ -52,7 +80,6 @@ class JobRun:
     completions: int | None
     indexed: bool
     owner_ref: dict[str, Any]
-    extra_labels: dict[str, str]
     group_for: PodGroupFor | None
     created: int = 0
     succeeded: int = 0
@@ -77,27 +104,16 @@ class JobRun:
         index = self.created
         self.created += 1
         meta = self.template.get("metadata") or {}
-        labels = dict(meta.get("labels") or {})
-        annotations = dict(meta.get("annotations") or {})
-        labels.update(self.extra_labels)
-        uid = str(self.owner_ref.get("uid", ""))
-        labels.update(
-            {
-                "batch.kubernetes.io/job-name": self.name,
-                "job-name": self.name,
-            }
+        job_labels, job_annotations = job_pod_metadata(
+            self.name,
+            str(self.owner_ref.get("uid") or "") or None,
+            completion_index=index if self.indexed else None,
         )
-        if uid:
-            labels["batch.kubernetes.io/controller-uid"] = uid
-            labels["controller-uid"] = uid
-        if self.indexed:
-            labels["batch.kubernetes.io/job-completion-index"] = str(index)
-            annotations["batch.kubernetes.io/job-completion-index"] = str(index)
         pod = _pod(
             f"{self.name}-{index}",
             self.namespace,
-            labels,
-            annotations,
+            {**dict(meta.get("labels") or {}), **job_labels},
+            {**dict(meta.get("annotations") or {}), **job_annotations},
             self.template.get("spec") or {},
             self.owner_ref,
         )
@@ -143,157 +159,61 @@ def _owner_ref(obj: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _plan_objects(plan: Plan) -> tuple[Workload | CompositePodGroup | PodGroup, ...]:
-    return tuple(plan.objects())
+def _plan(integration: Integration, obj: Mapping[str, Any]) -> Plan | None:
+    """The integration's plan, or None when its controller manages no scheduling objects
+    (bring-your-own PodGroup, or no ``spec.scheduling``): the pods then keep their own
+    ``schedulingGroup``, if any."""
+    try:
+        return integration.plan(obj)
+    except NotManagedError:
+        return None
 
 
-def _job_run(
-    namespace: str,
-    name: str,
-    spec: Mapping[str, Any],
-    owner_ref: dict[str, Any],
-    extra_labels: dict[str, str],
-    group_for: PodGroupFor | None,
-) -> JobRun:
+def _job_run(job: Mapping[str, Any], owner_ref: dict[str, Any], plan: Plan | None) -> JobRun:
+    meta = job.get("metadata") or {}
+    spec = job.get("spec") or {}
     parallelism = spec.get("parallelism")
     completions = spec.get("completions")
     return JobRun(
-        namespace=namespace,
-        name=name,
+        namespace=str(meta.get("namespace") or "default"),
+        name=str(meta["name"]),
         template=copy.deepcopy(dict(spec.get("template") or {})),
         parallelism=1 if parallelism is None else int(parallelism),
         completions=None if completions is None else int(completions),
         indexed=spec.get("completionMode") == "Indexed",
         owner_ref=owner_ref,
-        extra_labels=extra_labels,
-        group_for=group_for,
+        group_for=plan.pod_group_for if plan is not None else None,
     )
 
 
-def plan_object(obj: Mapping[str, Any]) -> Planned:
+def plan_object(obj: Mapping[str, Any], registry: IntegrationRegistry | None = None) -> Planned:
     """What the controller of ``obj`` (a stored Job, JobSet or LeaderWorkerSet, with its
     ``metadata.uid``) creates. Errors of the adapters (``ValidationError``, ``BuildError``)
-    propagate."""
+    propagate; a kind the simulator does not play is a ``ValueError``."""
+    registry = registry if registry is not None else default_registry()
     kind = obj.get("kind")
-    if kind == "Job":
-        return _plan_job(obj)
-    if kind == "JobSet":
-        return _plan_jobset(obj)
-    if kind == "LeaderWorkerSet":
-        return _plan_lws(obj)
-    raise ValueError(f"no controller for kind {kind!r}")
-
-
-def _plan_job(job: Mapping[str, Any]) -> Planned:
-    from workloadbuilder.kinds import NotManagedError, plan_job
-
-    meta = job["metadata"]
-    spec = job.get("spec") or {}
     try:
-        plan: Plan | None = plan_job(job)
-    except NotManagedError:  # bring-your-own PodGroup: the pods keep their schedulingGroup
-        plan = None
-    run = _job_run(
-        meta["namespace"],
-        meta["name"],
-        spec,
-        _owner_ref(job),
-        {},
-        plan.pod_group_for if plan is not None else None,
-    )
-    return Planned(objects=_plan_objects(plan) if plan is not None else (), runs=(run,))
+        integration = registry.for_object(obj)
+    except UnknownKindError:
+        raise ValueError(f"no controller for kind {kind!r}") from None
+    if integration.gvk not in _PLAYED:
+        raise ValueError(f"no controller for kind {kind!r}")
+    plan = _plan(integration, obj)
+    objects = tuple(plan.objects()) if plan is not None else ()
+    owner = _owner_ref(obj)
+    if isinstance(integration, ChildWorkloads):
+        # The children's pod templates already name their PodGroups (the parent planned them).
+        runs = tuple(_job_run(child, owner, None) for child in integration.child_workloads(obj))
+        return Planned(objects=objects, runs=runs)
+    if integration.gvk == JOB_GVK:
+        return Planned(objects=objects, runs=(_job_run(obj, owner, plan),))
+    assert integration.gvk == LWS_GVK
+    from workloadbuilder.kinds.lws import lws_pods  # loaded on first use, like the adapter
 
-
-def _plan_jobset(js: Mapping[str, Any]) -> Planned:
-    from workloadbuilder.kinds.jobset import plan_jobset
-
-    meta = js["metadata"]
-    ns, name = meta["namespace"], meta["name"]
-    spec = js.get("spec") or {}
-    # Without spec.scheduling the JobSet controller creates no Workload or PodGroups.
-    plan = plan_jobset(js) if spec.get("scheduling") is not None else None
-    owner = _owner_ref(js)
-    runs: list[JobRun] = []
-    global_index = 0
-    for rj in spec.get("replicatedJobs") or ():
-        replicas = rj.get("replicas")
-        replicas = 1 if replicas is None else int(replicas)
-        for index in range(replicas):
-            job_name = f"{name}-{rj['name']}-{index}"
-            labels = {
-                "jobset.sigs.k8s.io/jobset-name": name,
-                "jobset.sigs.k8s.io/replicatedjob-name": str(rj["name"]),
-                "jobset.sigs.k8s.io/replicatedjob-replicas": str(replicas),
-                "jobset.sigs.k8s.io/job-index": str(index),
-                "jobset.sigs.k8s.io/job-global-index": str(global_index),
-                "jobset.sigs.k8s.io/job-key": hashlib.sha1(f"{ns}/{job_name}".encode()).hexdigest(),
-            }
-            global_index += 1
-            job_spec = (rj.get("template") or {}).get("spec") or {}
-            runs.append(
-                _job_run(
-                    ns,
-                    job_name,
-                    job_spec,
-                    owner,
-                    labels,
-                    plan.pod_group_for if plan is not None else None,
-                )
-            )
-    return Planned(objects=_plan_objects(plan) if plan is not None else (), runs=tuple(runs))
-
-
-def _lws_subgroup(w: int, size: int, lwt: Mapping[str, Any]) -> str | None:
-    """The ``subgroup-index`` label the LWS controller gives pod ``w`` (0 = leader)."""
-    policy = lwt.get("subGroupPolicy") or {}
-    sgs = policy.get("subGroupSize")
-    if not isinstance(sgs, int) or sgs < 1:
-        return None
-    if policy.get("subGroupPolicyType") == "LeaderExcluded":
-        return None if w == 0 else str((w - 1) // sgs)
-    if (size - 1) % sgs == 0:  # the leader is an extra pod in subgroup 0
-        return "0" if w == 0 else str((w - 1) // sgs)
-    return str(w // sgs)
-
-
-def _plan_lws(lws: Mapping[str, Any]) -> Planned:
-    from workloadbuilder.kinds.lws import plan_lws
-
-    meta = lws["metadata"]
-    ns, name = meta["namespace"], meta["name"]
-    spec = lws.get("spec") or {}
-    plan = plan_lws(lws) if spec.get("scheduling") is not None else None
-    lwt = spec.get("leaderWorkerTemplate") or {}
-    size = int(lwt.get("size") or 1)
-    replicas = spec.get("replicas")
-    replicas = 1 if replicas is None else int(replicas)
-    worker = lwt.get("workerTemplate") or {}
-    leader = lwt.get("leaderTemplate") or worker
-    owner = _owner_ref(lws)
-    pods: list[dict[str, Any]] = []
-    for g in range(replicas):
-        group_key = hashlib.sha1(f"{ns}/{name}-{g}".encode()).hexdigest()
-        for w in range(size):
-            tmpl = leader if w == 0 else worker
-            tmeta = tmpl.get("metadata") or {}
-            labels = dict(tmeta.get("labels") or {})
-            labels.update(
-                {
-                    "leaderworkerset.sigs.k8s.io/name": name,
-                    "leaderworkerset.sigs.k8s.io/group-index": str(g),
-                    "leaderworkerset.sigs.k8s.io/worker-index": str(w),
-                    "leaderworkerset.sigs.k8s.io/group-key": group_key,
-                }
-            )
-            sub = _lws_subgroup(w, size, lwt)
-            if sub is not None:
-                labels["leaderworkerset.sigs.k8s.io/subgroup-index"] = sub
-            annotations = dict(tmeta.get("annotations") or {})
-            annotations["leaderworkerset.sigs.k8s.io/size"] = str(size)
-            if w > 0:
-                annotations["leaderworkerset.sigs.k8s.io/leader-name"] = f"{name}-{g}"
-            pod_name = f"{name}-{g}" if w == 0 else f"{name}-{g}-{w}"
-            pod = _pod(pod_name, ns, labels, annotations, tmpl.get("spec") or {}, owner)
-            pods.append(_with_group(pod, plan.pod_group_for if plan is not None else None))
-    objects = _plan_objects(plan) if plan is not None else ()
+    group_for = plan.pod_group_for if plan is not None else None
+    pods = []
+    for pod in lws_pods(obj):
+        if owner.get("uid"):
+            pod["metadata"]["ownerReferences"] = [dict(owner)]
+        pods.append(_with_group(pod, group_for))
     return Planned(objects=objects, pods=tuple(pods))
