@@ -6,8 +6,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib
-import importlib.util
 import inspect
 import json
 import logging
@@ -70,9 +68,6 @@ def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     _kube_flags(pg)
     pg.set_defaults(func=_explain_command)
     e.set_defaults(func=lambda args: _usage(e))
-
-    if importlib.util.find_spec("scheduler.simulator.cli") is not None:
-        importlib.import_module("scheduler.simulator.cli").register(subparsers)
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scheduler.simulator import parse_quantity
+from simulator import parse_quantity
 from workloadbuilder.api import PodGroup
 from workloadbuilder.cluster import Cluster
 

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from scheduler.simulator import VirtualClock
+from simulator import VirtualClock
 
 
 async def test_sleepers_wake_only_when_time_is_advanced() -> None:

@@ -10,7 +10,7 @@ import yaml
 from sim_helpers import gang, job, nodes, scenario
 from sim_toy import ToyScheduler
 
-from scheduler.simulator import (
+from simulator import (
     Simulation,
     SimulationResult,
     parse_scenario,
@@ -250,7 +250,7 @@ async def test_bad_reference_at_run_time_names_the_document() -> None:
         "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
         "spec: {priorityClassName: nope, containers: [{name: c}]}\n",
     )
-    from scheduler.simulator import ScenarioError
+    from simulator import ScenarioError
 
     try:
         await run(text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sim_helpers import gang, nodes, scenario
 
-from scheduler.simulator import (
+from simulator import (
     ScenarioError,
     expand_node_pool,
     format_duration,

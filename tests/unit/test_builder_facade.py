@@ -145,3 +145,42 @@ def test_facade_output_passes_sdk_validation() -> None:
     )
     for obj in result.objects():
         assert validation.validate_object(obj) == []
+
+
+def test_facade_returns_a_plan_like_every_adapter() -> None:
+    from workloadbuilder.builder import POD_SET_ANNOTATION, WORKLOAD_ANNOTATION
+    from workloadbuilder.kinds import Plan
+
+    plan = simple_workload(
+        name="trainer",
+        namespace="ml",
+        owner=TRAINER,
+        pod_sets=[PodSet(name="workers", replicas=4), PodSet(name="ps", replicas=2, gang=False)],
+    )
+    assert isinstance(plan, Plan) and plan.owns_workload
+    workers = plan.pod_group_names["workers"]
+    pod = {"metadata": {"namespace": "ml", "annotations": {POD_SET_ANNOTATION: "workers"}}}
+    assert plan.pod_group_for(pod) == workers
+    other_ns = {"metadata": {"namespace": "x", "annotations": {POD_SET_ANNOTATION: "workers"}}}
+    assert plan.pod_group_for(other_ns) is None
+    elsewhere = {
+        "metadata": {
+            "namespace": "ml",
+            "annotations": {POD_SET_ANNOTATION: "workers", WORKLOAD_ANNOTATION: "other"},
+        }
+    }
+    assert plan.pod_group_for(elsewhere) is None
+    linked = {
+        "metadata": {"namespace": "ml"},
+        "spec": {"schedulingGroup": {"podGroupName": workers}},
+    }
+    assert plan.pod_group_for(linked) == workers
+    assert [(p.kind, p.name) for p in plan.patches()] == [
+        ("Workload", "trainer"),
+        ("PodGroup", workers),
+    ]
+    assert plan.pod_group_patches[workers] == {
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 4}}}
+    }
+    with pytest.raises(KeyError):
+        plan.pod_group("nope")

@@ -2,15 +2,18 @@
 
 ::
 
-    result = simple_workload(
+    plan = simple_workload(
         name="trainer",
         namespace="ml",
         owner=my_custom_resource,  # a dict with apiVersion/kind/metadata, or an OwnerReference
         pod_sets=[PodSet(name="workers", replicas=8, topology_key="topology.kubernetes.io/rack")],
         priority_class_name="high",
     )
-    result.objects()                       # [Workload, PodGroup...] in creation order
-    result.pod_group_names["workers"]      # -> put into pod.spec.schedulingGroup.podGroupName
+    plan.objects()                       # [Workload, PodGroup...] in creation order
+    plan.pod_group_names["workers"]      # -> put into pod.spec.schedulingGroup.podGroupName
+    plan.pod_group_for(pod)              # the same, for a pod annotated workloadbuilder.io/pod-set
+
+The result is a :class:`Plan`, like every kind adapter's.
 """
 
 from __future__ import annotations
@@ -22,10 +25,8 @@ import attrs
 
 from workloadbuilder.api import (
     OwnerReference,
-    PodGroup,
     PodGroupResourceClaim,
     TopologyConstraint,
-    Workload,
     WorkloadPodGroupAllDisruptionMode,
     WorkloadPodGroupBasicSchedulingPolicy,
     WorkloadPodGroupDisruptionMode,
@@ -36,6 +37,12 @@ from workloadbuilder.api import (
     WorkloadPodGroupSingleDisruptionMode,
 )
 from workloadbuilder.builder._builder import Builder, build_flat_workload
+from workloadbuilder.builder._plan import (
+    Plan,
+    annotated_pod_set_key,
+    pod_group_min_count_patch,
+    workload_min_count_patch,
+)
 from workloadbuilder.builder._types import (
     ALL_DISRUPTION_MODES,
     ALL_POLICIES,
@@ -50,7 +57,7 @@ from workloadbuilder.errors import BuildError, FieldError, ValidationError
 from workloadbuilder.naming import pod_group_name
 from workloadbuilder.validation._names import content_dns1123_label
 
-__all__ = ["PodSet", "SimpleWorkload", "controller_ref", "simple_workload"]
+__all__ = ["PodSet", "controller_ref", "simple_workload"]
 
 
 def controller_ref(obj: Mapping[str, Any] | OwnerReference) -> OwnerReference:
@@ -99,25 +106,6 @@ class PodSet:
     topology_key: str | None = None
     disruption_mode: DisruptionModeName | None = None
     resource_claims: tuple[PodGroupResourceClaim, ...] = attrs.field(default=(), converter=_claims)
-
-
-@attrs.frozen(kw_only=True)
-class SimpleWorkload:
-    """The objects :func:`simple_workload` planned."""
-
-    workload: Workload
-    pod_groups: tuple[PodGroup, ...]
-    #: pod-set name -> PodGroup name (the value of ``pod.spec.schedulingGroup.podGroupName``)
-    pod_group_names: dict[str, str]
-
-    def pod_group(self, pod_set: str) -> PodGroup:
-        """The PodGroup of ``pod_set``."""
-        name = self.pod_group_names[pod_set]
-        return next(pg for pg in self.pod_groups if pg.metadata.name == name)
-
-    def objects(self) -> list[Workload | PodGroup]:
-        """Everything to create, in the order the API expects: the Workload, then PodGroups."""
-        return [self.workload, *self.pod_groups]
 
 
 def _input_for(ps: PodSet, topology_key: str | None, mode: str | None) -> WorkloadInput:
@@ -171,13 +159,16 @@ def simple_workload(
     priority_class_name: str | None = None,
     disruption_mode: DisruptionModeName | None = None,
     topology_key: str | None = None,
-) -> SimpleWorkload:
+) -> Plan:
     """Plan a Workload with one PodGroupTemplate and one PodGroup per pod set.
 
     Pod-set names become template names (DNS labels, unique); PodGroups are named like the
     Job controller names them (:func:`workloadbuilder.naming.pod_group_name`). Every object is
-    owned by ``owner`` (a controller reference). Raises :class:`ValidationError` with paths
-    such as ``podSets[0].schedulingPolicy.gang.minCount`` when the input is invalid.
+    owned by ``owner`` (a controller reference). ``plan.pod_group_names`` maps each pod-set
+    name to its PodGroup; ``plan.pod_group_for(pod)`` reads the pod's
+    ``workloadbuilder.io/pod-set`` annotation (:data:`POD_SET_ANNOTATION`). Raises
+    :class:`ValidationError` with paths such as ``podSets[0].schedulingPolicy.gang.minCount``
+    when the input is invalid.
     """
     if not pod_sets:
         raise ValidationError([FieldError(path="podSets", type="Required value")])
@@ -250,4 +241,16 @@ def simple_workload(
     materializer = Builder.from_existing_workload(workload, opts)
     names = {ps.name: pod_group_name(name, ps.name) for ps in pod_sets}
     groups = tuple(materializer.new_pod_group(names[ps.name], ps.name) for ps in pod_sets)
-    return SimpleWorkload(workload=workload, pod_groups=groups, pod_group_names=names)
+    patches = {
+        pg.metadata.name or "": body
+        for pg in groups
+        if (body := pod_group_min_count_patch(pg)) is not None
+    }
+    return Plan(
+        workload=workload,
+        pod_groups=groups,
+        pod_group_names=names,
+        min_count_patch=workload_min_count_patch(workload),
+        pod_group_patches=patches,
+        pod_set_key=annotated_pod_set_key(name),
+    )

@@ -25,8 +25,7 @@ from workloadbuilder.cli._common import (
     read_documents,
 )
 from workloadbuilder.errors import WorkloadBuilderError
-from workloadbuilder.kinds import SUPPORTED_KINDS, Plan, plan_for
-from workloadbuilder.kinds.generic import GENERIC_KIND, plan_generic_dict
+from workloadbuilder.kinds import IntegrationRegistry, default_registry
 
 __all__ = ["build_objects", "register"]
 
@@ -93,22 +92,25 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_objects(doc: Any, *, api_version: str = "v1beta1") -> list[dict[str, Any]]:
+def build_objects(
+    doc: Any, *, api_version: str = "v1beta1", registry: IntegrationRegistry | None = None
+) -> list[dict[str, Any]]:
     """Compile one manifest into the JSON objects to create, in creation order.
 
-    ownerReferences without a UID are left out (see :func:`_sendable`). Raises
-    :class:`~workloadbuilder.errors.WorkloadBuilderError` (or ``ValueError`` from the codec)
-    when the manifest is not a supported kind or is invalid.
+    The manifest's kind is looked up in ``registry`` (default:
+    :func:`workloadbuilder.kinds.default_registry`, so a :func:`~workloadbuilder.kinds.register`-ed
+    custom kind builds too). ownerReferences without a UID are left out (see
+    :func:`_sendable`). Raises :class:`~workloadbuilder.errors.WorkloadBuilderError` (or
+    ``ValueError`` from the codec) when the manifest is not a registered kind or is invalid.
     """
     if not isinstance(doc, dict):
         raise InputError(f"expected a Kubernetes object (a mapping), got {type(doc).__name__}")
-    plans = _plan(doc)
+    plan = (registry if registry is not None else default_registry()).plan(doc)
     version = f"{GROUP}/{api_version}"
     out: list[dict[str, Any]] = []
-    for plan in plans:
-        for obj in plan.objects():
-            target = None if isinstance(obj, CompositePodGroup) else version
-            out.append(_sendable(object_to_dict(obj, api_version=target)))
+    for obj in plan.objects():
+        target = None if isinstance(obj, CompositePodGroup) else version
+        out.append(_sendable(object_to_dict(obj, api_version=target)))
     return out
 
 
@@ -123,22 +125,6 @@ def _sendable(obj: dict[str, Any]) -> dict[str, Any]:
     else:
         meta.pop("ownerReferences", None)
     return obj
-
-
-_KINDS = "batch/v1 Job, JobSet, LeaderWorkerSet or workloadbuilder.io/v1alpha1 GenericWorkload"
-
-
-def _plan(doc: dict[str, Any]) -> list[Plan]:
-    kind = doc.get("kind")
-    if not isinstance(kind, str) or not kind:
-        raise InputError(f"object has no kind; expected a {_KINDS}")
-    if kind == GENERIC_KIND:
-        return [plan_generic_dict(doc)]
-    if kind not in SUPPORTED_KINDS:
-        api_version = doc.get("apiVersion") or "?"
-        raise InputError(f"unsupported kind {api_version}/{kind}: expected a {_KINDS}")
-    result = plan_for(doc)
-    return list(result) if isinstance(result, list) else [result]
 
 
 def _where(source: str, index: int, doc: Any) -> str:

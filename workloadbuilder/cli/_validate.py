@@ -32,7 +32,7 @@ from workloadbuilder.api import KINDS, CodecError, object_from_dict
 from workloadbuilder.api._codec import camel
 from workloadbuilder.cli._common import InputError, read_documents
 from workloadbuilder.errors import BuildError, FieldError, ValidationError, WorkloadBuilderError
-from workloadbuilder.kinds import SUPPORTED_KINDS, plan_for
+from workloadbuilder.kinds import default_registry, plan_for
 from workloadbuilder.validation import (
     FeatureGates,
     validate_job_scheduling,
@@ -188,7 +188,7 @@ def validate_document(
         return validate_object(obj, gates=gates), notes
     if kind == "Job":
         return validate_job_scheduling(doc, gates=gates), []
-    if kind in SUPPORTED_KINDS:
+    if kind in default_registry().kinds():
         return _validate_via_plan(doc, gates)
     return [], [f"kind {kind!r} is not checked (nothing to validate)"]
 
@@ -206,14 +206,12 @@ def _validate_via_plan(
         return [FieldError(path="spec", type="Invalid value", detail=str(e))], []
     if gates == FeatureGates():
         return [], []  # plan_for validated every planned object with these (default) gates
-    plans = planned if isinstance(planned, list) else [planned]
     errors: list[FieldError] = []
-    for plan in plans:
-        objects: list[Any] = [plan.workload, *plan.composite_pod_groups, *plan.pod_groups]
-        for obj in objects:
-            for err in validate_object(obj, gates=gates):
-                label = f"{obj.kind} {obj.metadata.namespace}/{obj.metadata.name}"
-                errors.append(attrs.evolve(err, path=f"{label}: {err.path}"))
+    objects: list[Any] = [planned.workload, *planned.composite_pod_groups, *planned.pod_groups]
+    for obj in objects:
+        for err in validate_object(obj, gates=gates):
+            label = f"{obj.kind} {obj.metadata.namespace}/{obj.metadata.name}"
+            errors.append(attrs.evolve(err, path=f"{label}: {err.path}"))
     return errors, []
 
 

@@ -1,70 +1,113 @@
-"""Kind adapters: what to create for a Job, JobSet, LeaderWorkerSet or a custom workload.
+"""Kind integrations: what to create for a Job, JobSet, LeaderWorkerSet or a custom workload.
 
-``GenericWorkload`` (``workloadbuilder.io/v1alpha1``) is this SDK's document for custom
-operators' workloads (see :mod:`workloadbuilder.kinds.generic`).
+Every kind is an :class:`Integration` (Kueue jobframework shape): its GVK and
+``plan(obj) -> Plan`` (the Workload, the PodGroups / CompositePodGroups to create, the
+pod -> PodGroup mapping and the minCount patches). Optional capabilities are detected at run
+time: :class:`ChildWorkloads` (JobSet -> Jobs), :class:`DelegatedGroups` (a child Job whose
+PodGroup comes from its parent's Workload), :class:`ElasticResize` and :class:`Suspendable`.
 
-Every adapter returns a :class:`Plan` (the Workload, the PodGroups / CompositePodGroups to
-create, the pod -> PodGroup mapping and the minCount patches). :func:`plan_for` dispatches on a
-document's ``kind``. The JobSet, LeaderWorkerSet and generic adapters live in their own modules
-and are imported on first use.
+:func:`default_registry` holds the built-in Job, JobSet, LeaderWorkerSet and
+``GenericWorkload`` (``workloadbuilder.io/v1alpha1``, this SDK's document for custom
+operators' workloads, see :mod:`workloadbuilder.kinds.generic`) integrations; an operator
+author adds a kind with :func:`register`. ``workloadbuilder build``, the simulator and the
+controllers look kinds up there; :func:`plan_for` is the one-call shortcut. The JobSet,
+LeaderWorkerSet and generic adapters live in their own modules and are imported on first use.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
-from workloadbuilder.errors import BuildError
-from workloadbuilder.kinds._plan import (
+from workloadbuilder.builder import (
     MinCountPatch,
     Plan,
     PodSetKeyFunc,
     pod_group_min_count_patch,
     workload_min_count_patch,
 )
+from workloadbuilder.kinds._builtin import (
+    GENERIC_GVK,
+    JOB_GVK,
+    JOBSET_GVK,
+    LWS_GVK,
+    GenericWorkloadIntegration,
+    JobIntegration,
+    JobSetIntegration,
+    LeaderWorkerSetIntegration,
+    builtin_integrations,
+)
+from workloadbuilder.kinds._integration import (
+    ChildWorkloads,
+    DelegatedGroups,
+    DuplicateIntegrationError,
+    ElasticResize,
+    GroupVersionKind,
+    Integration,
+    IntegrationRegistry,
+    Suspendable,
+    UnknownKindError,
+    capabilities,
+)
 from workloadbuilder.kinds.job import NotManagedError, plan_job
 
 __all__ = [
-    "SUPPORTED_KINDS",
+    "GENERIC_GVK",
+    "JOBSET_GVK",
+    "JOB_GVK",
+    "LWS_GVK",
+    "ChildWorkloads",
+    "DelegatedGroups",
+    "DuplicateIntegrationError",
+    "ElasticResize",
+    "GenericWorkloadIntegration",
+    "GroupVersionKind",
+    "Integration",
+    "IntegrationRegistry",
+    "JobIntegration",
+    "JobSetIntegration",
+    "LeaderWorkerSetIntegration",
     "MinCountPatch",
     "NotManagedError",
     "Plan",
     "PodSetKeyFunc",
+    "Suspendable",
+    "UnknownKindError",
+    "builtin_integrations",
+    "capabilities",
+    "default_registry",
     "plan_for",
     "plan_job",
     "pod_group_min_count_patch",
+    "register",
     "workload_min_count_patch",
 ]
 
-#: kind -> (API group, adapter module, adapter function)
-SUPPORTED_KINDS: dict[str, tuple[str, str, str]] = {
-    "Job": ("batch", "workloadbuilder.kinds.job", "plan_job"),
-    "JobSet": ("jobset.x-k8s.io", "workloadbuilder.kinds.jobset", "plan_jobset"),
-    "LeaderWorkerSet": ("leaderworkerset.x-k8s.io", "workloadbuilder.kinds.lws", "plan_lws"),
-    "GenericWorkload": ("workloadbuilder.io", "workloadbuilder.kinds.generic", "plan_generic_dict"),
-}
+_DEFAULT = IntegrationRegistry(builtin_integrations())
 
 
-def plan_for(doc: Mapping[str, Any], **kwargs: Any) -> Plan | list[Plan]:
-    """Plan the scheduling objects for a Job, JobSet, LeaderWorkerSet or GenericWorkload.
+def default_registry() -> IntegrationRegistry:
+    """The process-wide registry: the built-in integrations plus every :func:`register`-ed
+    one."""
+    return _DEFAULT
 
-    Dispatches on ``kind`` (and checks the ``apiVersion`` group); ``kwargs`` go to the adapter
-    (e.g. ``parent_workload=`` for a delegated Job). Raises :class:`BuildError` for any other
-    kind, or when an adapter module is not available.
+
+def register(integration: Integration) -> Integration:
+    """Add a custom kind's integration to :func:`default_registry` and return it.
+
+    Raises :class:`DuplicateIntegrationError` when its group and kind are already registered.
     """
-    kind = doc.get("kind")
-    if not isinstance(kind, str) or kind not in SUPPORTED_KINDS:
-        raise BuildError(
-            f"unsupported kind {kind!r}: expected one of {', '.join(sorted(SUPPORTED_KINDS))}"
-        )
-    group, module_name, func_name = SUPPORTED_KINDS[kind]
-    api_version = doc.get("apiVersion")
-    if not isinstance(api_version, str) or api_version.split("/")[0] != group:
-        raise BuildError(f"{kind} must have apiVersion {group}/..., not {api_version!r}")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as e:
-        raise BuildError(f"the {kind} adapter is not available: {e}") from e
-    adapter = getattr(module, func_name)
-    return cast("Plan | list[Plan]", adapter(doc, **kwargs))
+    return _DEFAULT.register(integration)
+
+
+def plan_for(doc: Mapping[str, Any], **kwargs: Any) -> Plan:
+    """Plan the scheduling objects for any registered kind (Job, JobSet, LeaderWorkerSet,
+    GenericWorkload, or a custom one).
+
+    Looks the integration up by ``apiVersion`` group and ``kind`` in :func:`default_registry`;
+    ``kwargs`` go to the integration's ``plan`` (e.g. ``parent_workload=`` for a delegated
+    Job). Raises :class:`UnknownKindError` (a :class:`~workloadbuilder.errors.BuildError`) for
+    an unknown kind or a wrong group, :class:`~workloadbuilder.errors.BuildError` when an
+    adapter module is not available.
+    """
+    return _DEFAULT.plan(doc, **kwargs)

@@ -24,17 +24,15 @@ from workloadbuilder.builder import (
     ALL_POLICIES,
     Builder,
     BuildOptions,
+    Plan,
+    PodSetKeyFunc,
     SchedulingConfig,
     WorkloadInput,
     WorkloadItem,
-)
-from workloadbuilder.errors import FieldError, ValidationError
-from workloadbuilder.kinds._plan import (
-    Plan,
-    PodSetKeyFunc,
     pod_group_min_count_patch,
     workload_min_count_patch,
 )
+from workloadbuilder.errors import FieldError, ValidationError
 from workloadbuilder.validation import validate_object
 
 __all__ = [

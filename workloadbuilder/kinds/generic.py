@@ -53,9 +53,13 @@ from workloadbuilder.api import (
     WorkloadPodGroupSchedulingPolicy,
 )
 from workloadbuilder.builder import (
+    POD_SET_ANNOTATION,
+    WORKLOAD_ANNOTATION,
+    Plan,
     SchedulingConfig,
     WorkloadInput,
     WorkloadItem,
+    annotated_pod_set_key,
 )
 from workloadbuilder.errors import BuildError, FieldError, ValidationError
 from workloadbuilder.kinds._common import (
@@ -68,10 +72,6 @@ from workloadbuilder.kinds._common import (
     min_count_default,
     parse_block,
     strip_owner,
-)
-from workloadbuilder.kinds._plan import (
-    Plan,
-    PodSetKeyFunc,
 )
 from workloadbuilder.validation import is_dns1123_label
 
@@ -91,10 +91,6 @@ __all__ = [
 
 GENERIC_API_VERSION = "workloadbuilder.io/v1alpha1"
 GENERIC_KIND = "GenericWorkload"
-#: Pod annotation naming the pod-set key (``slices-0/slice-1``) of the pod's PodGroup.
-POD_SET_ANNOTATION = "workloadbuilder.io/pod-set"
-#: Optional pod annotation naming the Workload; when present it must match.
-WORKLOAD_ANNOTATION = "workloadbuilder.io/workload"
 
 _MAX_NAME = 253
 _Instance = TypeVar("_Instance", PodGroup, CompositePodGroup)
@@ -401,7 +397,7 @@ def plan_generic(spec: GenericSpec) -> Plan:
     instances(spec.pod_sets, spec.groups, wl_name, "", None)
     if name_errors:
         raise ValidationError(name_errors)
-    return make_plan(workload, pod_groups, cpgs, names, _generic_pod_key(wl_name))
+    return make_plan(workload, pod_groups, cpgs, names, annotated_pod_set_key(wl_name))
 
 
 def _under(obj: _Instance, owner: Owner | None, parent: str | None) -> _Instance:
@@ -422,21 +418,6 @@ def _check_len(name: str, key: str, errors: list[FieldError]) -> None:
                 f"{_MAX_NAME} are allowed (use shorter names)",
             )
         )
-
-
-def _generic_pod_key(workload: str) -> PodSetKeyFunc:
-    def key(pod: Mapping[str, Any]) -> str | None:
-        meta = pod.get("metadata")
-        ann = meta.get("annotations") if isinstance(meta, Mapping) else None
-        if not isinstance(ann, Mapping):
-            return None
-        owner = ann.get(WORKLOAD_ANNOTATION)
-        if owner is not None and owner != workload:
-            return None
-        value = ann.get(POD_SET_ANNOTATION)
-        return value if isinstance(value, str) else None
-
-    return key
 
 
 def plan_generic_dict(doc: Mapping[str, Any]) -> Plan:

@@ -51,18 +51,16 @@ from workloadbuilder.builder import (
     ALL_POLICIES,
     Builder,
     BuildOptions,
+    Plan,
+    PodSetKeyFunc,
     SchedulingConfig,
     SchedulingConfigFunc,
     WorkloadInput,
     WorkloadItem,
-)
-from workloadbuilder.errors import BuildError, FieldError, ValidationError
-from workloadbuilder.kinds._plan import (
-    Plan,
-    PodSetKeyFunc,
     pod_group_min_count_patch,
     workload_min_count_patch,
 )
+from workloadbuilder.errors import BuildError, FieldError, ValidationError
 from workloadbuilder.naming import job_template_name, pod_group_name, workload_name
 from workloadbuilder.validation._common import short_name
 
@@ -73,6 +71,7 @@ __all__ = [
     "find_parent_workload",
     "job_controller_ref",
     "job_is_new",
+    "job_pod_metadata",
     "job_scheduling",
     "job_workload_item",
     "link_job_pod",
@@ -86,6 +85,7 @@ GROUP_TEMPLATE_NAME_ANNOTATION = "scheduling.k8s.io/group-template-name"
 ManagementMode = Literal["none", "both", "pod-group-only"]
 
 _SCHEDULING_PATH = "spec.scheduling"
+_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 
 
 class NotManagedError(BuildError):
@@ -333,6 +333,24 @@ def _pod_set_key(j: _Job) -> PodSetKeyFunc:
         return None
 
     return key
+
+
+def job_pod_metadata(
+    name: str, uid: str | None = None, *, completion_index: int | None = None
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The labels and annotations the Job controller adds to the pods of Job ``name``: the
+    job-name labels, the controller-uid labels (with a ``uid``) and, for an Indexed Job, the
+    completion index label and annotation. The pod -> PodGroup mapping of :func:`plan_job`
+    reads these labels."""
+    labels = {"batch.kubernetes.io/job-name": name, "job-name": name}
+    annotations: dict[str, str] = {}
+    if uid:
+        labels["batch.kubernetes.io/controller-uid"] = uid
+        labels["controller-uid"] = uid
+    if completion_index is not None:
+        labels[_COMPLETION_INDEX] = str(completion_index)
+        annotations[_COMPLETION_INDEX] = str(completion_index)
+    return labels, annotations
 
 
 def link_job_pod(pod: Mapping[str, Any], pod_group: str) -> dict[str, Any]:

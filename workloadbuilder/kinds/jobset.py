@@ -27,6 +27,8 @@ template) becomes the topology constraint of the PodGroups that hold those Jobs,
 
 from __future__ import annotations
 
+import copy
+import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -39,8 +41,10 @@ from workloadbuilder.api import (
     WorkloadPodGroupResourceClaim,
     WorkloadPodGroupSchedulingConstraints,
     WorkloadPodGroupSchedulingPolicy,
+    to_dict,
 )
-from workloadbuilder.errors import BuildError, FieldError, ValidationError
+from workloadbuilder.builder import Plan, PodSetKeyFunc
+from workloadbuilder.errors import FieldError, ValidationError
 from workloadbuilder.kinds._common import (
     LeafSpec,
     Owner,
@@ -50,8 +54,7 @@ from workloadbuilder.kinds._common import (
     compile_leaves,
     parse_pod_group_blocks,
 )
-from workloadbuilder.kinds._plan import Plan, PodSetKeyFunc
-from workloadbuilder.kinds.job import GROUP_TEMPLATE_NAME_ANNOTATION
+from workloadbuilder.kinds.job import GROUP_TEMPLATE_NAME_ANNOTATION, NotManagedError
 from workloadbuilder.validation import MAX_TEMPLATES
 
 __all__ = [
@@ -59,6 +62,7 @@ __all__ = [
     "GROUP_TEMPLATE_NAME_ANNOTATION",
     "JOBSET_API_GROUP",
     "JobSetChildJob",
+    "jobset_child_job_manifests",
     "jobset_child_jobs",
     "jobset_workload_name",
     "plan_jobset",
@@ -68,7 +72,10 @@ JOBSET_API_GROUP = "jobset.x-k8s.io"
 EXCLUSIVE_TOPOLOGY_ANNOTATION = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 
 _LABEL_RJ = "jobset.sigs.k8s.io/replicatedjob-name"
+_LABEL_RJ_REPLICAS = "jobset.sigs.k8s.io/replicatedjob-replicas"
 _LABEL_JOB_INDEX = "jobset.sigs.k8s.io/job-index"
+_LABEL_JOB_GLOBAL_INDEX = "jobset.sigs.k8s.io/job-global-index"
+_LABEL_JOB_KEY = "jobset.sigs.k8s.io/job-key"
 _LABEL_JOBSET = "jobset.sigs.k8s.io/jobset-name"
 
 
@@ -233,9 +240,10 @@ def _compile(jobset: Mapping[str, Any]) -> tuple[str, str, _Compiled]:
     annotations = as_map(meta.get("annotations"), "metadata.annotations")
     spec = as_map(jobset.get("spec"), "spec")
     if spec.get("scheduling") is None:
-        raise BuildError(
+        raise NotManagedError(
             f"JobSet {ns}/{js_name} has no spec.scheduling: the JobSet controller creates no "
-            "Workload or PodGroups for it"
+            "Workload or PodGroups for it",
+            reason="no spec.scheduling",
         )
     sched = as_map(spec.get("scheduling"), "spec.scheduling")
     js_exclusive = annotations.get(EXCLUSIVE_TOPOLOGY_ANNOTATION)
@@ -600,8 +608,9 @@ def plan_jobset(jobset: Mapping[str, Any]) -> Plan:
     ``default``.
 
     Raises :class:`~workloadbuilder.errors.ValidationError` (field paths into the JobSet) for an
-    invalid configuration and :class:`~workloadbuilder.errors.BuildError` when the JobSet has no
-    ``spec.scheduling`` (the JobSet controller then creates nothing).
+    invalid configuration and :class:`~workloadbuilder.kinds.NotManagedError` (a
+    :class:`~workloadbuilder.errors.BuildError`) when the JobSet has no ``spec.scheduling``
+    (the JobSet controller then creates nothing).
     """
     js_name, ns, compiled = _compile(jobset)
     owner = _owner(jobset, js_name)
@@ -620,6 +629,83 @@ def plan_jobset(jobset: Mapping[str, Any]) -> Plan:
 def jobset_child_jobs(jobset: Mapping[str, Any]) -> tuple[JobSetChildJob, ...]:
     """Every child Job of the JobSet with its template name and PodGroup, in creation order."""
     return _compile(jobset)[2].jobs
+
+
+def jobset_child_job_manifests(jobset: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The child Jobs the JobSet controller creates, in creation order, as ``batch/v1`` Job
+    documents.
+
+    Each is ``<jobset>-<replicatedJob>-<index>`` in the JobSet's namespace, built from the
+    ReplicatedJob's template, with the JobSet labels (``jobset.sigs.k8s.io/jobset-name``,
+    ``replicatedjob-name``, ``replicatedjob-replicas``, ``job-index``, ``job-global-index``,
+    ``job-key``) on the Job and on its pod template, and a controller ownerReference to the
+    JobSet when it has a UID. With ``spec.scheduling`` each Job also gets the annotation
+    ``scheduling.k8s.io/group-template-name`` and its pod template
+    ``spec.schedulingGroup.podGroupName`` (see :func:`jobset_child_jobs`); without it the
+    Jobs carry neither. Raises :class:`~workloadbuilder.errors.ValidationError` for an invalid
+    JobSet.
+    """
+    meta = as_map(jobset.get("metadata"), "metadata")
+    js_name, ns = _name_ns(meta)
+    spec = as_map(jobset.get("spec"), "spec")
+    planned = (
+        {j.name: j for j in jobset_child_jobs(jobset)} if spec.get("scheduling") is not None else {}
+    )
+    owner = _owner(jobset, js_name)
+    owner_refs = [to_dict(owner.reference())] if owner.uid else []
+    out: list[dict[str, Any]] = []
+    global_index = 0
+    for i, raw in enumerate(as_list(spec.get("replicatedJobs"), "spec.replicatedJobs")):
+        path = f"spec.replicatedJobs[{i}]"
+        rj = as_map(raw, path)
+        rj_name = rj.get("name")
+        if not isinstance(rj_name, str) or not rj_name:
+            raise ValidationError([FieldError(path=f"{path}.name", type="Required value")])
+        replicas = as_int(rj.get("replicas"), f"{path}.replicas", default=1)
+        template = as_map(rj.get("template"), f"{path}.template")
+        for index in range(replicas):
+            name = f"{js_name}-{rj_name}-{index}"
+            labels = {
+                _LABEL_JOBSET: js_name,
+                _LABEL_RJ: rj_name,
+                _LABEL_RJ_REPLICAS: str(replicas),
+                _LABEL_JOB_INDEX: str(index),
+                _LABEL_JOB_GLOBAL_INDEX: str(global_index),
+                _LABEL_JOB_KEY: hashlib.sha1(f"{ns}/{name}".encode()).hexdigest(),
+            }
+            global_index += 1
+            out.append(_child_job(template, name, ns, labels, owner_refs, planned.get(name)))
+    return out
+
+
+def _child_job(
+    template: Mapping[str, Any],
+    name: str,
+    namespace: str,
+    labels: Mapping[str, str],
+    owner_refs: list[dict[str, Any]],
+    child: JobSetChildJob | None,
+) -> dict[str, Any]:
+    job = copy.deepcopy(dict(template))
+    meta: dict[str, Any] = {**dict(job.get("metadata") or {}), "name": name}
+    meta["namespace"] = namespace
+    meta["labels"] = {**dict(meta.get("labels") or {}), **labels}
+    annotations = {**dict(meta.get("annotations") or {}), **(child.annotations if child else {})}
+    if annotations:
+        meta["annotations"] = annotations
+    if owner_refs:
+        meta["ownerReferences"] = copy.deepcopy(owner_refs)
+    spec = dict(job.get("spec") or {})
+    pod_template = dict(spec.get("template") or {})
+    pod_meta = dict(pod_template.get("metadata") or {})
+    pod_meta["labels"] = {**dict(pod_meta.get("labels") or {}), **labels}
+    pod_template["metadata"] = pod_meta
+    if child is not None:
+        pod_spec = dict(pod_template.get("spec") or {})
+        pod_spec["schedulingGroup"] = {"podGroupName": child.pod_group_name}
+        pod_template["spec"] = pod_spec
+    spec["template"] = pod_template
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": spec}
 
 
 def _pod_key(js_name: str) -> PodSetKeyFunc:

@@ -38,6 +38,8 @@ the PodGroups are named ``<lws>-<groupIndex>``.
 
 from __future__ import annotations
 
+import copy
+import hashlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -55,6 +57,8 @@ from workloadbuilder.api import (
     WorkloadPodGroupSchedulingPolicy,
 )
 from workloadbuilder.builder import (
+    Plan,
+    PodSetKeyFunc,
     PolicyName,
     SchedulingConfig,
     WorkloadInput,
@@ -73,19 +77,23 @@ from workloadbuilder.kinds._common import (
     parse_pod_group_blocks,
     strip_owner,
 )
-from workloadbuilder.kinds._plan import Plan, PodSetKeyFunc
-from workloadbuilder.kinds.job import GROUP_TEMPLATE_NAME_ANNOTATION
+from workloadbuilder.kinds.job import GROUP_TEMPLATE_NAME_ANNOTATION, NotManagedError
 
 __all__ = [
     "EXCLUSIVE_TOPOLOGY_ANNOTATION",
     "GROUP_INDEX_LABEL",
+    "GROUP_KEY_LABEL",
+    "LEADER_NAME_ANNOTATION",
     "LWS_API_GROUP",
     "NAME_LABEL",
     "REPLICA_TEMPLATE",
     "REVISION_LABEL",
+    "SIZE_ANNOTATION",
     "SUBGROUP_EXCLUSIVE_TOPOLOGY_ANNOTATION",
     "SUBGROUP_INDEX_LABEL",
+    "WORKER_INDEX_LABEL",
     "lws_pod_group_name",
+    "lws_pods",
     "plan_lws",
 ]
 
@@ -96,6 +104,10 @@ NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 GROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/group-index"
 REVISION_LABEL = "leaderworkerset.sigs.k8s.io/template-revision-hash"
 SUBGROUP_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/subgroup-index"
+WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
+GROUP_KEY_LABEL = "leaderworkerset.sigs.k8s.io/group-key"
+SIZE_ANNOTATION = "leaderworkerset.sigs.k8s.io/size"
+LEADER_NAME_ANNOTATION = "leaderworkerset.sigs.k8s.io/leader-name"
 REPLICA_TEMPLATE = "replica"
 _SUBGROUP_TEMPLATE = "subgroup"
 _SUBGROUP0_TEMPLATE = "subgroup-0"
@@ -143,9 +155,10 @@ def _parse(lws: Mapping[str, Any]) -> _Lws:
     ann = as_map(meta.get("annotations"), "metadata.annotations")
     spec = as_map(lws.get("spec"), "spec")
     if spec.get("scheduling") is None:
-        raise BuildError(
+        raise NotManagedError(
             f"LeaderWorkerSet {namespace}/{name} has no spec.scheduling: the LWS controller "
-            "creates no Workload or PodGroups for it"
+            "creates no Workload or PodGroups for it",
+            reason="no spec.scheduling",
         )
     if ann.get(GROUP_TEMPLATE_NAME_ANNOTATION):
         raise BuildError(
@@ -339,7 +352,8 @@ def plan_lws(lws: Mapping[str, Any], *, revision: str | None = None) -> Plan:
     revision hash (``leaderworkerset.sigs.k8s.io/template-revision-hash``).
 
     Raises :class:`~workloadbuilder.errors.ValidationError` (paths into the LWS) and
-    :class:`~workloadbuilder.errors.BuildError` when there is nothing to build.
+    :class:`~workloadbuilder.errors.BuildError` when there is nothing to build
+    (:class:`~workloadbuilder.kinds.NotManagedError` without ``spec.scheduling``).
     """
     cfg = _parse(lws)
     owner = _owner(lws, cfg.name)
@@ -489,3 +503,71 @@ def _pod_key(lws_name: str, *, subgroups: _Subgroups | None) -> PodSetKeyFunc:
         return f"{index}/0"
 
     return key
+
+
+def _subgroup_index(worker: int, size: int, policy: Mapping[str, Any]) -> str | None:
+    """The ``subgroup-index`` label the LWS controller gives worker index ``worker`` (0 is the
+    leader), or None without a ``subGroupPolicy.subGroupSize``."""
+    sgs = policy.get("subGroupSize")
+    if isinstance(sgs, bool) or not isinstance(sgs, int) or sgs < 1:
+        return None
+    if policy.get("subGroupPolicyType") == "LeaderExcluded":
+        return None if worker == 0 else str((worker - 1) // sgs)
+    if (size - 1) % sgs == 0:  # the leader is an extra pod in subgroup 0
+        return "0" if worker == 0 else str((worker - 1) // sgs)
+    return str(worker // sgs)
+
+
+def lws_pods(lws: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The pods of every replica, as the LWS controller (through its StatefulSets) names and
+    labels them, in creation order.
+
+    Replica ``g`` has the leader ``<lws>-<g>`` (from ``leaderTemplate``, else
+    ``workerTemplate``) and the workers ``<lws>-<g>-<w>``; each carries the template's labels
+    and annotations plus the LWS name, group index, worker index, group key and (with a
+    ``subGroupPolicy``) subgroup index labels, the ``size`` annotation and, on workers, the
+    ``leader-name`` annotation. No ownerReferences, no ``spec.schedulingGroup`` (see
+    ``plan_lws(lws).pod_group_for(pod)``). Raises
+    :class:`~workloadbuilder.errors.ValidationError` for an invalid LWS.
+    """
+    meta = as_map(lws.get("metadata"), "metadata")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValidationError([FieldError(path="metadata.name", type="Required value")])
+    ns = str(meta.get("namespace") or "default")
+    spec = as_map(lws.get("spec"), "spec")
+    lwt = as_map(spec.get("leaderWorkerTemplate"), "spec.leaderWorkerTemplate")
+    size = max(1, as_int(lwt.get("size"), "spec.leaderWorkerTemplate.size", default=1))
+    replicas = as_int(spec.get("replicas"), "spec.replicas", default=1)
+    worker = as_map(lwt.get("workerTemplate"), "spec.leaderWorkerTemplate.workerTemplate")
+    leader = as_map(lwt.get("leaderTemplate"), "spec.leaderWorkerTemplate.leaderTemplate")
+    leader = leader or worker
+    sgp = as_map(lwt.get("subGroupPolicy"), "spec.leaderWorkerTemplate.subGroupPolicy")
+    pods: list[dict[str, Any]] = []
+    for g in range(replicas):
+        group_key = hashlib.sha1(f"{ns}/{name}-{g}".encode()).hexdigest()
+        for w in range(size):
+            tmpl = leader if w == 0 else worker
+            tmeta = as_map(tmpl.get("metadata"), "metadata")
+            labels = {
+                **dict(tmeta.get("labels") or {}),
+                NAME_LABEL: name,
+                GROUP_INDEX_LABEL: str(g),
+                WORKER_INDEX_LABEL: str(w),
+                GROUP_KEY_LABEL: group_key,
+            }
+            sub = _subgroup_index(w, size, sgp)
+            if sub is not None:
+                labels[SUBGROUP_INDEX_LABEL] = sub
+            annotations = {**dict(tmeta.get("annotations") or {}), SIZE_ANNOTATION: str(size)}
+            if w > 0:
+                annotations[LEADER_NAME_ANNOTATION] = f"{name}-{g}"
+            pod_meta = {
+                "name": f"{name}-{g}" if w == 0 else f"{name}-{g}-{w}",
+                "namespace": ns,
+                "labels": labels,
+                "annotations": annotations,
+            }
+            pod_spec = copy.deepcopy(dict(tmpl.get("spec") or {}))
+            pods.append({"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": pod_spec})
+    return pods

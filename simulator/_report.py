@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from scheduler.simulator._result import PodRecord, SimulationResult, utilization_series
-from scheduler.simulator._units import format_duration
+from simulator._result import PodRecord, SimulationResult, utilization_series
+from simulator._units import format_duration
 
 __all__ = ["plot_timeline", "plot_utilization", "write_report"]
 

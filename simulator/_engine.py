@@ -14,23 +14,23 @@ from typing import Any, Protocol
 
 import attrs
 
-from scheduler.simulator._clock import VirtualClock
-from scheduler.simulator._controllers import JobRun, plan_object
-from scheduler.simulator._recording import RecordingCluster
-from scheduler.simulator._result import (
+from simulator._clock import VirtualClock
+from simulator._controllers import JobRun, plan_object
+from simulator._recording import RecordingCluster
+from simulator._result import (
     GroupRecord,
     NodeRecord,
     PodRecord,
     SimulationResult,
     Violation,
 )
-from scheduler.simulator._scenario import (
+from simulator._scenario import (
     DURATION_ANNOTATION,
     Scenario,
     ScenarioError,
     ScenarioObject,
 )
-from scheduler.simulator._units import parse_duration, parse_quantity
+from simulator._units import parse_duration, parse_quantity
 from workloadbuilder.api import CompositePodGroup, PodGroup, Workload, object_from_dict
 from workloadbuilder.cluster import Cluster, KubeObject
 from workloadbuilder.errors import (

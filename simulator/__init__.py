@@ -7,16 +7,16 @@ virtual clock, and report what happened (table, JSON, pictures).
     print(render_table(result))
 """
 
-from scheduler.simulator._clock import VirtualClock
-from scheduler.simulator._engine import (
+from simulator._clock import VirtualClock
+from simulator._engine import (
     DEFAULT_SCHEDULER_NAME,
     ProgressInfo,
     SchedulerLike,
     Simulation,
     simulate,
 )
-from scheduler.simulator._report import plot_timeline, plot_utilization, write_report
-from scheduler.simulator._result import (
+from simulator._report import plot_timeline, plot_utilization, write_report
+from simulator._result import (
     GroupRecord,
     NodeRecord,
     PodRecord,
@@ -25,7 +25,7 @@ from scheduler.simulator._result import (
     render_table,
     utilization_series,
 )
-from scheduler.simulator._scenario import (
+from simulator._scenario import (
     ARRIVAL_ANNOTATION,
     DURATION_ANNOTATION,
     NODE_POOL_API_VERSION,
@@ -36,7 +36,7 @@ from scheduler.simulator._scenario import (
     load_scenario,
     parse_scenario,
 )
-from scheduler.simulator._units import format_duration, parse_duration, parse_quantity
+from simulator._units import format_duration, parse_duration, parse_quantity
 
 __all__ = [
     "ARRIVAL_ANNOTATION",

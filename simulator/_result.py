@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from scheduler.simulator._units import format_duration
+from simulator._units import format_duration
 
 __all__ = [
     "GroupRecord",

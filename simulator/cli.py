@@ -10,11 +10,11 @@ import sys
 import time
 from collections.abc import Sequence
 
-from scheduler.simulator._engine import ProgressInfo, Simulation
-from scheduler.simulator._report import write_report
-from scheduler.simulator._result import render_table
-from scheduler.simulator._scenario import load_scenario
-from scheduler.simulator._units import format_duration, parse_duration
+from simulator._engine import ProgressInfo, Simulation
+from simulator._report import write_report
+from simulator._result import render_table
+from simulator._scenario import load_scenario
+from simulator._units import format_duration, parse_duration
 from workloadbuilder.errors import WorkloadBuilderError
 
 __all__ = ["main", "register", "run"]
@@ -123,7 +123,7 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``simulate`` on its own (``python -m scheduler.simulator SCENARIO.yaml``)."""
+    """Run ``simulate`` on its own (``python -m simulator SCENARIO.yaml``)."""
     parser = argparse.ArgumentParser(prog="workloadbuilder")
     sub = parser.add_subparsers(dest="command")
     register(sub)

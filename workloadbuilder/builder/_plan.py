@@ -1,4 +1,5 @@
-"""The result of a kind adapter: the objects to create, the pod -> PodGroup mapping, patches."""
+"""The result of a kind adapter (and of :func:`simple_workload`): the objects to create, the
+pod -> PodGroup mapping, the minCount patches."""
 
 from __future__ import annotations
 
@@ -17,15 +18,42 @@ from workloadbuilder.api import (
 )
 
 __all__ = [
+    "POD_SET_ANNOTATION",
+    "WORKLOAD_ANNOTATION",
     "MinCountPatch",
     "Plan",
     "PodSetKeyFunc",
+    "annotated_pod_set_key",
     "pod_group_min_count_patch",
     "workload_min_count_patch",
 ]
 
 #: Maps a pod (a dict) to the key of its pod set in :attr:`Plan.pod_group_names`, or None.
 PodSetKeyFunc = Callable[[Mapping[str, Any]], "str | None"]
+
+#: Pod annotation naming the pod-set key of the pod's PodGroup (``workers``, ``slices-0/slice-1``)
+#: for plans of custom workloads (:func:`simple_workload`, ``GenericWorkload``).
+POD_SET_ANNOTATION = "workloadbuilder.io/pod-set"
+#: Optional pod annotation naming the Workload; when present it must match.
+WORKLOAD_ANNOTATION = "workloadbuilder.io/workload"
+
+
+def annotated_pod_set_key(workload: str) -> PodSetKeyFunc:
+    """A :data:`PodSetKeyFunc` that reads a pod's :data:`POD_SET_ANNOTATION` (a pod whose
+    :data:`WORKLOAD_ANNOTATION` names another Workload than ``workload`` is not ours)."""
+
+    def key(pod: Mapping[str, Any]) -> str | None:
+        meta = pod.get("metadata")
+        ann = meta.get("annotations") if isinstance(meta, Mapping) else None
+        if not isinstance(ann, Mapping):
+            return None
+        owner = ann.get(WORKLOAD_ANNOTATION)
+        if owner is not None and owner != workload:
+            return None
+        value = ann.get(POD_SET_ANNOTATION)
+        return value if isinstance(value, str) else None
+
+    return key
 
 
 def _has_gang(template: PodGroupTemplate | CompositePodGroupTemplate) -> bool:
@@ -125,6 +153,15 @@ class Plan:
             return None
         key = self.pod_set_key(pod)
         return self.pod_group_names.get(key) if key is not None else None
+
+    def pod_group(self, pod_set: str) -> PodGroup:
+        """The planned PodGroup of the pod-set key ``pod_set`` (a key of
+        :attr:`pod_group_names`); raises ``KeyError`` for an unknown key."""
+        name = self.pod_group_names[pod_set]
+        for pg in self.pod_groups:
+            if pg.metadata.name == name:
+                return pg
+        raise KeyError(pod_set)
 
     def objects(self) -> list[Workload | CompositePodGroup | PodGroup]:
         """The objects to create, in the order the API expects: the Workload (if owned), the

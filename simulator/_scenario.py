@@ -11,7 +11,8 @@ from typing import Any
 import attrs
 import yaml
 
-from scheduler.simulator._units import parse_duration, parse_quantity
+from simulator._controllers import controls
+from simulator._units import parse_duration, parse_quantity
 from workloadbuilder.api import CodecError, object_from_dict
 from workloadbuilder.cluster import resource_info
 from workloadbuilder.errors import WorkloadBuilderError
@@ -34,11 +35,6 @@ DURATION_ANNOTATION = "sim.workloadbuilder.io/duration"
 NODE_POOL_API_VERSION = "sim.workloadbuilder.io/v1alpha1"
 POOL_LABEL = "sim.workloadbuilder.io/pool"
 
-_CONTROLLED = {
-    ("batch/v1", "Job"),
-    ("jobset.x-k8s.io/v1alpha2", "JobSet"),
-    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
-}
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
@@ -98,7 +94,7 @@ class ScenarioObject:
     @property
     def controlled(self) -> bool:
         """True for Job, JobSet and LeaderWorkerSet, whose pods the simulator creates."""
-        return (self.api_version, self.kind) in _CONTROLLED
+        return controls(self.api_version, self.kind)
 
 
 @attrs.frozen(kw_only=True)

@@ -1,0 +1,219 @@
+"""Minimal stand-ins for the Job, JobSet and LeaderWorkerSet controllers (until the real
+integrations run in the simulator).
+
+They look the object up in the SDK's integration registry
+(:func:`workloadbuilder.kinds.default_registry`), create the Workload and PodGroups of its
+plan, and then create the pods directly, each with ``spec.schedulingGroup.podGroupName`` from
+``plan.pod_group_for(pod)``. Names and labels come from the SDK's adapters:
+
+* **Job**: ``min(parallelism, completions)`` pods at first; when ``completions`` is set, each
+  pod that succeeds is replaced until ``completions`` pods have been created (pods never fail).
+  Pods are named ``<job>-<n>``; Indexed Jobs get the completion index ``n``.
+* **Kinds with child workloads** (JobSet): every child Job the integration lists is played like
+  a Job (the child Job objects themselves are not created; pods are owned by the parent and
+  join the PodGroup their pod template names).
+* **LeaderWorkerSet**: the pods of :func:`workloadbuilder.kinds.lws.lws_pods` (no
+  StatefulSets; pods are owned by the LeaderWorkerSet).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from workloadbuilder.api import CompositePodGroup, PodGroup, Workload
+from workloadbuilder.kinds import (
+    JOB_GVK,
+    JOBSET_GVK,
+    LWS_GVK,
+    ChildWorkloads,
+    Integration,
+    IntegrationRegistry,
+    NotManagedError,
+    Plan,
+    UnknownKindError,
+    default_registry,
+)
+from workloadbuilder.kinds.job import job_pod_metadata
+
+__all__ = ["JobRun", "Planned", "controls", "plan_object"]
+
+PodGroupFor = Callable[[Mapping[str, Any]], "str | None"]
+
+#: The kinds (and versions) whose controllers the simulator plays.
+_PLAYED = (JOB_GVK, JOBSET_GVK, LWS_GVK)
+
+
+def controls(api_version: str, kind: str) -> bool:
+    """True for the kinds whose pods the simulator creates (Job, JobSet, LeaderWorkerSet)."""
+    return any(
+        g.kind == kind and api_version in _api_versions(g.group, g.versions) for g in _PLAYED
+    )
+
+
+def _api_versions(group: str, versions: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(f"{group}/{v}" if group else v for v in versions)
+
+
+@attrs.frozen(kw_only=True)
+class Planned:
+    """What a controller creates for one object: the scheduling objects in creation order
+    (Workload, CompositePodGroups root first, PodGroups), the job runs that make pods, and the
+    pods that are created once and never replaced."""
+
+    objects: tuple[Workload | CompositePodGroup | PodGroup, ...] = ()
+    runs: tuple[JobRun, ...] = ()
+    pods: tuple[dict[str, Any], ...] = ()
+
+
+@attrs.define(kw_only=True)
+class JobRun:
+    """Plays one Job: makes its pods, and replacements while ``completions`` are not reached."""
+
+    namespace: str
+    name: str
+    template: dict[str, Any]
+    parallelism: int
+    completions: int | None
+    indexed: bool
+    owner_ref: dict[str, Any]
+    group_for: PodGroupFor | None
+    created: int = 0
+    succeeded: int = 0
+
+    def initial_pods(self) -> list[dict[str, Any]]:
+        """The first ``min(parallelism, completions)`` pods."""
+        n = (
+            self.parallelism
+            if self.completions is None
+            else min(self.parallelism, self.completions)
+        )
+        return [self._next_pod() for _ in range(n)]
+
+    def pod_succeeded(self) -> list[dict[str, Any]]:
+        """Record a success; returns the replacement pod, if the Job needs one."""
+        self.succeeded += 1
+        if self.completions is not None and self.created < self.completions:
+            return [self._next_pod()]
+        return []
+
+    def _next_pod(self) -> dict[str, Any]:
+        index = self.created
+        self.created += 1
+        meta = self.template.get("metadata") or {}
+        job_labels, job_annotations = job_pod_metadata(
+            self.name,
+            str(self.owner_ref.get("uid") or "") or None,
+            completion_index=index if self.indexed else None,
+        )
+        pod = _pod(
+            f"{self.name}-{index}",
+            self.namespace,
+            {**dict(meta.get("labels") or {}), **job_labels},
+            {**dict(meta.get("annotations") or {}), **job_annotations},
+            self.template.get("spec") or {},
+            self.owner_ref,
+        )
+        return _with_group(pod, self.group_for)
+
+
+def _pod(
+    name: str,
+    namespace: str,
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str],
+    spec: Mapping[str, Any],
+    owner_ref: Mapping[str, Any],
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if labels:
+        meta["labels"] = dict(labels)
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    if owner_ref.get("uid"):
+        meta["ownerReferences"] = [dict(owner_ref)]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": copy.deepcopy(dict(spec))}
+
+
+def _with_group(pod: dict[str, Any], group_for: PodGroupFor | None) -> dict[str, Any]:
+    spec = pod["spec"]
+    if group_for is not None and not spec.get("schedulingGroup"):
+        name = group_for(pod)
+        if name:
+            spec["schedulingGroup"] = {"podGroupName": name}
+    return pod
+
+
+def _owner_ref(obj: Mapping[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata") or {}
+    return {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "name": meta.get("name"),
+        "uid": meta.get("uid"),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _plan(integration: Integration, obj: Mapping[str, Any]) -> Plan | None:
+    """The integration's plan, or None when its controller manages no scheduling objects
+    (bring-your-own PodGroup, or no ``spec.scheduling``): the pods then keep their own
+    ``schedulingGroup``, if any."""
+    try:
+        return integration.plan(obj)
+    except NotManagedError:
+        return None
+
+
+def _job_run(job: Mapping[str, Any], owner_ref: dict[str, Any], plan: Plan | None) -> JobRun:
+    meta = job.get("metadata") or {}
+    spec = job.get("spec") or {}
+    parallelism = spec.get("parallelism")
+    completions = spec.get("completions")
+    return JobRun(
+        namespace=str(meta.get("namespace") or "default"),
+        name=str(meta["name"]),
+        template=copy.deepcopy(dict(spec.get("template") or {})),
+        parallelism=1 if parallelism is None else int(parallelism),
+        completions=None if completions is None else int(completions),
+        indexed=spec.get("completionMode") == "Indexed",
+        owner_ref=owner_ref,
+        group_for=plan.pod_group_for if plan is not None else None,
+    )
+
+
+def plan_object(obj: Mapping[str, Any], registry: IntegrationRegistry | None = None) -> Planned:
+    """What the controller of ``obj`` (a stored Job, JobSet or LeaderWorkerSet, with its
+    ``metadata.uid``) creates. Errors of the adapters (``ValidationError``, ``BuildError``)
+    propagate; a kind the simulator does not play is a ``ValueError``."""
+    registry = registry if registry is not None else default_registry()
+    kind = obj.get("kind")
+    try:
+        integration = registry.for_object(obj)
+    except UnknownKindError:
+        raise ValueError(f"no controller for kind {kind!r}") from None
+    if integration.gvk not in _PLAYED:
+        raise ValueError(f"no controller for kind {kind!r}")
+    plan = _plan(integration, obj)
+    objects = tuple(plan.objects()) if plan is not None else ()
+    owner = _owner_ref(obj)
+    if isinstance(integration, ChildWorkloads):
+        # The children's pod templates already name their PodGroups (the parent planned them).
+        runs = tuple(_job_run(child, owner, None) for child in integration.child_workloads(obj))
+        return Planned(objects=objects, runs=runs)
+    if integration.gvk == JOB_GVK:
+        return Planned(objects=objects, runs=(_job_run(obj, owner, plan),))
+    assert integration.gvk == LWS_GVK
+    from workloadbuilder.kinds.lws import lws_pods  # loaded on first use, like the adapter
+
+    group_for = plan.pod_group_for if plan is not None else None
+    pods = []
+    for pod in lws_pods(obj):
+        if owner.get("uid"):
+            pod["metadata"]["ownerReferences"] = [dict(owner)]
+        pods.append(_with_group(pod, group_for))
+    return Planned(objects=objects, pods=tuple(pods))
