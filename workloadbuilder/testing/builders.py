@@ -758,7 +758,7 @@ class NodeBuilder(ObjectBuilder):
     _ORDERS = _object_orders(spec=_NODE_SPEC, status=_NODE_STATUS)
 
     def __init__(self, name: str) -> None:
-        super().__init__("v1", "Node", name)
+        super().__init__("v1", "Node", name, spec={})
 
     def resource(self, resource: str, quantity: str | int) -> Self:
         """Set ``status.capacity`` and ``status.allocatable`` of ``resource`` (a fake node's
@@ -803,7 +803,7 @@ class NodeBuilder(ObjectBuilder):
 
 
 def make_node(name: str) -> NodeBuilder:
-    """A Node with no spec and no status (set resources with :meth:`NodeBuilder.resource`;
+    """A Node with an empty spec and no status (set resources with :meth:`NodeBuilder.resource`;
     status is a subresource: on a real API server, patch it after the create)."""
     return NodeBuilder(name)
 
