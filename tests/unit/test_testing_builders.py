@@ -304,6 +304,11 @@ def test_values_given_to_setters_are_copied() -> None:
     assert out["spec"]["taints"] == [{"key": "k", "effect": "NoSchedule"}]
 
 
+def test_empty_mappings_leave_the_field_unset() -> None:
+    pod = make_pod("p").labels({}).annotations({}).node_selectors({}).tolerations().obj()
+    assert pod == make_pod("p").obj()
+
+
 def test_nested_builders_are_snapshots() -> None:
     template = make_pod_template().request("cpu", "1")
     job = make_job("j").template(template)

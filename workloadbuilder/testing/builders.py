@@ -280,8 +280,9 @@ class ObjectBuilder(_Builder):
         return self
 
     def labels(self, labels: Mapping[str, str]) -> Self:
-        """Add (or replace) these labels."""
-        self._at(("metadata", "labels")).update(labels)
+        """Add (or replace) these labels (none: ``metadata.labels`` stays unset)."""
+        if labels:
+            self._at(("metadata", "labels")).update(labels)
         return self
 
     def annotation(self, key: str, value: str) -> Self:
@@ -290,8 +291,9 @@ class ObjectBuilder(_Builder):
         return self
 
     def annotations(self, annotations: Mapping[str, str]) -> Self:
-        """Add (or replace) these annotations."""
-        self._at(("metadata", "annotations")).update(annotations)
+        """Add (or replace) these annotations (none: ``metadata.annotations`` stays unset)."""
+        if annotations:
+            self._at(("metadata", "annotations")).update(annotations)
         return self
 
     def owner_reference(
@@ -389,8 +391,9 @@ class _PodSpecSetters(_Builder):
         return self
 
     def node_selectors(self, selector: Mapping[str, str]) -> Self:
-        """Add these ``nodeSelector`` entries."""
-        self._pod_spec().setdefault("nodeSelector", {}).update(selector)
+        """Add these ``nodeSelector`` entries (none: ``nodeSelector`` stays unset)."""
+        if selector:
+            self._pod_spec().setdefault("nodeSelector", {}).update(selector)
         return self
 
     def toleration(
