@@ -72,8 +72,8 @@ PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 _SCHEDULING_V1BETA1 = "scheduling.k8s.io/v1beta1"
 _SCHEDULING_V1ALPHA3 = "scheduling.k8s.io/v1alpha3"
 
-Path = tuple[str, ...]
-Orders = Mapping[str, Sequence[str]]
+_Path = tuple[str, ...]
+_Orders = Mapping[str, Sequence[str]]
 
 # ---- key orders ------------------------------------------------------------------------------
 # A path is the dotted key path from the builder's root; "[]" stands for any item of a list.
@@ -176,7 +176,7 @@ def _object_orders(**rest: Sequence[str]) -> dict[str, Sequence[str]]:
     return {"": _TOP, "metadata": _META, **rest}
 
 
-def _render(value: Any, orders: Orders, path: str = "") -> Any:
+def _render(value: Any, orders: _Orders, path: str = "") -> Any:
     """A deep copy of ``value`` with the dicts at ``orders``' paths in their fixed key order."""
     if isinstance(value, Mapping):
         order = orders.get(path, ())
@@ -201,7 +201,7 @@ def _plain(value: Any) -> Any:
 class _Builder:
     """The state (one dict) and the ``obj()`` / ``clone()`` / ``field()`` every builder has."""
 
-    _ORDERS: ClassVar[Orders] = {}
+    _ORDERS: ClassVar[_Orders] = {}
 
     def __init__(self, root: dict[str, Any]) -> None:
         self._root = root
@@ -223,7 +223,7 @@ class _Builder:
         self._at(tuple(parents))[last] = _plain(value)
         return self
 
-    def _at(self, path: Path) -> dict[str, Any]:
+    def _at(self, path: _Path) -> dict[str, Any]:
         """The dict at ``path`` under the root, created (empty) where missing."""
         node = self._root
         for key in path:
@@ -233,7 +233,7 @@ class _Builder:
             node = child
         return node
 
-    def _append(self, path: Path, key: str, item: Any) -> Self:
+    def _append(self, path: _Path, key: str, item: Any) -> Self:
         self._at(path).setdefault(key, []).append(_plain(item))
         return self
 
@@ -324,7 +324,7 @@ class ObjectBuilder(_Builder):
 class _PodSpecSetters(_Builder):
     """Setters of a pod spec; container setters act on the first container."""
 
-    _POD_SPEC_AT: ClassVar[Path] = ("spec",)
+    _POD_SPEC_AT: ClassVar[_Path] = ("spec",)
 
     def _pod_spec(self) -> dict[str, Any]:
         return self._at(self._POD_SPEC_AT)
@@ -491,7 +491,7 @@ def _job_template() -> dict[str, Any]:
 class _SchedulingSetters(_Builder):
     """Setters of a workload-aware scheduling block: policy, topology, disruption, claims."""
 
-    _SCHEDULING_AT: ClassVar[Path] = ("spec", "scheduling")
+    _SCHEDULING_AT: ClassVar[_Path] = ("spec", "scheduling")
 
     def _block(self) -> dict[str, Any]:
         return self._at(self._SCHEDULING_AT)
@@ -558,7 +558,7 @@ def make_scheduling() -> SchedulingBuilder:
 class _JobSpecSetters(_PodSpecSetters, _SchedulingSetters):
     """Setters of a Job spec; the pod-spec setters act on its pod template."""
 
-    _JOB_SPEC_AT: ClassVar[Path] = ("spec",)
+    _JOB_SPEC_AT: ClassVar[_Path] = ("spec",)
 
     def _job_spec(self) -> dict[str, Any]:
         return self._at(self._JOB_SPEC_AT)
@@ -846,7 +846,7 @@ def make_priority_class(name: str, value: int = 0) -> PriorityClassBuilder:
 class _GroupSetters(_SchedulingSetters):
     """Setters shared by PodGroups and their templates (fields next to the policy)."""
 
-    _SCHEDULING_AT: ClassVar[Path] = ("spec",)
+    _SCHEDULING_AT: ClassVar[_Path] = ("spec",)
 
     def priority_class(self, name: str) -> Self:
         """Set ``priorityClassName``."""
@@ -882,7 +882,7 @@ def make_pod_group_template(name: str) -> PodGroupTemplateBuilder:
 class _CompositeSetters(_Builder):
     """Setters shared by CompositePodGroups and their templates."""
 
-    _BLOCK_AT: ClassVar[Path] = ("spec",)
+    _BLOCK_AT: ClassVar[_Path] = ("spec",)
 
     def _block(self) -> dict[str, Any]:
         return self._at(self._BLOCK_AT)
