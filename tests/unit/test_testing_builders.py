@@ -363,6 +363,14 @@ def test_key_order_does_not_depend_on_the_setter_order() -> None:
     assert list(one["metadata"]) == ["name", "namespace", "annotations"]
 
 
+def test_a_pod_template_has_the_same_fixed_order() -> None:
+    one = make_pod_template().request("cpu", "1").annotation("a", "b").restart_policy("Never")
+    two = make_pod_template().restart_policy("Never").annotation("a", "b").request("cpu", "1")
+    assert json.dumps(one.obj()) == json.dumps(two.obj())
+    assert list(one.obj()) == ["metadata", "spec"]
+    assert list(one.obj()["spec"]) == ["restartPolicy", "containers"]
+
+
 def test_field_sets_any_path_after_the_known_keys() -> None:
     job = make_job("j").field("spec.backoffLimit", 0).parallelism(1).obj()
     assert job["spec"]["backoffLimit"] == 0

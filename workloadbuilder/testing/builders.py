@@ -161,7 +161,8 @@ def _pod_spec_orders(prefix: str) -> dict[str, Sequence[str]]:
 
 
 def _pod_template_orders(prefix: str) -> dict[str, Sequence[str]]:
-    return {prefix: _TEMPLATE, f"{prefix}.metadata": _META, **_pod_spec_orders(f"{prefix}.spec")}
+    at = f"{prefix}." if prefix else ""
+    return {prefix: _TEMPLATE, f"{at}metadata": _META, **_pod_spec_orders(f"{at}spec")}
 
 
 def _job_spec_orders(prefix: str) -> dict[str, Sequence[str]]:
