@@ -36,6 +36,7 @@ from workloadbuilder.errors import (
     Invalid,
     NotFound,
 )
+from workloadbuilder.testing.builders import make_pod
 
 T = TypeVar("T")
 
@@ -73,16 +74,13 @@ def cm(name: str, ns: str, **extra: Any) -> dict[str, Any]:
 
 
 def pod(name: str, ns: str, *, group: str | None = None, **spec: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}
+    """A pod with one container ``c``; ``spec``: more pod-spec fields (camelCase)."""
+    builder = make_pod(name, ns).container_name("c")
     if group:
-        body["schedulingGroup"] = {"podGroupName": group}
-    body.update(spec)
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": body,
-    }
+        builder.pod_group(group)
+    for key, value in spec.items():
+        builder.field(f"spec.{key}", value)
+    return builder.obj()
 
 
 def pod_group(name: str, ns: str, min_count: int = 2, **spec: Any) -> PodGroup:

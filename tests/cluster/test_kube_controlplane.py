@@ -36,6 +36,12 @@ from workloadbuilder.errors import (
     NotFound,
     Unauthorized,
 )
+from workloadbuilder.testing.builders import (
+    make_node,
+    make_pod,
+    make_pod_group_template,
+    make_workload,
+)
 
 pytestmark = pytest.mark.controlplane
 
@@ -59,22 +65,12 @@ async def ns(kube: KubeCluster) -> AsyncIterator[str]:
 
 
 def _workload(name: str, ns: str, min_count: int | None = 2) -> dict[str, Any]:
-    gang: dict[str, Any] = {} if min_count is None else {"minCount": min_count}
-    return {
-        "apiVersion": "scheduling.k8s.io/v1beta1",
-        "kind": "Workload",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"podGroupTemplates": [{"name": "workers", "schedulingPolicy": {"gang": gang}}]},
-    }
+    workers = make_pod_group_template("workers").gang(min_count)
+    return make_workload(name, ns).pod_group_template(workers).obj()
 
 
 def _pod(name: str, ns: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"containers": [{"name": "c", "image": "registry.example/app:1"}]},
-    }
+    return make_pod(name, ns).container_name("c").image("registry.example/app:1").obj()
 
 
 async def test_typed_round_trip_of_our_kinds(kube: KubeCluster, ns: str) -> None:
@@ -187,7 +183,7 @@ async def test_server_side_apply_conflicts_and_force(kube: KubeCluster, ns: str)
 
 async def test_bind_evict_and_events(kube: KubeCluster, ns: str) -> None:
     node = f"node-{uuid.uuid4().hex[:6]}"
-    await kube.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
+    await kube.create(make_node(node).obj())
     try:
         pod = await kube.create(_pod("p", ns))
         assert isinstance(pod, dict)

@@ -50,6 +50,7 @@ from workloadbuilder.api import (
 from workloadbuilder.cluster import ClusterProxy, KubeCluster, ResourceInfo, WatchEvent
 from workloadbuilder.errors import Forbidden, NotFound
 from workloadbuilder.testing import ControlPlane, RestClient
+from workloadbuilder.testing.builders import make_node, make_pod
 
 pytestmark = pytest.mark.controlplane
 
@@ -307,14 +308,7 @@ async def _make_nodes(admin: KubeCluster, pool: str, count: int) -> list[str]:
     names = [f"{pool}-node-{i}" for i in range(count)]
     alloc = {"cpu": "4", "memory": "8Gi", "pods": "110"}
     for name in names:
-        await admin.create(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": name, "labels": {NODE_LABEL: pool}},
-                "status": {"capacity": alloc, "allocatable": alloc},
-            }
-        )
+        await admin.create(make_node(name).label(NODE_LABEL, pool).resources(alloc).obj())
     return names
 
 
@@ -340,26 +334,11 @@ async def _make_gang(
     )
     pods = [f"{name}-{i}" for i in range(size)]
     for pod in pods:
-        await admin.create(
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": pod, "namespace": namespace},
-                "spec": {
-                    "schedulerName": scheduler_name,
-                    "schedulingGroup": {"podGroupName": name},
-                    # other tests' nodes share this server: stay on ours
-                    "nodeSelector": {NODE_LABEL: pool},
-                    "containers": [
-                        {
-                            "name": "c",
-                            "image": "registry.k8s.io/pause:3.10",
-                            "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}},
-                        }
-                    ],
-                },
-            }
-        )
+        member = make_pod(pod, namespace).scheduler_name(scheduler_name).pod_group(name)
+        # other tests' nodes share this server: stay on ours
+        member.node_selector(NODE_LABEL, pool)
+        member.container_name("c").request("cpu", cpu).request("memory", "64Mi")
+        await admin.create(member.obj())
     return pods
 
 

@@ -36,6 +36,7 @@ from workloadbuilder.api import (
     object_from_dict,
 )
 from workloadbuilder.testing import DISABLED_ADMISSION_PLUGINS, ControlPlane, RestClient
+from workloadbuilder.testing.builders import make_job
 from workloadbuilder.validation import validate_job_scheduling
 
 pytestmark = pytest.mark.controlplane
@@ -495,25 +496,12 @@ def _valid_job_schedulings(draw: st.DrawFn, parallelism: int) -> dict[str, Any] 
 
 
 def _job_doc(ns: str, parallelism: int | None, scheduling: dict[str, Any] | None) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "suspend": True,
-        "template": {
-            "spec": {
-                "restartPolicy": "Never",
-                "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
-            }
-        },
-    }
+    job = make_job("job", ns).container_name("c").field("spec.suspend", True)
     if parallelism is not None:
-        spec["parallelism"] = parallelism
+        job.parallelism(parallelism)
     if scheduling is not None:
-        spec["scheduling"] = scheduling
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": "job", "namespace": ns},
-        "spec": spec,
-    }
+        job.scheduling(scheduling)
+    return job.obj()
 
 
 def test_job_scheduling_creates(diff_run: _Run) -> None:

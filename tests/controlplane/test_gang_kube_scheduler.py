@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from workloadbuilder.testing import ControlPlane, wait_for
+from workloadbuilder.testing.builders import make_node, make_pod, make_pod_group
 
 pytestmark = [pytest.mark.controlplane]
 
@@ -22,35 +23,11 @@ def scheduler_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
 
 def _node(name: str) -> dict[str, Any]:
     resources = {"pods": "110", "cpu": "4", "memory": "32Gi"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "status": {
-            "capacity": resources,
-            "allocatable": resources,
-            "phase": "Running",
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
-        },
-    }
+    return make_node(name).label("kubernetes.io/hostname", name).resources(resources).ready().obj()
 
 
 def _pod(name: str, group: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {
-            "schedulingGroup": {"podGroupName": group},
-            "containers": [
-                {
-                    "name": "c",
-                    "image": "registry.k8s.io/pause:3.10",
-                    "resources": {"requests": {"cpu": "100m"}},
-                }
-            ],
-        },
-    }
+    return make_pod(name).pod_group(group).container_name("c").request("cpu", "100m").obj()
 
 
 def test_gang_waits_for_min_count_then_binds_all(scheduler_plane: ControlPlane) -> None:
@@ -58,12 +35,7 @@ def test_gang_waits_for_min_count_then_binds_all(scheduler_plane: ControlPlane) 
     with scheduler_plane.client() as api:
         for name in ("node-a", "node-b"):
             assert api.create("/api/v1/nodes", _node(name)).status == 201
-        pg = {
-            "apiVersion": "scheduling.k8s.io/v1beta1",
-            "kind": "PodGroup",
-            "metadata": {"name": "gang"},
-            "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}},
-        }
+        pg = make_pod_group("gang").gang(3).obj()
         pg_path = f"/apis/scheduling.k8s.io/v1beta1/namespaces/{ns}/podgroups"
         assert api.create(pg_path, pg).status == 201
         pods = f"/api/v1/namespaces/{ns}/pods"
@@ -72,12 +44,7 @@ def test_gang_waits_for_min_count_then_binds_all(scheduler_plane: ControlPlane) 
 
         # A basic PodGroup's pod is scheduled; it proves the scheduler has seen the first two
         # pods' events, after which the gang's two pods must still be unbound.
-        basic = {
-            "apiVersion": "scheduling.k8s.io/v1beta1",
-            "kind": "PodGroup",
-            "metadata": {"name": "solo"},
-            "spec": {"schedulingPolicy": {"basic": {}}},
-        }
+        basic = make_pod_group("solo").basic().obj()
         assert api.create(pg_path, basic).status == 201
         assert api.create(pods, _pod("solo-0", "solo")).status == 201
 

@@ -20,12 +20,12 @@ from workloadbuilder.api import Workload, from_dict, object_to_dict
 from workloadbuilder.errors import WorkloadBuilderError
 from workloadbuilder.kinds import NotManagedError, Plan, plan_job
 from workloadbuilder.testing import ControlPlane, RestClient, wait_for
+from workloadbuilder.testing.builders import make_job
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.controllermanager]
 
 SCHED = "/apis/scheduling.k8s.io/v1beta1"
 RACK = "topology.kubernetes.io/rack"
-PAUSE = "registry.k8s.io/pause:3.10"
 
 
 def _prune(value: Any) -> Any:
@@ -46,26 +46,18 @@ def _job(
     pod_spec: dict[str, Any] | None = None,
     annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "template": {
-            "spec": {
-                "restartPolicy": "Never",
-                "containers": [{"name": "main", "image": PAUSE}],
-                **(pod_spec or {}),
-            }
-        }
-    }
+    job = make_job(name).annotations(annotations or {})
     if parallelism is not None:
-        spec["parallelism"] = parallelism
-        spec["completions"] = completions if completions is not None else parallelism
+        job.parallelism(parallelism).completions(
+            completions if completions is not None else parallelism
+        )
     if indexed:
-        spec["completionMode"] = "Indexed"
+        job.indexed()
     if scheduling is not None:
-        spec["scheduling"] = scheduling
-    meta: dict[str, Any] = {"name": name}
-    if annotations:
-        meta["annotations"] = annotations
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": spec}
+        job.scheduling(scheduling)
+    for key, value in (pod_spec or {}).items():
+        job.field(f"spec.template.spec.{key}", value)
+    return job.obj()
 
 
 #: (shape id, job) for root Jobs (the controller creates Workload + PodGroup).

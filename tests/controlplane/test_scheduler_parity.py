@@ -60,13 +60,17 @@ from workloadbuilder.api import PodGroup  # noqa: E402
 from workloadbuilder.cluster._kube import KubeCluster  # noqa: E402
 from workloadbuilder.errors import NotFound  # noqa: E402
 from workloadbuilder.testing import ControlPlane  # noqa: E402
+from workloadbuilder.testing.builders import (  # noqa: E402
+    make_node,
+    make_pod,
+    make_pod_group,
+    make_priority_class,
+)
 
 pytestmark = [pytest.mark.controlplane]
 
 UPSTREAM = "default-scheduler"
 OURS = "wb-parity"
-PAUSE = "registry.k8s.io/pause:3.10"
-SCHED_V1BETA1 = "scheduling.k8s.io/v1beta1"
 TIMEOUT = 30.0
 
 _T = TypeVar("_T")
@@ -178,41 +182,17 @@ class Side:
     async def node(self, name: str, *, cpu: str = "4", memory: str = "16Gi") -> None:
         """A fake Node like scheduler_perf's: allocatable cpu/memory/pods, Ready."""
         full = f"{self.namespace}-{name}"
-        alloc = {"cpu": cpu, "memory": memory, "pods": "110"}
-        await self.cluster.create(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": full, "labels": {"kubernetes.io/hostname": full}},
-            }
-        )
+        node = make_node(full).label("kubernetes.io/hostname", full)
+        obj = node.resources({"cpu": cpu, "memory": memory, "pods": "110"}).ready().obj()
+        status = obj.pop("status")
+        await self.cluster.create(obj)
         self.nodes.append(full)
-        ready = {"type": "Ready", "status": "True", "reason": "KubeletReady"}
-        await self.cluster.patch(
-            "Node",
-            full,
-            {
-                "status": {
-                    "allocatable": alloc,
-                    "capacity": alloc,
-                    "phase": "Running",
-                    "conditions": [ready],
-                }
-            },
-            subresource="status",
-        )
+        await self.cluster.patch("Node", full, {"status": status}, subresource="status")
 
     async def priority_class(self, name: str, value: int) -> str:
         """A PriorityClass, once the Priority admission plugin knows it."""
         full = f"{self.namespace}-{name}"
-        await self.cluster.create(
-            {
-                "apiVersion": "scheduling.k8s.io/v1",
-                "kind": "PriorityClass",
-                "metadata": {"name": full},
-                "value": value,
-            }
-        )
+        await self.cluster.create(make_priority_class(full, value).obj())
         self.priority_classes.append(full)
         await priority_class_admitted(self.cluster, self.namespace, full)
         return full
@@ -221,41 +201,17 @@ class Side:
         self, name: str, min_count: int | None, *, priority_class: str | None = None
     ) -> None:
         """A gang PodGroup (``min_count``) or a basic one (None)."""
-        policy: dict[str, Any] = (
-            {"basic": {}} if min_count is None else {"gang": {"minCount": min_count}}
-        )
-        spec: dict[str, Any] = {"schedulingPolicy": policy}
+        pg = make_pod_group(name, self.namespace)
+        if min_count is not None:
+            pg.gang(min_count)
         if priority_class is not None:
-            spec["priorityClassName"] = priority_class
-        await self.cluster.create(
-            {
-                "apiVersion": SCHED_V1BETA1,
-                "kind": "PodGroup",
-                "metadata": {"name": name, "namespace": self.namespace},
-                "spec": spec,
-            }
-        )
+            pg.priority_class(priority_class)
+        await self.cluster.create(pg.obj())
 
     async def pod(self, name: str, group: str, *, cpu: str = "1") -> None:
         """A pod of ``group`` for this side's scheduler."""
-        await self.cluster.create(
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": name, "namespace": self.namespace},
-                "spec": {
-                    "schedulerName": self.scheduler_name,
-                    "schedulingGroup": {"podGroupName": group},
-                    "containers": [
-                        {
-                            "name": "main",
-                            "image": PAUSE,
-                            "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}},
-                        }
-                    ],
-                },
-            }
-        )
+        pod = make_pod(name, self.namespace).scheduler_name(self.scheduler_name).pod_group(group)
+        await self.cluster.create(pod.request("cpu", cpu).request("memory", "1Gi").obj())
 
     async def gang(
         self, name: str, size: int, min_count: int | None, *, cpu: str = "1", **pg: Any
@@ -557,21 +513,10 @@ async def test_pods_before_their_pod_group(sides: tuple[Side, Side]) -> None:
 
 async def _foreign_pod(s: Side, name: str, group: str, *, node: str | None) -> None:
     """A member pod of another scheduler, bound to ``node`` already or pending."""
-    spec: dict[str, Any] = {
-        "schedulerName": "someone-else",
-        "schedulingGroup": {"podGroupName": group},
-        "containers": [{"name": "main", "image": PAUSE}],
-    }
+    pod = make_pod(name, s.namespace).scheduler_name("someone-else").pod_group(group)
     if node is not None:
-        spec["nodeName"] = node
-    await s.cluster.create(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": s.namespace},
-            "spec": spec,
-        }
-    )
+        pod.node_name(node)
+    await s.cluster.create(pod.obj())
 
 
 async def test_mixed_scheduler_names_with_a_bound_pod(sides: tuple[Side, Side]) -> None:

@@ -10,16 +10,15 @@ from typing import Any
 from waits import priority_class_admitted
 
 from scheduler import Scheduler, SchedulerConfig
-from workloadbuilder.api import (
-    BasicSchedulingPolicy,
-    GangSchedulingPolicy,
-    ObjectMeta,
-    PodGroup,
-    PodGroupSchedulingPolicy,
-    PodGroupSpec,
-)
+from workloadbuilder.api import PodGroup, from_dict
 from workloadbuilder.cluster import Cluster
 from workloadbuilder.errors import NotFound
+from workloadbuilder.testing.builders import (
+    make_node,
+    make_pod,
+    make_pod_group,
+    make_priority_class,
+)
 
 GPU = "nvidia.com/gpu"
 
@@ -42,7 +41,8 @@ class FakeClock:
 
 
 class Env:
-    """A cluster, a namespace, and builders. Node names are unique per test."""
+    """A cluster, a namespace, and helpers that create objects on it (built with
+    :mod:`workloadbuilder.testing.builders`). Node names are unique per test."""
 
     def __init__(self, cluster: Cluster, namespace: str, backend: str) -> None:
         self.cluster = cluster
@@ -74,40 +74,23 @@ class Env:
         unschedulable: bool = False,
     ) -> str:
         full = self.node_name(name)
-        alloc = {"cpu": cpu, "memory": memory, "pods": str(pods)}
+        node = make_node(full).label("test-env", self.namespace).labels(labels or {})
+        node.resources({"cpu": cpu, "memory": memory, "pods": pods})
         if gpu:
-            alloc[GPU] = str(gpu)
-        spec: dict[str, Any] = {}
-        if taints:
-            spec["taints"] = taints
+            node.resource(GPU, gpu)
+        node.taints(*(taints or ()))
         if unschedulable:
-            spec["unschedulable"] = True
-        obj = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": full, "labels": {"test-env": self.namespace, **(labels or {})}},
-            "spec": spec,
-        }
+            node.unschedulable()
+        obj = node.obj()
+        status = obj.pop("status")
         await self.cluster.create(obj)
         self.nodes.append(full)
-        await self.cluster.patch(
-            "Node",
-            full,
-            {"status": {"allocatable": alloc, "capacity": alloc}},
-            subresource="status",
-        )
+        await self.cluster.patch("Node", full, {"status": status}, subresource="status")
         return full
 
     async def priority_class(self, name: str, value: int) -> str:
         full = f"{self.prefix}{name}"
-        await self.cluster.create(
-            {
-                "apiVersion": "scheduling.k8s.io/v1",
-                "kind": "PriorityClass",
-                "metadata": {"name": full},
-                "value": value,
-            }
-        )
+        await self.cluster.create(make_priority_class(full, value).obj())
         self.priority_classes.append(full)
         await priority_class_admitted(self.cluster, self.namespace, full)
         return full
@@ -115,16 +98,12 @@ class Env:
     async def pod_group(
         self, name: str, min_count: int | None = None, *, priority_class: str | None = None
     ) -> PodGroup:
-        policy = (
-            PodGroupSchedulingPolicy(gang=GangSchedulingPolicy(min_count=min_count))
-            if min_count is not None
-            else PodGroupSchedulingPolicy(basic=BasicSchedulingPolicy())
-        )
-        pg = PodGroup(
-            metadata=ObjectMeta(name=name, namespace=self.namespace),
-            spec=PodGroupSpec(scheduling_policy=policy, priority_class_name=priority_class),
-        )
-        out = await self.cluster.create(pg)
+        pg = make_pod_group(name, self.namespace)
+        if min_count is not None:
+            pg.gang(min_count)
+        if priority_class:
+            pg.priority_class(priority_class)
+        out = await self.cluster.create(from_dict(pg.obj(), PodGroup))
         assert isinstance(out, PodGroup)
         return out
 
@@ -142,37 +121,20 @@ class Env:
         tolerations: list[dict[str, str]] | None = None,
         node_name: str | None = None,
     ) -> dict[str, Any]:
-        requests: dict[str, str] = {"cpu": cpu, "memory": memory}
-        limits: dict[str, str] = {}
+        pod = make_pod(name, self.namespace).scheduler_name(scheduler_name or self.scheduler_name)
+        pod.request("cpu", cpu).request("memory", memory)
         if gpu:
-            requests[GPU] = limits[GPU] = str(gpu)
-        spec: dict[str, Any] = {
-            "schedulerName": scheduler_name or self.scheduler_name,
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "registry.k8s.io/pause:3.10",
-                    "resources": {"requests": requests, **({"limits": limits} if limits else {})},
-                }
-            ],
-        }
+            pod.request(GPU, gpu).limit(GPU, gpu)
         if group:
-            spec["schedulingGroup"] = {"podGroupName": group}
+            pod.pod_group(group)
         if priority_class:
-            spec["priorityClassName"] = priority_class
+            pod.priority_class(priority_class)
         if node_selector:
-            spec["nodeSelector"] = node_selector
-        if tolerations:
-            spec["tolerations"] = tolerations
+            pod.node_selectors(node_selector)
+        pod.tolerations(*(tolerations or ()))
         if node_name:
-            spec["nodeName"] = node_name  # created bound (by "another scheduler")
-        obj = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": self.namespace},
-            "spec": spec,
-        }
-        out = await self.cluster.create(obj)
+            pod.node_name(node_name)  # created bound (by "another scheduler")
+        out = await self.cluster.create(pod.obj())
         assert isinstance(out, dict)
         return out
 

@@ -24,6 +24,7 @@ from workloadbuilder.api import (
     PodGroupSpec,
 )
 from workloadbuilder.errors import NotFound
+from workloadbuilder.testing.builders import make_node, make_pod
 
 pytestmark = pytest.mark.controlplane
 
@@ -83,14 +84,10 @@ async def test_scheduler_command_end_to_end(control_plane: Any) -> None:
         text=True,
     )
     try:
-        await kube.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
-        alloc = {"cpu": "4", "memory": "8Gi", "pods": "110"}
-        await kube.patch(
-            "Node",
-            node,
-            {"status": {"allocatable": alloc, "capacity": alloc}},
-            subresource="status",
-        )
+        fake = make_node(node).resources({"cpu": "4", "memory": "8Gi", "pods": "110"}).obj()
+        status = fake.pop("status")
+        await kube.create(fake)
+        await kube.patch("Node", node, {"status": status}, subresource="status")
         await kube.create(
             PodGroup(
                 metadata=ObjectMeta(name="g", namespace=ns),
@@ -102,18 +99,8 @@ async def test_scheduler_command_end_to_end(control_plane: Any) -> None:
             )
         )
         for i in range(2):
-            await kube.create(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "metadata": {"name": f"g-{i}", "namespace": ns},
-                    "spec": {
-                        "schedulerName": name,
-                        "schedulingGroup": {"podGroupName": "g"},
-                        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
-                    },
-                }
-            )
+            pod = make_pod(f"g-{i}", ns).scheduler_name(name).pod_group("g").container_name("c")
+            await kube.create(pod.obj())
 
         async def bound() -> bool:
             assert proc.poll() is None, proc.communicate()

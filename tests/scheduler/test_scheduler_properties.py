@@ -21,6 +21,7 @@ from workloadbuilder.api import (
     PodGroupSpec,
 )
 from workloadbuilder.cluster._memory import MemoryCluster
+from workloadbuilder.testing.builders import make_node, make_pod
 
 NAME = "workloadbuilder-scheduler"
 
@@ -44,16 +45,8 @@ gangs_st = st.lists(
 async def _simulate(nodes: list[tuple[int, int, bool]], gangs: list[Any]) -> dict[str, Any]:
     c = MemoryCluster()
     for i, (cpu, gpu, cordoned) in enumerate(nodes):
-        alloc = {"cpu": str(cpu), "memory": "64Gi", "pods": "110", "nvidia.com/gpu": str(gpu)}
-        await c.create(
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": f"n{i}"},
-                "spec": {"unschedulable": cordoned},
-                "status": {"allocatable": alloc, "capacity": alloc},
-            }
-        )
+        alloc = {"cpu": cpu, "memory": "64Gi", "pods": 110, "nvidia.com/gpu": gpu}
+        await c.create(make_node(f"n{i}").unschedulable(cordoned).resources(alloc).obj())
     mins: dict[str, int] = {}
     for g, (size, offset, cpu, gpu) in enumerate(gangs):
         name = f"g{g}"
@@ -71,21 +64,11 @@ async def _simulate(nodes: list[tuple[int, int, bool]], gangs: list[Any]) -> dic
             )
         )
         for j in range(size):
-            req = {"cpu": cpu, "memory": "1Gi"}
+            pod = make_pod(f"{name}-{j}", "default").scheduler_name(NAME).pod_group(name)
+            pod.container_name("c").image("x").request("cpu", cpu).request("memory", "1Gi")
             if gpu:
-                req["nvidia.com/gpu"] = str(gpu)
-            await c.create(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "metadata": {"name": f"{name}-{j}", "namespace": "default"},
-                    "spec": {
-                        "schedulerName": NAME,
-                        "schedulingGroup": {"podGroupName": name},
-                        "containers": [{"name": "c", "image": "x", "resources": {"requests": req}}],
-                    },
-                }
-            )
+                pod.request("nvidia.com/gpu", gpu)
+            await c.create(pod.obj())
     s = Scheduler(c, SchedulerConfig())
     await s.schedule_until_idle()
     pods = [p for p in (await c.list("Pod")).items if isinstance(p, dict)]

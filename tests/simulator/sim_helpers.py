@@ -1,4 +1,8 @@
-"""Helpers for the simulator tests: build scenario YAML from small pieces."""
+"""Helpers for the simulator tests: build scenario YAML from small pieces.
+
+The Kubernetes objects come from :mod:`workloadbuilder.testing.builders`; the ``NodePool``
+document is the simulator's own kind.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,11 @@ import textwrap
 from typing import Any
 
 import yaml
+
+from workloadbuilder.testing.builders import make_job, make_pod, make_pod_group
+
+ARRIVAL = "sim.workloadbuilder.io/arrival"
+DURATION = "sim.workloadbuilder.io/duration"
 
 
 def nodes(count: int, cpu: str = "4", *, name: str = "n", **extra: Any) -> str:
@@ -22,6 +31,13 @@ def nodes(count: int, cpu: str = "4", *, name: str = "n", **extra: Any) -> str:
     )
 
 
+def _timing(arrival: str, duration: str | None) -> dict[str, str]:
+    ann = {ARRIVAL: arrival}
+    if duration is not None:
+        ann[DURATION] = duration
+    return ann
+
+
 def gang(
     name: str,
     size: int,
@@ -32,31 +48,11 @@ def gang(
     min_count: int | None = None,
 ) -> str:
     """A hand-written gang: one PodGroup and ``size`` pods."""
-    ann = {"sim.workloadbuilder.io/arrival": arrival}
-    if duration is not None:
-        ann["sim.workloadbuilder.io/duration"] = duration
-    docs: list[dict[str, Any]] = [
-        {
-            "apiVersion": "scheduling.k8s.io/v1beta1",
-            "kind": "PodGroup",
-            "metadata": {"name": name, "annotations": dict(ann)},
-            "spec": {"schedulingPolicy": {"gang": {"minCount": min_count or size}}},
-        }
-    ]
+    ann = _timing(arrival, duration)
+    docs = [make_pod_group(name).annotations(ann).gang(min_count or size).obj()]
     for i in range(size):
-        docs.append(
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": f"{name}-{i}", "annotations": dict(ann)},
-                "spec": {
-                    "schedulingGroup": {"podGroupName": name},
-                    "containers": [
-                        {"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}
-                    ],
-                },
-            }
-        )
+        pod = make_pod(f"{name}-{i}").annotations(ann).pod_group(name)
+        docs.append(pod.container_name("c").image("x").request("cpu", cpu).obj())
     return yaml.safe_dump_all(docs)
 
 
@@ -71,32 +67,19 @@ def job(
     gang_policy: bool = True,
 ) -> str:
     """A batch/v1 Job (gang with minCount = parallelism unless ``gang_policy`` is false)."""
-    ann = {"sim.workloadbuilder.io/arrival": arrival}
-    if duration is not None:
-        ann["sim.workloadbuilder.io/duration"] = duration
-    spec: dict[str, Any] = {
-        "parallelism": parallelism,
-        "template": {
-            "spec": {
-                "restartPolicy": "Never",
-                "containers": [
-                    {"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}
-                ],
-            }
-        },
-    }
-    if completions is not None:
-        spec["completions"] = completions
-    if gang_policy:
-        spec["scheduling"] = {"schedulingPolicy": {"gang": {}}}
-    return yaml.safe_dump(
-        {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": {"name": name, "annotations": ann},
-            "spec": spec,
-        }
+    builder = (
+        make_job(name)
+        .annotations(_timing(arrival, duration))
+        .parallelism(parallelism)
+        .container_name("c")
+        .image("x")
+        .request("cpu", cpu)
     )
+    if completions is not None:
+        builder.completions(completions)
+    if gang_policy:
+        builder.gang()
+    return yaml.safe_dump(builder.obj())
 
 
 def scenario(*parts: str) -> str:
