@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
+from hypothesis import assume
 from hypothesis import strategies as st
 
 from workloadbuilder.api import (
@@ -414,6 +415,8 @@ def _w_too_many_templates(draw: st.DrawFn, w: Workload) -> Workload:
 
 def _w_mixed_priorities(draw: st.DrawFn, w: Workload) -> Workload:
     leaves = _all_leaves(w)
+    # mixing needs two templates: a one-template Workload cannot have mixed priorities
+    assume(len(leaves) >= 2)
     current = leaves[-1].priority
     new = draw(st.integers(0, 1_000_000_000).filter(lambda p: p != current))
     if draw(st.booleans()):
