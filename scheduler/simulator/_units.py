@@ -6,7 +6,7 @@ import math
 import re
 from typing import Any
 
-from scheduler._resources import quantity_value
+from workloadbuilder.resources import quantity_value
 
 __all__ = ["format_duration", "parse_duration", "parse_quantity"]
 

@@ -20,25 +20,11 @@ from workloadbuilder.api import (
 )
 from workloadbuilder.cluster import Cluster
 from workloadbuilder.errors import NotFound
+from workloadbuilder.runtime import ManualClock
+
+__all__ = ["GPU", "Env", "ManualClock"]
 
 GPU = "nvidia.com/gpu"
-
-
-class FakeClock:
-    """A virtual clock (seconds since the epoch) the tests advance by hand."""
-
-    def __init__(self, start: float = 1_800_000_000.0) -> None:
-        self.t = start
-
-    def now(self) -> float:
-        return self.t
-
-    async def sleep(self, seconds: float) -> None:
-        self.t += max(0.0, seconds)
-        await asyncio.sleep(0)
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
 
 
 class Env:
@@ -221,7 +207,7 @@ class Env:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
-            await s.schedule_until_idle()
+            await s.until_idle()
             if await check():
                 return
             if loop.time() > deadline:
