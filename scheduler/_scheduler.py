@@ -4,6 +4,7 @@ queue -> schedule-one -> binding and status. It implements the runtime's ``Compo
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from scheduler._binding import Binder
 from scheduler._cache import Cache
@@ -25,6 +26,9 @@ from scheduler._status import (
 from scheduler._tasks import Tasks
 from workloadbuilder.cluster import Cluster
 from workloadbuilder.runtime import Clock, Feed, WallClock, settle
+
+if TYPE_CHECKING:
+    from workloadbuilder.runtime import Component
 
 __all__ = [
     "CONDITION_INITIALLY_SCHEDULED",
@@ -222,3 +226,9 @@ class Scheduler:
             t = "pod" if kind == "Pod" else "podgroup"
             for state in ("gated", "active", "backoff", "unschedulable"):
                 PENDING.labels(type=t, queue=state).set(states.get(state, 0))
+
+
+if TYPE_CHECKING:
+
+    def _is_a_component(s: Scheduler) -> Component:  # mypy checks the protocol
+        return s

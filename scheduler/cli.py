@@ -20,6 +20,7 @@ import yaml
 
 from scheduler._config import DEFAULT_SCHEDULER_NAME, SchedulerConfig
 from scheduler._metrics import REGISTRY
+from scheduler._plugins import default_framework
 from scheduler._profile import ConfigError, LoadedConfig, load_config
 from scheduler._scheduler import CONDITION_INITIALLY_SCHEDULED, Scheduler
 from workloadbuilder.api import PodGroup, to_dict
@@ -230,8 +231,6 @@ def _settings(args: argparse.Namespace) -> LoadedConfig:
         if args.kube_api_qps is not None or args.kube_api_burst is not None:
             _log.warning("--kube-api-qps/--kube-api-burst are ignored with --config")
     else:
-        from scheduler._plugins import default_framework
-
         config = SchedulerConfig(scheduler_name=args.scheduler_name or DEFAULT_SCHEDULER_NAME)
         loaded = LoadedConfig(
             scheduler=config,
