@@ -17,9 +17,10 @@ if sys.path[:1] != [_ROOT]:
 if getattr(sys.modules.get("scheduler"), "__file__", "") is None:
     del sys.modules["scheduler"]
 
-from sched_helpers import Env, ManualClock  # noqa: E402
+from sched_helpers import Env  # noqa: E402
 
 from workloadbuilder.cluster import Cluster  # noqa: E402
+from workloadbuilder.runtime import ManualClock  # noqa: E402
 from workloadbuilder.testing import ControlPlane  # noqa: E402
 
 

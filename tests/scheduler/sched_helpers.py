@@ -20,9 +20,6 @@ from workloadbuilder.api import (
 )
 from workloadbuilder.cluster import Cluster
 from workloadbuilder.errors import NotFound
-from workloadbuilder.runtime import ManualClock
-
-__all__ = ["GPU", "Env", "ManualClock"]
 
 GPU = "nvidia.com/gpu"
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sched_helpers import Env, ManualClock
+from sched_helpers import Env
 
 from scheduler import Scheduler, SchedulerConfig
 from scheduler._interface import SUCCESS, ActionType, ClusterEvent, Code, Status
 from scheduler._plugins import default_framework
+from workloadbuilder.runtime import ManualClock
 
 
 def _state(s: Scheduler, name: str) -> str:

@@ -7,12 +7,13 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sched_helpers import Env, ManualClock
+from sched_helpers import Env
 
 from scheduler._queue import EntityKey
 from workloadbuilder.cluster import ResourceInfo
 from workloadbuilder.cluster._memory import MemoryCluster
 from workloadbuilder.cluster._protocol import KubeObject, PatchType
+from workloadbuilder.runtime import ManualClock
 
 
 class _HeldBindings(MemoryCluster):

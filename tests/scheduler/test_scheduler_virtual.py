@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sched_helpers import Env, ManualClock
+from sched_helpers import Env
 from sched_invariant import GangWatch
 
 from scheduler._queue import SchedulingQueue
 from workloadbuilder.errors import Conflict
-from workloadbuilder.runtime import LeaderElector
+from workloadbuilder.runtime import LeaderElector, ManualClock
 
 
 def _state(s: Any, name: str) -> str:
