@@ -132,7 +132,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         t0 = time.perf_counter()
         for name, *_ in wave:
             ready_at[name] = t0
-        bound += await s.schedule_until_idle()
+        bound += await s.until_idle()
         sched_time += time.perf_counter() - t0
         keys = [("default", f"{n}-{j}") for n, size, *_ in wave for j in range(size)]
         wave_binds = [cluster.bound_at[k] for k in keys if k in cluster.bound_at]

@@ -12,18 +12,12 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from scheduler._resources import (
-    CPU,
-    EPHEMERAL,
-    MEMORY,
-    PODS,
-    PodRequirements,
-    parse_quantity,
-    pod_requirements,
-)
+from scheduler._resources import PodRequirements, pod_requirements
 from workloadbuilder.api import CompositePodGroup, PodGroup
+from workloadbuilder.resources import CPU, MEMORY, PODS, parse_quantity
+from workloadbuilder.resources import EPHEMERAL_STORAGE as EPHEMERAL
 
-__all__ = ["Cache", "NodeTable", "PodInfo", "PodKey"]
+__all__ = ["Cache", "GroupInfo", "GroupKey", "NodeTable", "PodInfo", "PodKey"]
 
 _log = logging.getLogger(__name__)
 
@@ -260,7 +254,8 @@ class GroupInfo:
 
 
 class Cache:
-    """All objects the scheduler reads, indexed for the queue and the cycle."""
+    """All objects the scheduler reads, indexed for the queue and the cycle. Implements the
+    framework's ``SharedLister`` (what PreEnqueue plugins see)."""
 
     def __init__(self, scheduler_name: str | None = None) -> None:
         #: our schedulerName; pending pods of other schedulers are invisible to our groups,
@@ -286,6 +281,27 @@ class Cache:
         """A monotonically increasing sequence number (first-seen tie-break)."""
         self._seq += 1
         return self._seq
+
+    # ---- SharedLister ----------------------------------------------------------------
+
+    @property
+    def table(self) -> NodeTable:
+        """The node rows."""
+        return self.nodes
+
+    def node_name(self, row: int) -> str:
+        """Name of the node in ``row``."""
+        name = self.nodes.names[row]
+        assert name is not None
+        return name
+
+    def get_pod(self, key: PodKey) -> PodInfo | None:
+        """A pod by ``(namespace, name)``."""
+        return self.pods.get(key)
+
+    def group_members(self, group: GroupInfo) -> Iterator[PodInfo]:
+        """The group's known non-terminal pods."""
+        return self.members(group)
 
     # ---- nodes -----------------------------------------------------------------------
 

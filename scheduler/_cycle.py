@@ -20,37 +20,14 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler._cache import PodInfo
-from scheduler._framework import Code, Framework, Placement, Status
+from scheduler._framework import Diagnosis, Framework
+from scheduler._interface import Code, Placement, Status
 from scheduler._resources import PodRequirements
 from scheduler._snapshot import Snapshot
 
-__all__ = ["CycleResult", "Diagnosis", "run_pod_group_cycle"]
+__all__ = ["CycleResult", "run_pod_group_cycle"]
 
 _NEG = -np.inf
-
-
-@attrs.frozen(kw_only=True)
-class Diagnosis:
-    """Why a pod shape found no node: ``(short, long, count)`` reasons over ``total`` nodes."""
-
-    total: int
-    reasons: tuple[tuple[str, str, int], ...]
-
-    def pod_message(self) -> str:
-        """Upstream's FailedScheduling wording: ``0/40 nodes are available: 3 ...``."""
-        if not self.reasons:
-            return f"0/{self.total} nodes are available."
-        parts = sorted(f"{n} {short}" for short, _, n in self.reasons)
-        return f"0/{self.total} nodes are available: {', '.join(parts)}."
-
-    def node_summary(self) -> str:
-        """``37 of 40 nodes lack nvidia.com/gpu: 8; 3 of 40 nodes are unschedulable``."""
-        if self.total == 0:
-            return "the cluster has no nodes"
-        if not self.reasons:
-            return f"none of {self.total} nodes fits"
-        ordered = sorted(self.reasons, key=lambda r: (-r[2], r[1]))
-        return "; ".join(f"{n} of {self.total} nodes {long}" for _, long, n in ordered)
 
 
 @attrs.frozen(kw_only=True)
@@ -68,7 +45,7 @@ class CycleResult:
 class _Eval:
     """Filter verdicts and scores of one signature over all node rows."""
 
-    __slots__ = ("fw", "gang", "mask", "req", "score", "snap", "vec", "weights")
+    __slots__ = ("fw", "gang", "mask", "req", "score", "snap", "vec")
 
     def __init__(
         self,
@@ -80,26 +57,17 @@ class _Eval:
         gang: bool,
     ) -> None:
         self.fw, self.snap, self.req, self.vec, self.gang = fw, snap, req, vec, gang
-        mask = snap.static.mask(fw, req, snap.table)
+        table = snap.table
+        mask = fw.run_static_filters(req, table)
         if placement.mask is not None:
             mask = mask & placement.mask[: mask.size]
         self.mask = mask
-        table = snap.table
         self.score: npt.NDArray[np.float64] = np.full(table.capacity, _NEG)
         rows = np.flatnonzero(mask)
         if rows.size:
-            ok = np.ones(rows.size, dtype=bool)
-            for f in fw.usage_filters:
-                ok &= f.filter(req, vec, table, rows)
-            rows = rows[ok]
+            rows = rows[fw.run_usage_filters(req, vec, table, rows)]
             if rows.size:
-                self.score[rows] = self._score(rows)
-
-    def _score(self, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
-        total = np.zeros(rows.size, dtype=np.float64)
-        for s in self.fw.scores:
-            total += s.weight * s.score(self.req, self.vec, self.snap.table, rows, self.gang)
-        return total
+                self.score[rows] = fw.run_score(req, vec, table, rows, gang)
 
     def best(self) -> int:
         """The best row, or -1 when no node fits (lowest row wins ties: deterministic)."""
@@ -110,39 +78,12 @@ class _Eval:
         """Re-evaluate one row after its usage changed."""
         if not self.mask[row]:
             return
+        table = self.snap.table
+        if not self.fw.run_usage_filters_one(self.req, self.vec, table, row):
+            self.score[row] = _NEG
+            return
         rows = np.array([row], dtype=np.intp)
-        for f in self.fw.usage_filters:
-            if not f.filter(self.req, self.vec, self.snap.table, rows)[0]:
-                self.score[row] = _NEG
-                return
-        self.score[row] = self._score(rows)[0]
-
-
-def diagnose(
-    fw: Framework, snap: Snapshot, req: PodRequirements, placement: Placement
-) -> Diagnosis:
-    """Count, per filter, the nodes of the placement that reject ``req`` (first static
-    filter that fails; every insufficient resource)."""
-    table = snap.table
-    candidates = table.present.copy()
-    if placement.mask is not None:
-        candidates &= placement.mask[: candidates.size]
-    rows = np.flatnonzero(candidates)
-    total = int(rows.size)
-    vec = table.vector(req.requests)
-    reasons: list[tuple[str, str, int]] = []
-    for f in fw.static_filters:
-        if rows.size == 0:
-            break
-        ok = f.filter(req, vec, table, rows)
-        if not ok.all():
-            reasons.extend(r for r in f.diagnose(req, vec, table, rows[~ok]) if r[2])
-        rows = rows[ok]
-    for f in fw.usage_filters:
-        if rows.size == 0:
-            break
-        reasons.extend(r for r in f.diagnose(req, vec, table, rows) if r[2])
-    return Diagnosis(total=total, reasons=tuple(reasons))
+        self.score[row] = self.fw.run_score(self.req, self.vec, table, rows, self.gang)[0]
 
 
 @attrs.define
@@ -190,7 +131,7 @@ def _attempt(
             ev = evals[req] = _Eval(fw, snap, req, vecs[req], placement, gang)
         row = ev.best()
         if row < 0:
-            failed[req] = diagnose(fw, snap, req, placement)
+            failed[req] = fw.run_filter_diagnosis(req, table, placement)
             if first_failed is None:
                 first_failed = req
             remaining -= left[req]
@@ -269,14 +210,7 @@ def run_pod_group_cycle(
             )
             assigned = snap.assumed_since(mark)
             if att.status.ok:
-                score = (
-                    sum(
-                        p.weight * p.score_placement(placement, assigned, snap)
-                        for p in fw.placement_score
-                    )
-                    if fw.placement_score
-                    else float(att.placed)
-                )
+                score = fw.run_placement_score(placement, assigned, snap, default=float(att.placed))
                 if best is None or score > best[0]:
                     best = (score, i, placement)
             elif last is None or att.placed > last.placed:

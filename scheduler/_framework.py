@@ -1,193 +1,116 @@
-"""The scheduling framework: statuses, extension points and the plugin registry.
+"""The framework runtime (kube-scheduler's ``framework/runtime``): the enabled plugins per
+extension point and every ``run_*`` that calls them.
 
-The extension points carry kube-scheduler's names: ``PreEnqueue`` (the queue's admission
-barrier), ``Filter`` and ``Score`` (per pod, over nodes), ``PlacementGenerate`` and
-``PlacementScore`` (candidate node subsets for a pod group), ``PlacementFeasible`` (the gang
-quorum check during the cycle), ``PodGroupPostFilter`` (what to try when a group does not fit;
-workload-aware preemption plugs in here) and ``Bind``.
-
-Filters and scores are *vectorised*: they receive a pod's requirements and an array of node
-rows of the :class:`~scheduler._cache.NodeTable` and answer for all rows at once. Filters that
-only read node properties (``uses_node_usage = False``) are evaluated once per signature and
-node epoch and cached; the others are re-evaluated incrementally as pods are assumed.
+Filters that only read node properties (``uses_node_usage = False``) are evaluated once per
+signature and node epoch in the :class:`StaticFilterCache` beside the framework; the others
+are re-evaluated incrementally by the cycle as pods are assumed. Nothing outside this module
+loops over plugins.
 """
 
 from __future__ import annotations
 
-import enum
+import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
 import numpy.typing as npt
 
+from scheduler._interface import (
+    SUCCESS,
+    BindPlugin,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Code,
+    EnqueueExtensions,
+    FilterPlugin,
+    Mask,
+    Placement,
+    PlacementFeasiblePlugin,
+    PlacementGeneratePlugin,
+    PlacementScorePlugin,
+    PodGroupPostFilterPlugin,
+    PreEnqueuePlugin,
+    QueueingHint,
+    Rows,
+    ScorePlugin,
+    SharedLister,
+    Status,
+)
 from scheduler._resources import PodRequirements
 
 if TYPE_CHECKING:
-    from scheduler._cache import Cache, GroupInfo, NodeTable, PodInfo
-    from scheduler._snapshot import Snapshot
+    from scheduler._cache import GroupInfo, NodeTable, PodInfo
     from workloadbuilder.cluster import Cluster
 
-__all__ = [
-    "BindPlugin",
-    "Code",
-    "FilterPlugin",
-    "Framework",
-    "Placement",
-    "PlacementFeasiblePlugin",
-    "PlacementGeneratePlugin",
-    "PlacementScorePlugin",
-    "PodGroupPostFilterPlugin",
-    "PreEnqueuePlugin",
-    "Rows",
-    "ScorePlugin",
-    "Status",
-]
+__all__ = ["Diagnosis", "Framework", "StaticFilterCache"]
 
-Rows = npt.NDArray[np.intp]
-Mask = npt.NDArray[np.bool_]
+_log = logging.getLogger(__name__)
 
 
-class Code(enum.Enum):
-    """Framework status codes (as upstream)."""
+def _safe(plugin: str, hint: QueueingHint) -> QueueingHint:
+    def guarded(key: tuple[str, str, str], old: Any, new: Any) -> bool:
+        try:
+            return bool(hint(key, old, new))
+        except Exception:  # a failing hint requeues, as upstream
+            _log.exception("queueing hint of %s failed", plugin)
+            return True
 
-    SUCCESS = "Success"
-    ERROR = "Error"
-    UNSCHEDULABLE = "Unschedulable"
-    UNSCHEDULABLE_AND_UNRESOLVABLE = "UnschedulableAndUnresolvable"
-    WAIT = "Wait"
+    return guarded
 
 
 @attrs.frozen(kw_only=True)
-class Status:
-    """A plugin's verdict."""
+class Diagnosis:
+    """Why a pod shape found no node: ``(short, long, count)`` reasons over ``total`` nodes,
+    and the filter plugins that rejected some node."""
 
-    code: Code = Code.SUCCESS
-    message: str = ""
-    plugin: str = ""
+    total: int
+    reasons: tuple[tuple[str, str, int], ...]
+    plugins: frozenset[str] = frozenset()
 
-    @property
-    def ok(self) -> bool:
-        """``code is SUCCESS``."""
-        return self.code is Code.SUCCESS
+    def pod_message(self) -> str:
+        """Upstream's FailedScheduling wording: ``0/40 nodes are available: 3 ...``."""
+        if not self.reasons:
+            return f"0/{self.total} nodes are available."
+        parts = sorted(f"{n} {short}" for short, _, n in self.reasons)
+        return f"0/{self.total} nodes are available: {', '.join(parts)}."
 
-
-SUCCESS = Status()
-
-
-@attrs.frozen(kw_only=True)
-class Placement:
-    """A candidate set of nodes for a pod group (all nodes when ``mask`` is None)."""
-
-    name: str = "all-nodes"
-    mask: Mask | None = attrs.field(default=None, eq=False)
-
-
-class PreEnqueuePlugin(Protocol):
-    """Gate a group before it may enter the active queue."""
-
-    name: str
-
-    def pre_enqueue_group(self, group: GroupInfo, cache: Cache) -> Status:
-        """Success lets the group in; anything else keeps it gated."""
-        ...
+    def node_summary(self) -> str:
+        """``37 of 40 nodes lack nvidia.com/gpu: 8; 3 of 40 nodes are unschedulable``."""
+        if self.total == 0:
+            return "the cluster has no nodes"
+        if not self.reasons:
+            return f"none of {self.total} nodes fits"
+        ordered = sorted(self.reasons, key=lambda r: (-r[2], r[1]))
+        return "; ".join(f"{n} of {self.total} nodes {long}" for _, long, n in ordered)
 
 
-class FilterPlugin(Protocol):
-    """Decide which nodes can run a pod."""
+class StaticFilterCache:
+    """Node-only filter verdicts per signature, valid for one node epoch."""
 
-    name: str
-    #: False when the verdict depends only on the node object (cached per node epoch)
-    uses_node_usage: bool
+    def __init__(self) -> None:
+        self._epoch = -1
+        self._masks: dict[PodRequirements, Mask] = {}
 
-    def filter(
-        self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, rows: Rows
-    ) -> Mask:
-        """One boolean per row: True when the node passes."""
-        ...
+    def get(self, req: PodRequirements, table: NodeTable) -> Mask | None:
+        """The cached mask of ``req`` for the table's current epoch."""
+        if table.epoch != self._epoch:
+            self._masks.clear()
+            self._epoch = table.epoch
+        return self._masks.get(req)
 
-    def diagnose(
-        self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, rows: Rows
-    ) -> list[tuple[str, str, int]]:
-        """Why nodes in ``rows`` fail: ``(short reason, long reason, node count)`` items."""
-        ...
-
-
-class ScorePlugin(Protocol):
-    """Rank feasible nodes for a pod (higher is better, 0..100)."""
-
-    name: str
-    weight: int
-
-    def score(
-        self,
-        req: PodRequirements,
-        vec: npt.NDArray[np.int64],
-        table: NodeTable,
-        rows: Rows,
-        gang: bool,
-    ) -> npt.NDArray[np.float64]:
-        """One score per row."""
-        ...
-
-
-class PlacementGeneratePlugin(Protocol):
-    """Propose candidate node subsets for a pod group (e.g. one per topology domain)."""
-
-    name: str
-
-    def generate(self, group: GroupInfo, snapshot: Snapshot) -> list[Placement]:
-        """Candidate placements; an empty list means "no opinion"."""
-        ...
-
-
-class PlacementScorePlugin(Protocol):
-    """Rank feasible placements of a pod group."""
-
-    name: str
-    weight: int
-
-    def score_placement(
-        self, placement: Placement, assigned: Sequence[tuple[PodInfo, int]], snapshot: Snapshot
-    ) -> float:
-        """Higher is better."""
-        ...
-
-
-class PlacementFeasiblePlugin(Protocol):
-    """Quorum check before and after every pod of a pod-group cycle."""
-
-    name: str
-
-    def placement_feasible(self, min_count: int, scheduled: int, remaining: int) -> Status:
-        """``Unschedulable`` aborts the cycle, ``Wait`` continues, ``Success`` is enough."""
-        ...
-
-
-class PodGroupPostFilterPlugin(Protocol):
-    """Runs when a pod group does not fit (workload-aware preemption)."""
-
-    name: str
-
-    def post_filter(self, group: GroupInfo, snapshot: Snapshot, message: str) -> Status:
-        """Success means "retry after the victims are gone" (nominated)."""
-        ...
-
-
-class BindPlugin(Protocol):
-    """Bind a pod to its node."""
-
-    name: str
-
-    async def bind(self, cluster: Cluster, pod: PodInfo, node: str) -> Status:
-        """Success, or an error status (the caller forgets the assumption)."""
-        ...
+    def put(self, req: PodRequirements, table: NodeTable, mask: Mask) -> None:
+        """Remember ``mask`` (dropping everything if the epoch moved meanwhile)."""
+        if table.epoch != self._epoch:  # a new resource column appeared
+            self._masks.clear()
+            self._epoch = table.epoch
+        self._masks[req] = mask
 
 
 @attrs.define(kw_only=True)
 class Framework:
-    """The enabled plugins per extension point, in order."""
+    """The enabled plugins per extension point, in order, and the runs over them."""
 
     pre_enqueue: list[PreEnqueuePlugin] = attrs.field(factory=list)
     filters: list[FilterPlugin] = attrs.field(factory=list)
@@ -197,24 +120,190 @@ class Framework:
     placement_feasible: list[PlacementFeasiblePlugin] = attrs.field(factory=list)
     pod_group_post_filter: list[PodGroupPostFilterPlugin] = attrs.field(factory=list)
     bind: list[BindPlugin] = attrs.field(factory=list)
+    #: the profile's schedulerName (informational; the scheduler's config decides)
+    profile: str = ""
+    static_cache: StaticFilterCache = attrs.field(factory=StaticFilterCache)
+    _static: list[FilterPlugin] = attrs.field(init=False, factory=list)
+    _usage: list[FilterPlugin] = attrs.field(init=False, factory=list)
+    _events: list[tuple[str, ClusterEventWithHint]] | None = attrs.field(init=False, default=None)
+    _hints: dict[ClusterEvent, list[QueueingHint | None]] = attrs.field(init=False, factory=dict)
+
+    def __attrs_post_init__(self) -> None:
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Recompute derived lists after the plugin lists were changed in place."""
+        self._static = [f for f in self.filters if not f.uses_node_usage]
+        self._usage = [f for f in self.filters if f.uses_node_usage]
+        self._events = None
+        self._hints = {}
+
+    # ---- introspection ---------------------------------------------------------------
 
     @property
     def static_filters(self) -> list[FilterPlugin]:
         """Filters that only read node objects."""
-        return [f for f in self.filters if not f.uses_node_usage]
+        return list(self._static)
 
     @property
     def usage_filters(self) -> list[FilterPlugin]:
         """Filters that read node usage (re-run as pods are assumed)."""
-        return [f for f in self.filters if f.uses_node_usage]
+        return list(self._usage)
 
-    def run_pre_enqueue(self, group: GroupInfo, cache: Cache) -> Status:
+    def plugins(self) -> list[Any]:
+        """Every enabled plugin object once, in extension-point order."""
+        seen: dict[int, Any] = {}
+        for group in (
+            self.pre_enqueue,
+            self.filters,
+            self.scores,
+            self.placement_generate,
+            self.placement_score,
+            self.placement_feasible,
+            self.pod_group_post_filter,
+            self.bind,
+        ):
+            for p in group:
+                seen.setdefault(id(p), p)
+        return list(seen.values())
+
+    def events_to_register(self) -> list[tuple[str, ClusterEventWithHint]]:
+        """``(plugin name, registration)`` of every enabled plugin with EnqueueExtensions."""
+        if self._events is None:
+            out: list[tuple[str, ClusterEventWithHint]] = []
+            for p in self.plugins():
+                if isinstance(p, EnqueueExtensions):
+                    out.extend((p.name, reg) for reg in p.events_to_register())
+            self._events = out
+        return self._events
+
+    def hints_for(self, event: ClusterEvent) -> list[QueueingHint | None]:
+        """The queueing hints of every enabled plugin that registered ``event`` (None for a
+        registration without a hint: the event is always relevant). Empty: no enabled
+        plugin cares, nothing is requeued. A hint that raises counts as "requeue"."""
+        cached = self._hints.get(event)
+        if cached is None:
+            cached = []
+            for name, reg in self.events_to_register():
+                if reg.event.matches(event):
+                    cached.append(None if reg.hint is None else _safe(name, reg.hint))
+            self._hints[event] = cached
+        return cached
+
+    # ---- PreEnqueue ------------------------------------------------------------------
+
+    def run_pre_enqueue(self, group: GroupInfo, lister: SharedLister) -> Status:
         """All PreEnqueue plugins; the first failure wins."""
         for p in self.pre_enqueue:
-            st = p.pre_enqueue_group(group, cache)
+            st = p.pre_enqueue_group(group, lister)
             if not st.ok:
                 return attrs.evolve(st, plugin=p.name)
         return SUCCESS
+
+    # ---- Filter ----------------------------------------------------------------------
+
+    def run_static_filters(self, req: PodRequirements, table: NodeTable) -> Mask:
+        """A boolean per row: present and passing every node-only filter (cached per
+        signature and node epoch). Do not modify the result."""
+        m = self.static_cache.get(req, table)
+        if m is None:
+            m = table.present.copy()
+            vec = table.vector(req.requests)
+            for f in self._static:
+                rows = np.flatnonzero(m)
+                if rows.size == 0:
+                    break
+                ok = f.filter(req, vec, table, rows)
+                m[rows[~ok]] = False
+            self.static_cache.put(req, table, m)
+        return m
+
+    def run_usage_filters(
+        self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, rows: Rows
+    ) -> Mask:
+        """One boolean per row of ``rows``: passing every usage-dependent filter."""
+        ok = np.ones(rows.size, dtype=bool)
+        for f in self._usage:
+            ok &= f.filter(req, vec, table, rows)
+        return ok
+
+    def run_usage_filters_one(
+        self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, row: int
+    ) -> bool:
+        """:meth:`run_usage_filters` for one row (stops at the first failure)."""
+        rows = np.array([row], dtype=np.intp)
+        return all(f.filter(req, vec, table, rows)[0] for f in self._usage)
+
+    def run_filter_diagnosis(
+        self, req: PodRequirements, table: NodeTable, placement: Placement
+    ) -> Diagnosis:
+        """Count, per filter, the nodes of the placement that reject ``req`` (first static
+        filter that fails; every insufficient resource)."""
+        candidates = table.present.copy()
+        if placement.mask is not None:
+            candidates &= placement.mask[: candidates.size]
+        rows = np.flatnonzero(candidates)
+        total = int(rows.size)
+        vec = table.vector(req.requests)
+        reasons: list[tuple[str, str, int]] = []
+        plugins: set[str] = set()
+        for f in self._static:
+            if rows.size == 0:
+                break
+            ok = f.filter(req, vec, table, rows)
+            if not ok.all():
+                found = [r for r in f.diagnose(req, vec, table, rows[~ok]) if r[2]]
+                reasons.extend(found)
+                plugins.add(f.name)
+            rows = rows[ok]
+        for f in self._usage:
+            if rows.size == 0:
+                break
+            found = [r for r in f.diagnose(req, vec, table, rows) if r[2]]
+            if found:
+                reasons.extend(found)
+                plugins.add(f.name)
+        return Diagnosis(total=total, reasons=tuple(reasons), plugins=frozenset(plugins))
+
+    # ---- Score -----------------------------------------------------------------------
+
+    def run_score(
+        self,
+        req: PodRequirements,
+        vec: npt.NDArray[np.int64],
+        table: NodeTable,
+        rows: Rows,
+        gang: bool,
+    ) -> npt.NDArray[np.float64]:
+        """The weighted sum of every Score plugin, per row."""
+        total = np.zeros(rows.size, dtype=np.float64)
+        for s in self.scores:
+            total += s.weight * s.score(req, vec, table, rows, gang)
+        return total
+
+    # ---- placements ------------------------------------------------------------------
+
+    def run_placement_generate(self, group: GroupInfo, lister: SharedLister) -> list[Placement]:
+        """Every PlacementGenerate plugin's candidates; all nodes when none has an opinion."""
+        out: list[Placement] = []
+        for p in self.placement_generate:
+            out.extend(p.generate(group, lister))
+        return out or [Placement()]
+
+    def run_placement_score(
+        self,
+        placement: Placement,
+        assigned: Sequence[tuple[PodInfo, int]],
+        lister: SharedLister,
+        *,
+        default: float,
+    ) -> float:
+        """The weighted PlacementScore sum, or ``default`` when no plugin scores."""
+        if not self.placement_score:
+            return default
+        return sum(
+            p.weight * p.score_placement(placement, assigned, lister) for p in self.placement_score
+        )
 
     def run_placement_feasible(self, min_count: int, scheduled: int, remaining: int) -> Status:
         """All PlacementFeasible plugins; the first non-success wins."""
@@ -223,3 +312,34 @@ class Framework:
             if not st.ok:
                 return attrs.evolve(st, plugin=p.name)
         return SUCCESS
+
+    # ---- PodGroupPostFilter ----------------------------------------------------------
+
+    def run_pod_group_post_filter(
+        self, group: GroupInfo, lister: SharedLister, message: str
+    ) -> Status:
+        """PodGroupPostFilter plugins in order until one succeeds (upstream PostFilter);
+        Unschedulable when none did (messages joined), Error on the first error."""
+        messages: list[str] = []
+        for p in self.pod_group_post_filter:
+            st = p.post_filter(group, lister, message)
+            if st.ok or st.code is Code.ERROR:
+                return attrs.evolve(st, plugin=p.name)
+            if st.message:
+                messages.append(f"{p.name}: {st.message}")
+        if not self.pod_group_post_filter:
+            return Status(code=Code.UNSCHEDULABLE)
+        return Status(code=Code.UNSCHEDULABLE, message="; ".join(messages))
+
+    # ---- Bind ------------------------------------------------------------------------
+
+    async def run_bind(self, cluster: Cluster, pod: PodInfo, node: str) -> Status:
+        """Bind plugins in order until one succeeds; Error with the last message otherwise."""
+        st: Status | None = None
+        for b in self.bind:
+            st = await b.bind(cluster, pod, node)
+            if st.ok:
+                return st
+        if st is None:
+            return Status(code=Code.ERROR, message="no bind plugin")
+        return st

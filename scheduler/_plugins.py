@@ -1,5 +1,7 @@
 """In-tree plugins: GangScheduling, NodeName, NodeUnschedulable, NodeAffinity,
-TaintToleration, NodeResourcesFit, DefaultPlacement and DefaultBinder."""
+TaintToleration, NodeResourcesFit, DefaultPlacement and DefaultBinder, each with the cluster
+events that can make what it rejected schedulable (``events_to_register``), and the registry
+of plugin factories a profile is built from."""
 
 from __future__ import annotations
 
@@ -10,23 +12,30 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from scheduler._framework import (
+from scheduler._framework import Framework
+from scheduler._interface import (
     SUCCESS,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
     Code,
-    Framework,
     Placement,
     Rows,
+    SharedLister,
     Status,
 )
-from scheduler._resources import CPU, MEMORY, PODS, PodRequirements, format_quantity
+from scheduler._resources import PodRequirements
 from workloadbuilder.errors import ApiError
+from workloadbuilder.resources import CPU, MEMORY, PODS, format_quantity
 
 if TYPE_CHECKING:
-    from scheduler._cache import Cache, GroupInfo, NodeTable, PodInfo
-    from scheduler._snapshot import Snapshot
+    from scheduler._cache import GroupInfo, NodeTable, PodInfo
     from workloadbuilder.cluster import Cluster
 
 __all__ = [
+    "DEFAULT_PLUGINS",
+    "IN_TREE",
+    "NODE_EVENTS",
     "DefaultBinder",
     "DefaultPlacement",
     "GangScheduling",
@@ -45,13 +54,68 @@ UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 #: requests assumed for scoring when a pod requests nothing (upstream non-zero defaults)
 _NONZERO = {CPU: 100, MEMORY: 200 * 1024 * 1024}
 
+#: a node appeared or changed in a way filters look at
+NODE_EVENTS = (ClusterEventWithHint(ClusterEvent("Node", ActionType.ADD | ActionType.UPDATE_NODE)),)
+
+
+#: an unscheduled pod's requirements changed (only that pod can become schedulable)
+_POD_UPDATE = ClusterEventWithHint(
+    ClusterEvent("Pod", ActionType.UPDATE_POD_REQUIREMENTS),
+    lambda key, old, new: key[0] == "Pod" and (key[1], key[2]) == (new.namespace, new.name),
+)
+
+
+def _same_group(key: tuple[str, str, str], old: Any, new: Any) -> bool:
+    """Hint: the event's pod (``new``, a PodInfo) belongs to the rejected group ``key``."""
+    return key[0] == "PodGroup" and getattr(new, "group_key", None) == (key[1], key[2])
+
+
+def _is_entity(key: tuple[str, str, str], old: Any, new: Any) -> bool:
+    """Hint: the event concerns the rejected entity itself (a PodGroup, or the pod or the
+    group of a pod)."""
+    if key[0] == "PodGroup" and _same_group(key, old, new):
+        return True
+    ref = (getattr(new, "namespace", None), getattr(new, "name", None))
+    if key[0] == "Pod":
+        return ref == (key[1], key[2])
+    return hasattr(new, "metadata") and (
+        new.metadata.namespace or "default",
+        new.metadata.name,
+    ) == (key[1], key[2])
+
+
+def _min_count_lowered(key: tuple[str, str, str], old: Any, new: Any) -> bool:
+    """Hint: the rejected group's ``gang.minCount`` went down."""
+
+    def min_count(pg: Any) -> int:
+        gang = pg.spec.scheduling_policy.gang
+        return int(gang.min_count) if gang is not None else 1
+
+    return _is_entity(key, old, new) and old is not None and min_count(new) < min_count(old)
+
 
 class GangScheduling:
     """PreEnqueue quorum barrier and PlacementFeasible for PodGroups."""
 
     name = "GangScheduling"
 
-    def pre_enqueue_group(self, group: GroupInfo, cache: Cache) -> Status:
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """The PodGroup appears or lowers minCount; a member pod appears, is bound by
+        someone else, or loses its scheduling gates."""
+        return [
+            ClusterEventWithHint(ClusterEvent("PodGroup", ActionType.ADD), _is_entity),
+            ClusterEventWithHint(
+                ClusterEvent("PodGroup", ActionType.UPDATE_POD_GROUP), _min_count_lowered
+            ),
+            ClusterEventWithHint(ClusterEvent("Pod", ActionType.ADD), _same_group),
+            ClusterEventWithHint(ClusterEvent("AssignedPod", ActionType.ADD), _same_group),
+            ClusterEventWithHint(
+                ClusterEvent("Pod", ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED),
+                _is_entity,
+            ),
+        ]
+
+    def pre_enqueue_group(self, group: GroupInfo, lister: SharedLister) -> Status:
         """The PodGroup must exist and, for gangs, know at least ``minCount`` pods."""
         if group.pod_group is None:
             return Status(
@@ -59,7 +123,7 @@ class GangScheduling:
                 message=f'waiting for pod group "{group.name}" to appear',
             )
         if group.is_gang:
-            known = cache.quorum_pods(group)
+            known = lister.quorum_pods(group)
             if known < group.min_count:
                 return Status(
                     code=Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
@@ -90,6 +154,10 @@ class NodeName:
 
     name = "NodeName"
     uses_node_usage = False
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Nodes added or changed."""
+        return [*NODE_EVENTS]
 
     def filter(
         self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, rows: Rows
@@ -136,6 +204,10 @@ class NodeUnschedulable:
 
     name = "NodeUnschedulable"
     uses_node_usage = False
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Nodes added or changed."""
+        return [*NODE_EVENTS]
 
     def filter(
         self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, rows: Rows
@@ -203,6 +275,10 @@ class NodeAffinity:
     name = "NodeAffinity"
     uses_node_usage = False
 
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Nodes added or changed, or the pod's own requirements changed."""
+        return [*NODE_EVENTS, _POD_UPDATE]
+
     def filter(
         self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, rows: Rows
     ) -> Mask:
@@ -234,6 +310,10 @@ class TaintToleration:
 
     name = "TaintToleration"
     uses_node_usage = False
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Nodes added or changed, or the pod's own requirements changed."""
+        return [*NODE_EVENTS, _POD_UPDATE]
 
     def _first_untolerated(
         self, tols: Sequence[Mapping[str, Any]], taints: Sequence[Mapping[str, Any]]
@@ -283,6 +363,15 @@ class NodeResourcesFit:
 
     name = "NodeResourcesFit"
     uses_node_usage = True
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Nodes added or changed, resources freed (an assigned pod deleted or finished), or
+        the pod's own requests changed."""
+        return [
+            *NODE_EVENTS,
+            ClusterEventWithHint(ClusterEvent("AssignedPod", ActionType.DELETE)),
+            _POD_UPDATE,
+        ]
 
     def __init__(
         self,
@@ -362,7 +451,7 @@ class DefaultPlacement:
 
     name = "DefaultPlacement"
 
-    def generate(self, group: GroupInfo, snapshot: Snapshot) -> list[Placement]:
+    def generate(self, group: GroupInfo, lister: SharedLister) -> list[Placement]:
         """``[all nodes]``."""
         return [Placement()]
 
@@ -379,6 +468,40 @@ class DefaultBinder:
         except ApiError as e:
             return Status(code=Code.ERROR, message=f"binding rejected: {e}", plugin=self.name)
         return SUCCESS
+
+
+#: extension point (configuration name) -> the default profile's plugins, in order
+DEFAULT_PLUGINS: dict[str, tuple[str, ...]] = {
+    "preEnqueue": ("GangScheduling",),
+    "filter": (
+        "NodeUnschedulable",
+        "NodeName",
+        "TaintToleration",
+        "NodeAffinity",
+        "NodeResourcesFit",
+    ),
+    "score": ("NodeResourcesFit",),
+    "placementGenerate": ("DefaultPlacement",),
+    "placementScore": (),
+    "placementFeasible": ("GangScheduling",),
+    "podGroupPostFilter": (),
+    "bind": ("DefaultBinder",),
+}
+
+#: plugin name -> its class (the in-tree registry)
+IN_TREE: dict[str, type[Any]] = {
+    c.name: c
+    for c in (
+        GangScheduling,
+        NodeName,
+        NodeUnschedulable,
+        NodeAffinity,
+        TaintToleration,
+        NodeResourcesFit,
+        DefaultPlacement,
+        DefaultBinder,
+    )
+}
 
 
 def default_framework(

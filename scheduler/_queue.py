@@ -3,17 +3,22 @@
 Sub-queues as upstream: *gated* (PreEnqueue rejected), *active* (a heap ordered by priority,
 then first-seen), *backoff* (exponential, ``initial * 2^(attempts-1)`` capped at ``max``) and
 the *unschedulable* pool, left on relevant cluster events (moved to backoff or active) or
-flushed after ``max_in_unschedulable`` seconds. An event seen while an entity is in flight
+flushed after ``max_in_unschedulable`` seconds. Which events are relevant is not decided
+here: :meth:`SchedulingQueue.on_event` asks the enabled plugins (their registered events and
+queueing hints, through ``hints_for``). An event seen while an entity is in flight
 sends it to backoff instead of the unschedulable pool (upstream's move-request cycle).
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterator
-from typing import Literal
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
+
+if TYPE_CHECKING:
+    from scheduler._interface import ClusterEvent, QueueingHint
 
 __all__ = ["EntityKey", "QueuedEntity", "SchedulingQueue"]
 
@@ -55,8 +60,14 @@ class SchedulingQueue:
         initial_backoff: float = 1.0,
         max_backoff: float = 10.0,
         max_in_unschedulable: float = 300.0,
+        hints_for: Callable[[ClusterEvent], Sequence[QueueingHint | None]] | None = None,
     ) -> None:
         self._now = now
+        #: event -> the hints of every plugin registration matching it (None: no hint,
+        #: always relevant); an empty answer means no enabled plugin cares
+        self.hints_for: Callable[[ClusterEvent], Sequence[QueueingHint | None]] = hints_for or (
+            lambda event: (None,)
+        )
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
         self.max_in_unschedulable = max_in_unschedulable
@@ -161,6 +172,33 @@ class SchedulingQueue:
         if e.state == "inflight":
             e.moved_while_inflight = True
         return False
+
+    def on_event(
+        self,
+        event: ClusterEvent,
+        old: Any = None,
+        new: Any = None,
+        *,
+        target: EntityKey | None = None,
+    ) -> int:
+        """A cluster event: every waiting entity (only ``target`` when the event concerns one
+        entity) that an enabled plugin says may now be schedulable leaves the unschedulable
+        pool (or, in flight, will go to backoff). Returns how many moved."""
+        hints = self.hints_for(event)
+        if not hints:
+            return 0
+        always = any(h is None for h in hints)
+        keys = [target] if target is not None else list(self.entities)
+        n = 0
+        for key in keys:
+            e = self.entities.get(key)
+            if e is None or e.state not in ("unschedulable", "inflight"):
+                continue
+            if not always and not any(h is not None and h(key, old, new) for h in hints):
+                continue
+            if self.move(key):
+                n += 1
+        return n
 
     def move_all(self) -> int:
         """A cluster-wide relevant event (node added/changed, resources freed)."""

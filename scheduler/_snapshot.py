@@ -4,65 +4,57 @@ A scheduling cycle is synchronous (no ``await``), so the cache cannot change und
 snapshot can work on the cache's arrays in place: :meth:`Snapshot.assume` adds a pod's
 request to a node row and logs it, :meth:`Snapshot.revert` unwinds to a :meth:`mark`. The
 same log restores candidate *victims* removed with :meth:`remove` (preemption) and restricts
-evaluation to a placement's node subset. Per-signature filter results that depend only on
-node objects are cached across cycles until a node changes (``NodeTable.epoch``).
+evaluation to a placement's node subset. The snapshot is what plugins see: it implements the
+framework's :class:`~scheduler._interface.SharedLister` protocol (structurally; this module
+imports nothing of the framework).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
 
 import numpy as np
 import numpy.typing as npt
 
-from scheduler._resources import PodRequirements
+from scheduler._cache import Cache, GroupInfo, NodeTable, PodInfo, PodKey
 
-if TYPE_CHECKING:
-    from scheduler._cache import Cache, NodeTable, PodInfo
-    from scheduler._framework import Framework
-
-__all__ = ["Snapshot", "StaticFilterCache"]
-
-Mask = npt.NDArray[np.bool_]
-
-
-class StaticFilterCache:
-    """Node-only filter verdicts per signature, valid for one node epoch."""
-
-    def __init__(self) -> None:
-        self._epoch = -1
-        self._masks: dict[PodRequirements, Mask] = {}
-
-    def mask(self, fw: Framework, req: PodRequirements, table: NodeTable) -> Mask:
-        """A boolean per row: present and passing every node-only filter."""
-        if table.epoch != self._epoch:
-            self._masks.clear()
-            self._epoch = table.epoch
-        m = self._masks.get(req)
-        if m is None:
-            m = table.present.copy()
-            vec = table.vector(req.requests)
-            for f in fw.static_filters:
-                rows = np.flatnonzero(m)
-                if rows.size == 0:
-                    break
-                ok = f.filter(req, vec, table, rows)
-                m[rows[~ok]] = False
-            if table.epoch != self._epoch:  # a new resource column appeared
-                self._masks.clear()
-                self._epoch = table.epoch
-            self._masks[req] = m
-        return m
+__all__ = ["Snapshot"]
 
 
 class Snapshot:
     """Assume/revert on the cache's node usage for one cycle."""
 
-    def __init__(self, cache: Cache, static: StaticFilterCache) -> None:
+    def __init__(self, cache: Cache) -> None:
         self.cache = cache
-        self.table = cache.nodes
-        self.static = static
+        self._table = cache.nodes
         self._log: list[tuple[int, npt.NDArray[np.int64], PodInfo | None, int]] = []
+
+    # ---- SharedLister ----------------------------------------------------------------
+
+    @property
+    def table(self) -> NodeTable:
+        """The node rows (usage includes what this cycle assumed)."""
+        return self._table
+
+    def node_name(self, row: int) -> str:
+        """Name of the node in ``row``."""
+        name = self._table.names[row]
+        assert name is not None
+        return name
+
+    def get_pod(self, key: PodKey) -> PodInfo | None:
+        """A pod by ``(namespace, name)``."""
+        return self.cache.pods.get(key)
+
+    def group_members(self, group: GroupInfo) -> Iterator[PodInfo]:
+        """The group's known non-terminal pods."""
+        return self.cache.members(group)
+
+    def quorum_pods(self, group: GroupInfo) -> int:
+        """The group's pods that count for its quorum."""
+        return self.cache.quorum_pods(group)
+
+    # ---- the undo log ----------------------------------------------------------------
 
     def mark(self) -> int:
         """A point to :meth:`revert` to."""
@@ -70,7 +62,7 @@ class Snapshot:
 
     def assume(self, pod: PodInfo, row: int, vec: npt.NDArray[np.int64]) -> None:
         """Reserve ``vec`` on node ``row`` for ``pod`` (tentatively)."""
-        self.table.used[row] += vec
+        self._table.used[row] += vec
         self._log.append((row, vec, pod, +1))
 
     def remove(self, pod: PodInfo) -> bool:
@@ -78,8 +70,8 @@ class Snapshot:
         row = pod.counted_node
         if row is None:
             return False
-        vec = self.table.vector(pod.req.requests)
-        self.table.used[row] -= vec
+        vec = self._table.vector(pod.req.requests)
+        self._table.used[row] -= vec
         self._log.append((row, vec, pod, -1))
         return True
 
@@ -88,16 +80,10 @@ class Snapshot:
         while len(self._log) > mark:
             row, vec, _, sign = self._log.pop()
             if sign > 0:
-                self.table.used[row] -= vec
+                self._table.used[row] -= vec
             else:
-                self.table.used[row] += vec
+                self._table.used[row] += vec
 
     def assumed_since(self, mark: int) -> list[tuple[PodInfo, int]]:
         """``(pod, row)`` of the pods assumed after ``mark``."""
         return [(p, row) for row, _, p, sign in self._log[mark:] if sign > 0 and p is not None]
-
-    def node_name(self, row: int) -> str:
-        """Name of the node in ``row``."""
-        name = self.table.names[row]
-        assert name is not None
-        return name

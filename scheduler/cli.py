@@ -1,12 +1,10 @@
-"""``workloadbuilder scheduler`` and ``workloadbuilder explain podgroup`` (and, when the
-simulator is installed, ``workloadbuilder simulate``)."""
+"""``workloadbuilder scheduler`` and ``workloadbuilder explain podgroup``."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import contextlib
-import inspect
 import json
 import logging
 import os
@@ -14,15 +12,24 @@ import signal
 import socket
 from typing import Any
 
+import attrs
 import yaml
 
 from scheduler._config import DEFAULT_SCHEDULER_NAME, SchedulerConfig
-from scheduler._leader import LeaderElector
 from scheduler._metrics import REGISTRY
+from scheduler._plugins import default_framework
+from scheduler._profile import ConfigError, LoadedConfig, load_config
 from scheduler._scheduler import CONDITION_INITIALLY_SCHEDULED, Scheduler
 from workloadbuilder.api import PodGroup, to_dict
 from workloadbuilder.cluster import Cluster
 from workloadbuilder.errors import NotFound, WorkloadBuilderError
+from workloadbuilder.runtime import (
+    HealthServer,
+    LeaderElector,
+    RateLimitedCluster,
+    add_kube_flags,
+    kube_cluster,
+)
 
 __all__ = ["explain_report", "explain_text", "register", "render_explain"]
 
@@ -38,17 +45,53 @@ def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
         description=(
             "Schedule pods whose spec.schedulerName is ours: PodGroups all-or-nothing, other "
             "pods one by one. Serves /metrics, /healthz and /readyz; stops gracefully on "
-            "SIGTERM."
+            "SIGTERM. --config reads a KubeSchedulerConfiguration (one profile); explicitly "
+            "given leader election flags override it."
         ),
     )
-    _kube_flags(p)
-    p.add_argument("--scheduler-name", default=DEFAULT_SCHEDULER_NAME, help="pods to schedule")
-    p.add_argument("--leader-elect", action="store_true", help="run only while holding the Lease")
+    add_kube_flags(p)
     p.add_argument(
-        "--leader-elect-lease-namespace", default="kube-system", help="namespace of the Lease"
+        "--config",
+        metavar="FILE",
+        help="a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) YAML file",
     )
     p.add_argument(
-        "--leader-elect-lease-name", default=None, help="Lease name (default: scheduler name)"
+        "--scheduler-name",
+        default=None,
+        help=f"pods to schedule (default {DEFAULT_SCHEDULER_NAME}; with --config: the "
+        "profile's schedulerName)",
+    )
+    p.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run only while holding the Lease",
+    )
+    p.add_argument(
+        "--leader-elect-lease-namespace",
+        "--leader-elect-resource-namespace",
+        dest="leader_elect_lease_namespace",
+        default=None,
+        help="namespace of the Lease (default kube-system)",
+    )
+    p.add_argument(
+        "--leader-elect-lease-name",
+        "--leader-elect-resource-name",
+        dest="leader_elect_lease_name",
+        default=None,
+        help="Lease name (default: scheduler name)",
+    )
+    p.add_argument(
+        "--kube-api-qps",
+        type=float,
+        default=None,
+        help="client-side requests per second (ignored with --config: clientConnection.qps)",
+    )
+    p.add_argument(
+        "--kube-api-burst",
+        type=int,
+        default=None,
+        help="client-side burst (ignored with --config: clientConnection.burst)",
     )
     p.add_argument("--metrics-port", type=int, default=10269, help="0 disables the endpoint")
     p.add_argument("--bind-address", default="0.0.0.0", help="address for metrics and health")
@@ -65,7 +108,7 @@ def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     pg.add_argument(
         "-o", "--output", choices=["text", "json", "yaml"], default="text", help="output format"
     )
-    _kube_flags(pg)
+    add_kube_flags(pg)
     pg.set_defaults(func=_explain_command)
     e.set_defaults(func=lambda args: _usage(e))
 
@@ -73,20 +116,6 @@ def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
 def _usage(parser: argparse.ArgumentParser) -> int:
     parser.print_usage()
     return 2
-
-
-def _kube_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--kubeconfig", help="path to the kubeconfig file (default: $KUBECONFIG)")
-    p.add_argument("--context", help="the kubeconfig context to use")
-
-
-async def _connect(args: argparse.Namespace) -> Cluster:
-    from workloadbuilder.cluster._kube import KubeCluster
-
-    cluster: Any = KubeCluster.from_kubeconfig(args.kubeconfig, args.context)
-    if inspect.isawaitable(cluster):
-        cluster = await cluster
-    return cluster  # type: ignore[no-any-return]
 
 
 # ---- explain ----------------------------------------------------------------------------
@@ -165,7 +194,7 @@ async def explain_text(cluster: Cluster, name: str, namespace: str) -> str:
 
 
 async def _explain_command(args: argparse.Namespace) -> int:
-    cluster = await _connect(args)
+    cluster = kube_cluster(args)
     try:
         report = await explain_report(cluster, args.name, args.namespace)
     finally:
@@ -182,72 +211,87 @@ async def _explain_command(args: argparse.Namespace) -> int:
 # ---- scheduler --------------------------------------------------------------------------
 
 
-class _HealthServer:
-    """``/metrics``, ``/healthz``, ``/readyz`` on a tiny asyncio HTTP/1.1 server."""
-
-    def __init__(self, ready: Any) -> None:
-        self.ready = ready
-        self.server: asyncio.Server | None = None
-
-    async def start(self, host: str, port: int) -> None:
-        self.server = await asyncio.start_server(self._handle, host, port)
-
-    async def stop(self) -> None:
-        if self.server is not None:
-            self.server.close()
-            await self.server.wait_closed()
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            line = await reader.readline()
-            while (await reader.readline()) not in (b"\r\n", b"\n", b""):
-                pass
-            parts = line.decode("latin-1").split()
-            path = parts[1].split("?")[0] if len(parts) > 1 else "/"
-            if path == "/metrics":
-                from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-
-                status, ctype, body = "200 OK", CONTENT_TYPE_LATEST, generate_latest(REGISTRY)
-            elif path in ("/healthz", "/livez"):
-                status, ctype, body = "200 OK", "text/plain", b"ok"
-            elif path == "/readyz":
-                ok = bool(self.ready())
-                status = "200 OK" if ok else "503 Service Unavailable"
-                ctype, body = "text/plain", b"ok" if ok else b"not ready"
-            else:
-                status, ctype, body = "404 Not Found", "text/plain", b"not found"
-            head = (
-                f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
-                "Connection: close\r\n\r\n"
+def _settings(args: argparse.Namespace) -> LoadedConfig:
+    """The configuration file (if any) with the command-line flags applied the way
+    kube-scheduler applies them: explicitly given leader election flags override the file;
+    the deprecated client flags (``--kube-api-qps/burst``) only count without a file."""
+    if args.config:
+        if args.scheduler_name is not None:
+            raise ConfigError(
+                "--scheduler-name cannot be combined with --config: set "
+                "profiles[0].schedulerName in the file"
             )
-            writer.write(head.encode("latin-1") + body)
-            await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            writer.close()
+        loaded = load_config(args.config)
+        if args.kube_api_qps is not None or args.kube_api_burst is not None:
+            _log.warning("--kube-api-qps/--kube-api-burst are ignored with --config")
+    else:
+        config = SchedulerConfig(scheduler_name=args.scheduler_name or DEFAULT_SCHEDULER_NAME)
+        loaded = LoadedConfig(
+            scheduler=config,
+            framework=default_framework(
+                gang_strategy=config.gang_scoring,
+                single_strategy=config.single_scoring,
+                score_resources=config.score_resources,
+            ),
+        )
+        if args.kube_api_qps is not None or args.kube_api_burst is not None:
+            loaded.client_connection = attrs.evolve(
+                loaded.client_connection, qps=args.kube_api_qps, burst=args.kube_api_burst
+            )
+    le = loaded.leader_election
+    overrides: dict[str, Any] = {}
+    if args.leader_elect is not None:
+        overrides["leader_elect"] = args.leader_elect
+    if args.leader_elect_lease_namespace is not None:
+        overrides["resource_namespace"] = args.leader_elect_lease_namespace
+    if args.leader_elect_lease_name is not None:
+        overrides["resource_name"] = args.leader_elect_lease_name
+    loaded.leader_election = attrs.evolve(le, **overrides)
+    loaded.scheduler = attrs.evolve(
+        loaded.scheduler, bind_concurrency=max(1, args.bind_concurrency)
+    )
+    return loaded
+
+
+def _rate_limited(cluster: Cluster, loaded: LoadedConfig) -> Cluster:
+    """client-go's QPS/burst (defaults 50/100 once either is set; a negative QPS: none)."""
+    cc = loaded.client_connection
+    if cc.qps is None and cc.burst is None:
+        return cluster
+    qps = cc.qps if cc.qps else 50.0
+    if qps < 0:
+        return cluster
+    return RateLimitedCluster(cluster, qps=qps, burst=cc.burst or 100)
 
 
 async def _scheduler_command(args: argparse.Namespace) -> int:
-    cluster = await _connect(args)
-    config = SchedulerConfig(
-        scheduler_name=args.scheduler_name, bind_concurrency=max(1, args.bind_concurrency)
-    )
-    scheduler = Scheduler(cluster, config)
+    loaded = _settings(args)
+    if args.kubeconfig is None and loaded.client_connection.kubeconfig:
+        args.kubeconfig = loaded.client_connection.kubeconfig
+    kube = kube_cluster(args)
+    cluster = _rate_limited(kube, loaded)
+    config = loaded.scheduler
+    scheduler = Scheduler(cluster, config, framework=loaded.framework)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     elector: LeaderElector | None = None
-    if args.leader_elect:
+    le = loaded.leader_election
+    if le.leader_elect:
         elector = LeaderElector(
             cluster,
             identity=f"{socket.gethostname()}_{os.getpid()}",
-            name=args.leader_elect_lease_name or args.scheduler_name,
-            namespace=args.leader_elect_lease_namespace,
+            name=le.resource_name or config.scheduler_name,
+            namespace=le.resource_namespace,
+            lease_duration=le.lease_duration,
+            renew_deadline=le.renew_deadline,
+            retry_period=le.retry_period,
         )
-    health = _HealthServer(lambda: scheduler.started and (elector is None or elector.leading))
+    health = HealthServer(
+        lambda: scheduler.started and (elector is None or elector.leading), registry=REGISTRY
+    )
     if args.metrics_port:
         await health.start(args.bind_address, args.metrics_port)
     code = 0

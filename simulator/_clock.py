@@ -12,10 +12,8 @@ __all__ = ["DEFAULT_EPOCH", "VirtualClock"]
 DEFAULT_EPOCH = 1_767_225_600.0
 
 
-# coordinator: implements ``scheduler.Clock`` today; point at ``workloadbuilder.runtime.Clock``
-# once the runtime layer lands.
 class VirtualClock:
-    """Implements the scheduler's ``Clock`` protocol (``now()``, ``async sleep()``) on
+    """Implements :class:`workloadbuilder.runtime.Clock` (``now()``, ``async sleep()``) on
     simulated time.
 
     ``now()`` is ``epoch + elapsed`` (seconds, like ``time.time()``), so timestamps written by

@@ -40,6 +40,9 @@ from workloadbuilder.errors import (
     NotFound,
     WorkloadBuilderError,
 )
+from workloadbuilder.resources import CPU
+from workloadbuilder.resources import pod_requests as sdk_pod_requests
+from workloadbuilder.runtime import Component
 
 __all__ = [
     "DEFAULT_SCHEDULER_NAME",
@@ -55,23 +58,14 @@ DEFAULT_SCHEDULER_NAME = "workloadbuilder-scheduler"
 _CONDITION = "PodGroupInitiallyScheduled"
 
 
-class SchedulerLike(Protocol):
-    """What the simulator needs from a scheduler (``scheduler.Scheduler`` fits)."""
+class SchedulerLike(Component, Protocol):
+    """What the simulator needs from a scheduler: a :class:`workloadbuilder.runtime.Component`
+    that also explains why groups wait (``scheduler.Scheduler`` fits)."""
 
     @property
     def explanations(self) -> Mapping[tuple[str, str], str]:
         """(namespace, PodGroup) -> the latest Unschedulable explanation."""
         ...
-
-    async def start(self) -> None: ...
-
-    async def stop(self) -> None: ...
-
-    async def sync(self) -> None: ...
-
-    async def schedule_until_idle(self) -> int: ...
-
-    def next_wakeup(self) -> float | None: ...
 
 
 ClusterFactory = Callable[[Callable[[], float]], Cluster]
@@ -159,34 +153,14 @@ def _scheduler_name(config: Any) -> str:
 
 
 def pod_requests(spec: Mapping[str, Any]) -> dict[str, float]:
-    """Effective resource requests of a pod spec: the sum over containers (limits stand in for
-    missing requests), at least the largest init container, plus ``overhead``."""
-
-    def container_requests(c: Mapping[str, Any]) -> dict[str, float]:
-        res = c.get("resources") or {}
-        values = dict(res.get("limits") or {})
-        values.update(res.get("requests") or {})
-        out: dict[str, float] = {}
-        for k, v in values.items():
-            try:
-                out[str(k)] = parse_quantity(v)
-            except ValueError:
-                continue
-        return out
-
-    total: dict[str, float] = {}
-    for c in spec.get("containers") or ():
-        for k, v in container_requests(c).items():
-            total[k] = total.get(k, 0.0) + v
-    for c in spec.get("initContainers") or ():
-        for k, v in container_requests(c).items():
-            total[k] = max(total.get(k, 0.0), v)
-    for k, v in (spec.get("overhead") or {}).items():
-        try:
-            total[str(k)] = total.get(str(k), 0.0) + parse_quantity(v)
-        except ValueError:
-            continue
-    return total
+    """Effective resource requests of a pod spec, computed by the SDK as kube-scheduler does
+    (:func:`workloadbuilder.resources.pod_requests`: containers, init and sidecar containers,
+    pod-level resources, overhead), in the simulator's units: cores for ``cpu``, plain
+    numbers otherwise. Malformed quantities are skipped (admission reports them)."""
+    return {
+        name: amount / 1000 if name == CPU else float(amount)
+        for name, amount in sdk_pod_requests(spec, strict=False).items()
+    }
 
 
 def _iso(epoch_seconds: float) -> str:
@@ -204,7 +178,7 @@ class Simulation:
 
     The loop, at each event time ``t``: create the objects that arrive at ``t`` (playing the
     Job/JobSet/LeaderWorkerSet controllers), mark the pods whose duration ends at ``t`` as
-    Succeeded, ``await scheduler.sync()``, ``await scheduler.schedule_until_idle()``, record
+    Succeeded, ``await scheduler.sync()``, ``await scheduler.until_idle()``, record
     the pods bound at ``t`` (they then run for their duration), check the gang invariant, and
     advance to the next arrival, completion, scheduler wake-up (``next_wakeup()``) or clock
     sleeper. It stops when nothing more can happen: no arrivals or completions are left and
@@ -297,7 +271,7 @@ class Simulation:
             for _ in range(3):  # let woken sleepers and watch deliveries run
                 await asyncio.sleep(0)
             await sched.sync()
-            await sched.schedule_until_idle()
+            await sched.until_idle()
             if await self._observe(sched, t):
                 changed = True
             if changed:

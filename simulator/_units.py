@@ -6,9 +6,7 @@ import math
 import re
 from typing import Any
 
-# coordinator: scheduler has no public quantity parser; switch to the SDK's resources utility
-# (being added in parallel) and drop this private import.
-from scheduler._resources import quantity_value
+from workloadbuilder.resources import quantity_value
 
 __all__ = ["format_duration", "parse_duration", "parse_quantity"]
 

@@ -39,7 +39,7 @@ import attrs
 import pytest
 import yaml
 
-from scheduler import LeaderElector, Scheduler, SchedulerConfig
+from scheduler import Scheduler, SchedulerConfig
 from workloadbuilder.api import (
     GangSchedulingPolicy,
     ObjectMeta,
@@ -49,6 +49,7 @@ from workloadbuilder.api import (
 )
 from workloadbuilder.cluster import ClusterProxy, KubeCluster, ResourceInfo, WatchEvent
 from workloadbuilder.errors import Forbidden, NotFound
+from workloadbuilder.runtime import LeaderElector
 from workloadbuilder.testing import ControlPlane, RestClient
 from workloadbuilder.testing.builders import make_node, make_pod
 

@@ -17,9 +17,10 @@ if sys.path[:1] != [_ROOT]:
 if getattr(sys.modules.get("scheduler"), "__file__", "") is None:
     del sys.modules["scheduler"]
 
-from sched_helpers import Env, FakeClock  # noqa: E402
+from sched_helpers import Env  # noqa: E402
 
 from workloadbuilder.cluster import Cluster  # noqa: E402
+from workloadbuilder.runtime import ManualClock  # noqa: E402
 from workloadbuilder.testing import ControlPlane  # noqa: E402
 
 
@@ -55,11 +56,11 @@ async def env(request: pytest.FixtureRequest) -> AsyncIterator[Env]:
 
 
 @pytest.fixture
-async def mem_env() -> AsyncIterator[tuple[Env, FakeClock]]:
+async def mem_env() -> AsyncIterator[tuple[Env, ManualClock]]:
     """MemoryCluster with a virtual clock shared by cluster and scheduler."""
     from workloadbuilder.cluster._memory import MemoryCluster
 
-    clock = FakeClock()
+    clock = ManualClock()
     cluster = MemoryCluster(clock=clock.now)
     e = Env(cluster, "default", "memory")
     try:

@@ -23,23 +23,6 @@ from workloadbuilder.testing.builders import (
 GPU = "nvidia.com/gpu"
 
 
-class FakeClock:
-    """A virtual clock (seconds since the epoch) the tests advance by hand."""
-
-    def __init__(self, start: float = 1_800_000_000.0) -> None:
-        self.t = start
-
-    def now(self) -> float:
-        return self.t
-
-    async def sleep(self, seconds: float) -> None:
-        self.t += max(0.0, seconds)
-        await asyncio.sleep(0)
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
-
-
 class Env:
     """A cluster, a namespace, and helpers that create objects on it (built with
     :mod:`workloadbuilder.testing.builders`). Node names are unique per test."""
@@ -183,7 +166,7 @@ class Env:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
-            await s.schedule_until_idle()
+            await s.until_idle()
             if await check():
                 return
             if loop.time() > deadline:

@@ -45,14 +45,14 @@ async def test_barrier_waits_for_group_and_min_count(env: Env) -> None:
     await env.pod("w-0", "w")
     await env.pod("w-1", "w")
     await env.seen(s, lambda: env.cached_pods(s) == 2)
-    assert await s.schedule_until_idle() == 0
+    assert await s.until_idle() == 0
     assert await env.bound() == {}
     e = s.queue.entities[("PodGroup", env.namespace, "w")]
     assert e.state == "gated" and "to appear" in e.gate_message
     # the group arrives but only 2 of minCount 3 pods exist: still held, no status written
     await env.pod_group("w", 3)
     await env.seen(s, lambda: s.cache.groups[(env.namespace, "w")].pod_group is not None)
-    assert await s.schedule_until_idle() == 0
+    assert await s.until_idle() == 0
     assert s.queue.entities[("PodGroup", env.namespace, "w")].gate_message.startswith(
         "waiting for minCount pods from a gang: 2 of 3"
     )
@@ -304,7 +304,7 @@ async def test_condition_never_regresses(env: Env) -> None:
     # the extra pod fails on later attempts; the group's condition stays True
     await env.node("tiny", cpu="100m")
     await env.seen(s, lambda: s.cache.nodes.count == 2)
-    await s.schedule_until_idle()
+    await s.until_idle()
     cond = await env.group_condition("g")
     assert (cond.status, cond.reason) == ("True", "Scheduled")
 
@@ -376,7 +376,7 @@ async def test_gang_invariant_under_contention(env: Env) -> None:
     await env.seen(s, lambda: env.cached_pods(s) == sum(sizes))
     total = 0
     for _round in range(3):
-        total += await s.schedule_until_idle()
+        total += await s.until_idle()
         await watch.settle(total)
         watch.check()
         # free one node's worth of capacity by finishing the oldest bound gang
@@ -393,7 +393,7 @@ async def test_gang_invariant_under_contention(env: Env) -> None:
                     )
                 ),
             )
-    total += await s.schedule_until_idle()
+    total += await s.until_idle()
     await watch.settle(total)
     watch.check()
     assert watch.max_bound_seen() > 0

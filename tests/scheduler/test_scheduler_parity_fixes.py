@@ -7,19 +7,20 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sched_helpers import Env, FakeClock
+from sched_helpers import Env
 
 from scheduler._queue import EntityKey
 from workloadbuilder.cluster import ResourceInfo
 from workloadbuilder.cluster._memory import MemoryCluster
 from workloadbuilder.cluster._protocol import KubeObject, PatchType
+from workloadbuilder.runtime import ManualClock
 
 
 class _HeldBindings(MemoryCluster):
     """MemoryCluster whose ``pods/binding`` calls wait for ``release``, recording every
     PodGroup status patch."""
 
-    def __init__(self, clock: FakeClock) -> None:
+    def __init__(self, clock: ManualClock) -> None:
         super().__init__(clock=clock.now)
         self.release = asyncio.Event()
         self.group_statuses: list[str] = []
@@ -65,7 +66,7 @@ async def test_leftover_pods_do_not_flip_a_scheduled_group_to_false() -> None:
     when the group is retried for the third (upstream retries on its own pods' binding too).
     That retry fails, but the group was initially scheduled: it must never be written
     ``False/Unschedulable`` (seen as the final state against the real API server)."""
-    clock = FakeClock()
+    clock = ManualClock()
     cluster = _HeldBindings(clock)
     env = Env(cluster, "default", "memory")
     try:
@@ -87,7 +88,7 @@ async def test_leftover_pods_do_not_flip_a_scheduled_group_to_false() -> None:
         assert s.queue.entities[key].attempts >= 1
 
         cluster.release.set()
-        await s.schedule_until_idle()
+        await s.until_idle()
         assert len(await env.bound("basic-")) == 2
         cond = await env.group_condition("basic")
         assert (cond.status, cond.reason) == ("True", "Scheduled")

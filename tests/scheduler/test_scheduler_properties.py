@@ -11,7 +11,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scheduler import Scheduler, SchedulerConfig
-from scheduler._resources import parse_quantity
 from workloadbuilder.api import (
     BasicSchedulingPolicy,
     GangSchedulingPolicy,
@@ -21,6 +20,7 @@ from workloadbuilder.api import (
     PodGroupSpec,
 )
 from workloadbuilder.cluster._memory import MemoryCluster
+from workloadbuilder.resources import parse_quantity
 from workloadbuilder.testing.builders import make_node, make_pod
 
 NAME = "workloadbuilder-scheduler"
@@ -70,7 +70,7 @@ async def _simulate(nodes: list[tuple[int, int, bool]], gangs: list[Any]) -> dic
                 pod.request("nvidia.com/gpu", gpu)
             await c.create(pod.obj())
     s = Scheduler(c, SchedulerConfig())
-    await s.schedule_until_idle()
+    await s.until_idle()
     pods = [p for p in (await c.list("Pod")).items if isinstance(p, dict)]
     items = (await c.list("PodGroup")).items
     groups = {pg.metadata.name: pg for pg in items if isinstance(pg, PodGroup)}

@@ -5,12 +5,9 @@ from __future__ import annotations
 import pytest
 
 from scheduler._plugins import node_matches_affinity
-from scheduler._resources import (
-    format_quantity,
-    parse_quantity,
-    pod_requirements,
-    pod_resource_requests,
-)
+from scheduler._resources import pod_requirements
+from workloadbuilder.resources import format_quantity, parse_quantity
+from workloadbuilder.resources import pod_requests as pod_resource_requests
 
 
 @pytest.mark.parametrize(

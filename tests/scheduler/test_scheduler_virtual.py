@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sched_helpers import Env, FakeClock
+from sched_helpers import Env
 from sched_invariant import GangWatch
 
-from scheduler import LeaderElector
 from scheduler._queue import SchedulingQueue
 from workloadbuilder.errors import Conflict
+from workloadbuilder.runtime import LeaderElector, ManualClock
 
 
 def _state(s: Any, name: str) -> str:
@@ -21,54 +21,54 @@ def test_backoff_durations_follow_upstream() -> None:
     assert [q.backoff_duration(n) for n in range(1, 7)] == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
 
 
-async def test_backoff_then_retry_on_node_added(mem_env: tuple[Env, FakeClock]) -> None:
+async def test_backoff_then_retry_on_node_added(mem_env: tuple[Env, ManualClock]) -> None:
     env, clock = mem_env
     await env.node("a", cpu="2")
     await env.gang("g", 3)
     s = env.scheduler(clock=clock)
     t0 = clock.now()
-    assert await s.schedule_until_idle() == 0
+    assert await s.until_idle() == 0
     e = s.queue.entities[("PodGroup", "default", "g")]
     assert e.state == "unschedulable" and e.attempts == 1
     # nothing relevant happens: the next wakeup is the periodic flush
     assert s.next_wakeup() == t0 + s.config.max_in_unschedulable
     await env.node("b", cpu="2")  # relevant: leaves the pool, but still backing off (1s)
-    assert await s.schedule_until_idle() == 0
+    assert await s.until_idle() == 0
     assert _state(s, "g") == "backoff"
     assert s.next_wakeup() == t0 + 1.0
     clock.advance(1.0)
-    assert await s.schedule_until_idle() == 3
+    assert await s.until_idle() == 3
 
 
-async def test_backoff_doubles(mem_env: tuple[Env, FakeClock]) -> None:
+async def test_backoff_doubles(mem_env: tuple[Env, ManualClock]) -> None:
     env, clock = mem_env
     await env.node("a", cpu="1")
     await env.gang("g", 2)
     s = env.scheduler(clock=clock)
-    await s.schedule_until_idle()
+    await s.until_idle()
     e = s.queue.entities[("PodGroup", "default", "g")]
     await env.node("b", cpu="100m")  # relevant event, but does not help
-    await s.schedule_until_idle()
+    await s.until_idle()
     clock.advance(1.0)
-    await s.schedule_until_idle()
+    await s.until_idle()
     assert e.attempts == 2 and e.state == "unschedulable"
     t2 = clock.now()
     await env.node("c", cpu="100m")
-    await s.schedule_until_idle()
+    await s.until_idle()
     assert _state(s, "g") == "backoff" and s.next_wakeup() == t2 + 2.0
 
 
-async def test_periodic_flush_retries(mem_env: tuple[Env, FakeClock]) -> None:
+async def test_periodic_flush_retries(mem_env: tuple[Env, ManualClock]) -> None:
     env, clock = mem_env
     await env.node("a", cpu="1")
     await env.gang("g", 2)
     s = env.scheduler(clock=clock, max_in_unschedulable=60.0)
-    await s.schedule_until_idle()
+    await s.until_idle()
     e = s.queue.entities[("PodGroup", "default", "g")]
     wake = s.next_wakeup()
     assert wake == clock.now() + 60.0
     clock.advance(60.0)
-    await s.schedule_until_idle()
+    await s.until_idle()
     assert e.attempts == 2
 
 
@@ -92,7 +92,7 @@ class FlakyBind:
 
 
 async def test_failed_bind_forgets_and_requeues_remaining_need(
-    mem_env: tuple[Env, FakeClock],
+    mem_env: tuple[Env, ManualClock],
 ) -> None:
     env, clock = mem_env
     await env.node("a", cpu="4")
@@ -102,7 +102,7 @@ async def test_failed_bind_forgets_and_requeues_remaining_need(
 
     s = Scheduler(flaky, SchedulerConfig(), clock=clock)
     env.schedulers.append(s)
-    assert await s.schedule_until_idle() == 2
+    assert await s.until_idle() == 2
     assert set(await env.bound("g-")) == {"g-0", "g-2"}
     g1 = s.cache.pods[("default", "g-1")]
     assert g1.assumed_node is None and g1.counted_node is None  # the assumption is forgotten
@@ -113,11 +113,11 @@ async def test_failed_bind_forgets_and_requeues_remaining_need(
     # the group is requeued with its remaining need (1 pod) after a backoff
     assert s.next_wakeup() == clock.now() + 1.0
     clock.advance(1.0)
-    assert await s.schedule_until_idle() == 1
+    assert await s.until_idle() == 1
     assert len(await env.bound("g-")) == 3
 
 
-async def test_invariant_with_arrivals_and_departures(mem_env: tuple[Env, FakeClock]) -> None:
+async def test_invariant_with_arrivals_and_departures(mem_env: tuple[Env, ManualClock]) -> None:
     env, clock = mem_env
     for i in range(6):
         await env.node(f"n{i}", cpu="16")
@@ -128,7 +128,7 @@ async def test_invariant_with_arrivals_and_departures(mem_env: tuple[Env, FakeCl
     bound_total = 0
     for step, size in enumerate(sizes):
         await env.gang(f"g{step}", size, cpu="2")
-        bound_total += await s.schedule_until_idle()
+        bound_total += await s.until_idle()
         await watch.settle()
         watch.check()
         if step % 3 == 2:  # the oldest running gang finishes
@@ -139,13 +139,13 @@ async def test_invariant_with_arrivals_and_departures(mem_env: tuple[Env, FakeCl
         clock.advance(1.0)
     for _ in range(5):
         clock.advance(10.0)
-        bound_total += await s.schedule_until_idle()
+        bound_total += await s.until_idle()
         await watch.settle()
         watch.check()
     assert bound_total > 0
 
 
-async def test_leader_election(mem_env: tuple[Env, FakeClock]) -> None:
+async def test_leader_election(mem_env: tuple[Env, ManualClock]) -> None:
     env, clock = mem_env
     a = LeaderElector(env.cluster, identity="a", lease_duration=15, clock=clock)
     b = LeaderElector(env.cluster, identity="b", lease_duration=15, clock=clock)
@@ -166,13 +166,13 @@ async def test_leader_election(mem_env: tuple[Env, FakeClock]) -> None:
 
 
 async def test_group_deleted_regates_and_pod_deletions_drop_quorum(
-    mem_env: tuple[Env, FakeClock],
+    mem_env: tuple[Env, ManualClock],
 ) -> None:
     env, clock = mem_env
     await env.node("a", cpu="1")
     await env.gang("g", 3)
     s = env.scheduler(clock=clock)
-    await s.schedule_until_idle()
+    await s.until_idle()
     assert _state(s, "g") == "unschedulable"
     # a pending pod goes away: 2 of minCount 3 remain, the group is gated again
     await env.cluster.delete("Pod", "g-2", "default", grace_period_seconds=0)
@@ -210,7 +210,7 @@ async def test_run_loop_schedules_arrivals() -> None:
         await cluster.close()
 
 
-async def test_failed_first_bind_leaves_the_gang_unbound(mem_env: tuple[Env, FakeClock]) -> None:
+async def test_failed_first_bind_leaves_the_gang_unbound(mem_env: tuple[Env, ManualClock]) -> None:
     env, clock = mem_env
     await env.node("a", cpu="4")
     await env.gang("g", 3)
@@ -219,18 +219,18 @@ async def test_failed_first_bind_leaves_the_gang_unbound(mem_env: tuple[Env, Fak
 
     s = Scheduler(flaky, SchedulerConfig(), clock=clock)
     env.schedulers.append(s)
-    assert await s.schedule_until_idle() == 0
+    assert await s.until_idle() == 0
     assert await env.bound("g-") == {}  # nothing of the gang was bound
     assert all(p.counted_node is None for p in s.cache.pods.values())  # all forgotten
     assert await env.group_condition("g") is None  # not claimed as scheduled
     clock.advance(1.0)
-    assert await s.schedule_until_idle() == 3
+    assert await s.until_idle() == 3
     cond = await env.group_condition("g")
     assert (cond.status, cond.reason) == ("True", "Scheduled")
 
 
 async def test_scheduling_gates_hold_pods_and_are_explained(
-    mem_env: tuple[Env, FakeClock],
+    mem_env: tuple[Env, ManualClock],
 ) -> None:
     env, clock = mem_env
     await env.node("a", cpu="4")
@@ -249,14 +249,14 @@ async def test_scheduling_gates_hold_pods_and_are_explained(
     }
     await env.cluster.create(pod)
     s = env.scheduler(clock=clock)
-    assert await s.schedule_until_idle() == 0
+    assert await s.until_idle() == 0
     assert s.explanations[("default", "g")] == (
         "minCount 2: only 1 pods can be scheduled (0 scheduled, 1 pending, 1 with scheduling gates)"
     )
     # removing the gate is a relevant change: the gang is placed
     await env.cluster.patch("Pod", "g-1", {"spec": {"schedulingGates": None}}, "default")
     clock.advance(1.0)
-    assert await s.schedule_until_idle() == 2
+    assert await s.until_idle() == 2
 
 
 async def test_run_loop_wakes_for_backoff_after_event() -> None:

@@ -41,7 +41,7 @@ class ToyScheduler:
     def next_wakeup(self) -> float | None:
         return None
 
-    async def schedule_until_idle(self) -> int:
+    async def until_idle(self) -> int:
         nodes = [n for n in (await self.cluster.list("Node")).items if isinstance(n, dict)]
         pods = [p for p in (await self.cluster.list("Pod")).items if isinstance(p, dict)]
         groups = [g for g in (await self.cluster.list("PodGroup")).items if isinstance(g, PodGroup)]

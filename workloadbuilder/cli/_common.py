@@ -15,7 +15,6 @@ from workloadbuilder.errors import WorkloadBuilderError
 
 __all__ = [
     "InputError",
-    "add_kube_flags",
     "add_output_flag",
     "dump",
     "one_line",
@@ -25,17 +24,6 @@ __all__ = [
 
 class InputError(WorkloadBuilderError):
     """A file could not be read or parsed."""
-
-
-def add_kube_flags(parser: argparse.ArgumentParser, *, namespace: bool = True) -> None:
-    """``--kubeconfig``, ``--context`` and (optionally) ``-n/--namespace``."""
-    parser.add_argument(
-        "--kubeconfig",
-        help="path to the kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)",
-    )
-    parser.add_argument("--context", help="the kubeconfig context to use")
-    if namespace:
-        parser.add_argument("-n", "--namespace", help="the namespace (default: the context's)")
 
 
 def add_output_flag(

@@ -1,27 +1,24 @@
 """Feeds: the SDK's :class:`~workloadbuilder.cluster.Informer` (list, then watch from the
 list's resourceVersion; relist diffed on ``Gone``) turned into one synchronous handler per
-kind, so the scheduler's cache is only ever changed between cycles.
+kind, so a component's state (the scheduler's cache) is only ever changed when it yields.
 
 The initial list is handed over as one ``SYNC`` (in creation order, which becomes first-seen
 order); afterwards every add/update/delete arrives as ``ADDED``/``MODIFIED``/``DELETED``.
-``events`` counts what was handled, which lets :meth:`Scheduler.sync` detect quiescence.
+``events`` counts what was handled, which lets a component's ``sync()`` detect quiescence
+(see :func:`settle`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from workloadbuilder.cluster import Cluster, KubeObject, ResourceInfo, resource_info
+from workloadbuilder.cluster import Cluster, Informer, KubeObject, ResourceInfo, resource_info
 from workloadbuilder.errors import Forbidden, NotFound
 
-try:  # exported by the SDK; the private module is its home
-    from workloadbuilder.cluster import Informer  # type: ignore[attr-defined,unused-ignore]
-except ImportError:  # pragma: no cover - until workloadbuilder.cluster re-exports it
-    from workloadbuilder.cluster._informer import Informer
-
-__all__ = ["Feed"]
+__all__ = ["Feed", "Handler", "settle"]
 
 _log = logging.getLogger(__name__)
 
@@ -89,7 +86,7 @@ class Feed:
         self.events += 1
         try:
             self.handler(kind, obj)
-        except Exception:  # a bad object must not stop the scheduler
+        except Exception:  # a bad object must not stop the component
             _log.exception("handling %s %s failed", kind, self.info.kind)
 
     def _add(self, obj: KubeObject) -> None:
@@ -106,3 +103,17 @@ class Feed:
         if self.informer is not None:
             await self.informer.stop()
             self.informer = None
+
+
+async def settle(feeds: Sequence[Feed], *, quiet_rounds: int = 5, max_rounds: int = 1000) -> None:
+    """Yield to the event loop until no feed handled anything for ``quiet_rounds`` rounds
+    in a row (bounded by ``max_rounds``: a busy cluster never goes quiet)."""
+    last, stable, rounds = -1, 0, 0
+    while stable < quiet_rounds and rounds < max_rounds:
+        rounds += 1
+        total = sum(f.events for f in feeds)
+        if total == last:
+            stable += 1
+        else:
+            last, stable = total, 0
+        await asyncio.sleep(0)

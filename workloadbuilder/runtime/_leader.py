@@ -10,9 +10,9 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from scheduler._clock import Clock, WallClock
 from workloadbuilder.cluster import Cluster
 from workloadbuilder.errors import AlreadyExists, ApiError, Conflict, NotFound
+from workloadbuilder.runtime._clock import Clock, WallClock
 
 __all__ = ["LeaderElector"]
 
@@ -34,7 +34,10 @@ def _parse(value: Any) -> float | None:
 
 
 class LeaderElector:
-    """Acquire and keep one Lease."""
+    """Acquire and keep one Lease (``name`` in ``namespace``) as ``identity``.
+
+    :meth:`acquire` blocks until we lead, :meth:`keep` renews until the lease is lost,
+    :meth:`release` hands it over on a graceful stop; :attr:`leading` says where we are."""
 
     def __init__(
         self,

@@ -1,0 +1,213 @@
+"""Informer event handlers (kube-scheduler's ``eventhandlers.go``): fold every change into
+the cache, keep the queue entities current, and turn changes into cluster events the queue
+offers to the plugins' registered events and hints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler._cache import Cache, PodInfo
+from scheduler._enqueue import Enqueuer
+from scheduler._interface import ActionType, ClusterEvent
+from scheduler._queue import EntityKey, SchedulingQueue
+from scheduler._status import StatusWriter
+from workloadbuilder.api import CompositePodGroup, PodGroup
+from workloadbuilder.runtime import Clock
+
+__all__ = ["EVENTS", "EventHandlers", "creation_order"]
+
+#: the cluster events the handlers emit
+NODE_ADD = ClusterEvent("Node", ActionType.ADD)
+NODE_UPDATE = ClusterEvent("Node", ActionType.UPDATE_NODE)
+NODE_SYNC = ClusterEvent("Node", ActionType.ADD | ActionType.UPDATE_NODE)
+POD_ADD = ClusterEvent("Pod", ActionType.ADD)
+POD_REQUIREMENTS = ClusterEvent("Pod", ActionType.UPDATE_POD_REQUIREMENTS)
+POD_GATES_ELIMINATED = ClusterEvent("Pod", ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
+ASSIGNED_POD_ADD = ClusterEvent("AssignedPod", ActionType.ADD)
+ASSIGNED_POD_DELETE = ClusterEvent("AssignedPod", ActionType.DELETE)
+POD_GROUP_ADD = ClusterEvent("PodGroup", ActionType.ADD)
+POD_GROUP_UPDATE = ClusterEvent("PodGroup", ActionType.UPDATE_POD_GROUP)
+EVENTS = (
+    NODE_ADD,
+    NODE_UPDATE,
+    POD_ADD,
+    POD_REQUIREMENTS,
+    POD_GATES_ELIMINATED,
+    ASSIGNED_POD_ADD,
+    ASSIGNED_POD_DELETE,
+    POD_GROUP_ADD,
+    POD_GROUP_UPDATE,
+)
+
+
+def creation_order(obj: Any) -> tuple[str, int, str]:
+    """Sort key approximating creation order for an initial list (first-seen order)."""
+    if isinstance(obj, dict):
+        meta = obj.get("metadata") or {}
+        ts, rv, name = meta.get("creationTimestamp"), meta.get("resourceVersion"), meta.get("name")
+    else:
+        m = obj.metadata
+        ts, rv, name = m.creation_timestamp, m.resource_version, m.name
+    rv_num = int(rv) if isinstance(rv, str) and rv.isdigit() else 0
+    return (str(ts or ""), rv_num, str(name or ""))
+
+
+def _group_entity(p: PodInfo) -> EntityKey | None:
+    gk = p.group_key
+    return ("PodGroup", gk[0], gk[1]) if gk is not None else None
+
+
+class EventHandlers:
+    """One handler per watched kind; each receives ``SYNC`` (the initial list) and then
+    ``ADDED`` / ``MODIFIED`` / ``DELETED``."""
+
+    def __init__(
+        self,
+        cache: Cache,
+        queue: SchedulingQueue,
+        enqueuer: Enqueuer,
+        status: StatusWriter,
+        clock: Clock,
+    ) -> None:
+        self.cache = cache
+        self.queue = queue
+        self.enqueuer = enqueuer
+        self.status = status
+        self.clock = clock
+
+    def on_priority_class(self, kind: str, obj: Any) -> None:
+        """PriorityClasses (values resolve pod and group priorities)."""
+        if kind == "SYNC":
+            self.cache.priority_classes = {
+                str(o["metadata"]["name"]): o for o in obj if isinstance(o, dict)
+            }
+            return
+        name = str(obj["metadata"]["name"])
+        if kind == "DELETED":
+            self.cache.priority_classes.pop(name, None)
+        else:
+            self.cache.priority_classes[name] = obj
+
+    def on_node(self, kind: str, obj: Any) -> None:
+        """Nodes: NodeAdd / NodeUpdate when allocatable, labels, taints or spec changed."""
+        if kind == "SYNC":
+            names = {str(o["metadata"]["name"]) for o in obj}
+            for name in list(self.cache.node_objects):
+                if name not in names:
+                    self.cache.remove_node(name)
+            changed = False
+            for o in obj:
+                changed |= self.cache.upsert_node(o)
+            if changed:
+                self.queue.on_event(NODE_SYNC)
+            return
+        name = str(obj["metadata"]["name"])
+        if kind == "DELETED":
+            self.cache.remove_node(name)
+            return
+        known = name in self.cache.node_objects
+        if self.cache.upsert_node(obj):
+            self.queue.on_event(NODE_UPDATE if known else NODE_ADD, None, obj)
+
+    def on_composite_pod_group(self, kind: str, obj: Any) -> None:
+        """CompositePodGroups (cached for the coming composite recursion)."""
+        if kind == "SYNC":
+            self.cache.composite_groups = {
+                (o.metadata.namespace or "default", o.metadata.name or ""): o
+                for o in obj
+                if isinstance(o, CompositePodGroup)
+            }
+            return
+        if not isinstance(obj, CompositePodGroup):
+            return
+        key = (obj.metadata.namespace or "default", obj.metadata.name or "")
+        if kind == "DELETED":
+            self.cache.composite_groups.pop(key, None)
+        else:
+            self.cache.composite_groups[key] = obj
+
+    def on_pod_group(self, kind: str, obj: Any) -> None:
+        """PodGroups: PodGroup Add, PodGroup Update (the hint checks minCount lowered)."""
+        if kind == "SYNC":
+            seen = set()
+            for o in obj:
+                if isinstance(o, PodGroup):
+                    seen.add((o.metadata.namespace or "default", o.metadata.name or ""))
+                    self.on_pod_group("ADDED", o)
+            for key, g in list(self.cache.groups.items()):
+                if g.pod_group is not None and key not in seen:
+                    self.cache.remove_pod_group(key)
+                    self.enqueuer.refresh_group(key)
+            return
+        if not isinstance(obj, PodGroup):
+            return
+        key = (obj.metadata.namespace or "default", obj.metadata.name or "")
+        if kind == "DELETED":
+            self.cache.remove_pod_group(key)
+            self.status.forget_group(key)
+            self.enqueuer.refresh_group(key)
+            return
+        old, _ = self.cache.upsert_pod_group(obj, self.clock.now())
+        self.enqueuer.refresh_group(key)
+        ekey: EntityKey = ("PodGroup", key[0], key[1])
+        if old is None:
+            self.queue.on_event(POD_GROUP_ADD, None, obj, target=ekey)
+        else:
+            self.queue.on_event(POD_GROUP_UPDATE, old, obj, target=ekey)
+
+    def on_pod(self, kind: str, obj: Any) -> None:
+        """Pods: the cache, their entity, and Pod / AssignedPod events."""
+        now = self.clock.now()
+        if kind == "SYNC":
+            seen = set()
+            for o in obj:
+                meta = o.get("metadata") or {}
+                seen.add((str(meta.get("namespace") or "default"), str(meta.get("name"))))
+                self.on_pod("ADDED", o)
+            for key in [k for k in self.cache.pods if k not in seen]:
+                self.pod_gone(key)
+            return
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("namespace") or "default"), str(meta.get("name")))
+        if kind == "DELETED":
+            self.pod_gone(key)
+            return
+        old, new = self.cache.upsert_pod(obj, now)
+        if new is None:  # finished: its resources are free
+            if old is not None:
+                if old.counted_node is not None or old.node_name is not None:
+                    self.queue.on_event(ASSIGNED_POD_DELETE, old, None)
+                self.enqueuer.refresh_for(old)
+            return
+        if old is None:
+            self.enqueuer.refresh_for(new)
+            target = _group_entity(new)
+            if target is not None:  # unscheduled / assigned Pod Add in the same group
+                self.queue.on_event(POD_ADD, None, new, target=target)
+            return
+        if old.node_name is None and new.node_name is not None and old.assumed_node is None:
+            target = _group_entity(new)  # bound by someone else
+            if target is not None:
+                self.queue.on_event(ASSIGNED_POD_ADD, old, new, target=target)
+        if (
+            old.deleting != new.deleting
+            or old.gated != new.gated
+            or (old.node_name is None and old.assumed_node is None and new.node_name is not None)
+        ):
+            self.enqueuer.refresh_for(new)
+            if old.gated and not new.gated:  # scheduling gates removed
+                target = _group_entity(new) or ("Pod", new.namespace, new.name)
+                self.queue.on_event(POD_GATES_ELIMINATED, old, new, target=target)
+        elif new.node_name is None and new.group is None and old.req != new.req:
+            self.queue.on_event(POD_REQUIREMENTS, old, new, target=("Pod", new.namespace, new.name))
+
+    def pod_gone(self, key: tuple[str, str]) -> None:
+        """A pod was deleted (or vanished from a relist)."""
+        info = self.cache.pods.get(key)
+        if info is None:
+            return
+        counted = info.counted_node is not None
+        self.cache.remove_pod(key)
+        if counted:
+            self.queue.on_event(ASSIGNED_POD_DELETE, info, None)  # resources freed
+        self.enqueuer.refresh_for(info)

@@ -1,0 +1,197 @@
+"""Schedule one entity (kube-scheduler's ``schedule_one.go``): a single pod, or a pod group
+all-or-nothing, on a fresh :class:`~scheduler._snapshot.Snapshot`; success assumes and hands
+the batch to the binder, failure runs PodGroupPostFilter and writes the explanation."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+from scheduler._binding import Binder
+from scheduler._cache import Cache, GroupInfo, PodInfo
+from scheduler._config import SchedulerConfig
+from scheduler._cycle import CycleResult, run_pod_group_cycle
+from scheduler._enqueue import Enqueuer
+from scheduler._framework import Framework
+from scheduler._interface import Code
+from scheduler._metrics import (
+    ATTEMPT_DURATION,
+    POD_ATTEMPTS,
+    PODGROUP_ATTEMPT_DURATION,
+    PODGROUP_ATTEMPTS,
+)
+from scheduler._queue import QueuedEntity, SchedulingQueue
+from scheduler._snapshot import Snapshot
+from scheduler._status import REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE, StatusWriter
+
+__all__ = ["ScheduleOne"]
+
+_log = logging.getLogger(__name__)
+
+
+class ScheduleOne:
+    """One scheduling attempt per popped queue entity."""
+
+    def __init__(
+        self,
+        cache: Cache,
+        queue: SchedulingQueue,
+        framework: Framework,
+        enqueuer: Enqueuer,
+        binder: Binder,
+        status: StatusWriter,
+        config: SchedulerConfig,
+    ) -> None:
+        self.cache = cache
+        self.queue = queue
+        self.framework = framework
+        self.enqueuer = enqueuer
+        self.binder = binder
+        self.status = status
+        self.config = config
+        #: ``(namespace, podgroup)`` -> the last Unschedulable / SchedulerError message
+        self.explanations: dict[tuple[str, str], str] = {}
+
+    def __call__(self, e: QueuedEntity) -> None:
+        """Schedule the entity ``e`` (popped, in flight)."""
+        if e.kind == "Pod":
+            self.schedule_pod(e)
+        else:
+            self.schedule_group(e)
+
+    # ---- single pods -----------------------------------------------------------------
+
+    def schedule_pod(self, e: QueuedEntity) -> None:
+        """The pod cycle: Filter and Score over all nodes, then assume and bind."""
+        key = (e.key[1], e.key[2])
+        p = self.cache.pods.get(key)
+        if p is None or p.group is not None or not self.enqueuer.is_pending(p):
+            self.queue.remove(e.key)
+            self.queue.done(e, "success")
+            return
+        t0 = time.perf_counter()
+        snap = Snapshot(self.cache)
+        res = run_pod_group_cycle(self.framework, snap, [p], min_count=1, scheduled=0, gang=False)
+        result = "scheduled" if res.status.ok else "unschedulable"
+        ATTEMPT_DURATION.labels(result=result, profile=self.config.scheduler_name).observe(
+            time.perf_counter() - t0
+        )
+        POD_ATTEMPTS.labels(result=result, profile=self.config.scheduler_name).inc()
+        if res.status.ok:
+            self.binder.assume_and_bind(e.key, res.assignments)
+            self.queue.remove(e.key)
+            self.queue.done(e, "success")
+            return
+        diag = res.diagnoses.get(p.req)
+        message = diag.pod_message() if diag else res.explanation or res.status.message
+        self.status.pod_failed(p, REASON_UNSCHEDULABLE, message)
+        self.queue.done(e, "unschedulable")
+
+    # ---- pod groups ------------------------------------------------------------------
+
+    def _validate_group(self, g: GroupInfo, members: Sequence[PodInfo]) -> str | None:
+        names = sorted({p.scheduler_name for p in members})
+        if len(names) > 1:
+            return (
+                f"pods of pod group {g.name!r} have different scheduler names: {', '.join(names)}"
+            )
+        prio = self.cache.group_priority(g)
+        for p in sorted(members, key=lambda m: m.name):
+            pp = self.cache.pod_priority(p)
+            if pp != prio:
+                return (
+                    f"pod {p.name!r} has priority {pp} but pod group {g.name!r} has priority {prio}"
+                )
+        return None
+
+    def schedule_group(self, e: QueuedEntity) -> None:
+        """The pod-group cycle: every pending member at once, all-or-nothing to minCount."""
+        gk = (e.key[1], e.key[2])
+        g = self.cache.groups.get(gk)
+        members = [p for p in self.cache.members(g)] if g is not None else []
+        pending = [p for p in members if self.enqueuer.is_pending(p)]
+        if g is None or not pending:
+            self.queue.remove(e.key)
+            self.queue.done(e, "success")
+            return
+        st = self.framework.run_pre_enqueue(g, self.cache)
+        if not st.ok:
+            self.queue.done(e, "unschedulable")
+            self.enqueuer.refresh_group(gk)
+            return
+        live = [p for p in members if not p.deleting and self.cache.visible(p)]
+        error = self._validate_group(g, live)
+        if error is not None:
+            PODGROUP_ATTEMPTS.labels(result="error").inc()
+            self.explanations[gk] = error
+            self.status.group_condition(g, "False", REASON_SCHEDULER_ERROR, error)
+            for p in pending:
+                self.status.pod_failed(p, REASON_SCHEDULER_ERROR, error)
+            self.queue.done(e, "error")
+            return
+        prio = {p.key: self.cache.pod_priority(p) for p in pending}
+        pending.sort(key=lambda p: (-prio[p.key], p.first_seen, p.seq, p.name))
+        scheduled = sum(1 for p in live if p.scheduled)
+        if scheduled + len(pending) < g.min_count:  # quorum impossible before any placement
+            gated = sum(1 for p in live if p.gated and not p.scheduled)
+            message = (
+                f"minCount {g.min_count}: only {scheduled + len(pending)} pods can be scheduled "
+                f"({scheduled} scheduled, {len(pending)} pending, {gated} with scheduling gates)"
+            )
+            PODGROUP_ATTEMPTS.labels(result="unschedulable").inc()
+            self.explanations[gk] = message
+            self.status.group_condition(g, "False", REASON_UNSCHEDULABLE, message)
+            self.queue.done(e, "unschedulable")
+            return
+        t0 = time.perf_counter()
+        snap = Snapshot(self.cache)
+        res: CycleResult = run_pod_group_cycle(
+            self.framework,
+            snap,
+            pending,
+            min_count=g.min_count,
+            scheduled=scheduled,
+            gang=g.is_gang,
+            placements=self.framework.run_placement_generate(g, snap),
+        )
+        post = None
+        if not res.status.ok:
+            post = self.framework.run_pod_group_post_filter(g, snap, res.explanation)
+        result = "scheduled" if res.status.ok else "unschedulable"
+        PODGROUP_ATTEMPT_DURATION.labels(result=result).observe(time.perf_counter() - t0)
+        PODGROUP_ATTEMPTS.labels(result=result).inc()
+        if res.status.ok:
+            # a gang whose quorum depends on this batch binds one pod first (see Binder)
+            self.binder.assume_and_bind(
+                e.key, res.assignments, group=g, canary=g.is_gang and scheduled < g.min_count
+            )
+            for p in res.unplaced:
+                diag = res.diagnoses.get(p.req)
+                if diag is not None:
+                    self.status.pod_failed(p, REASON_UNSCHEDULABLE, diag.pod_message())
+            self.queue.done(e, "success")
+            self.enqueuer.refresh_group(gk)
+            return
+        message = res.explanation or res.status.message
+        outcome: str = "unschedulable"
+        if post is not None:
+            if post.ok:
+                outcome = "error"  # room is being made (victims nominated): retry after backoff
+                if post.message:
+                    message = f"{message}; {post.plugin}: {post.message}"
+            elif post.code is Code.ERROR:
+                _log.warning("PodGroupPostFilter %s for %s/%s: %s", post.plugin, *gk, post.message)
+                outcome = "error"
+            elif post.message:
+                message = f"{message}; {post.message}"
+        self.explanations[gk] = message
+        if scheduled < g.min_count:
+            # A group whose quorum is already bound or assumed (its bindings in flight, the
+            # True condition not yet written) was initially scheduled: leftover pods that do
+            # not fit must not flip it to False (upstream writes True in the cycle itself).
+            self.status.group_condition(g, "False", REASON_UNSCHEDULABLE, message)
+        pod_message = f'pod group "{g.name}" is unschedulable: {message}'
+        for p in pending:
+            self.status.pod_failed(p, REASON_UNSCHEDULABLE, pod_message)
+        self.queue.done(e, "error" if outcome == "error" else "unschedulable")

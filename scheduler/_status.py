@@ -1,0 +1,177 @@
+"""Status and events: ``PodScheduled=False`` on pods, ``PodGroupInitiallyScheduled`` on
+PodGroups, and ``Scheduled`` / ``FailedScheduling`` Events (kube-scheduler's status updates
+and event recorder)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from scheduler._cache import GroupInfo, PodInfo
+from scheduler._config import SchedulerConfig
+from scheduler._tasks import Tasks
+from workloadbuilder.api import to_dict
+from workloadbuilder.cluster import Cluster
+from workloadbuilder.errors import ApiError, NotFound
+from workloadbuilder.runtime import Clock
+
+__all__ = [
+    "CONDITION_INITIALLY_SCHEDULED",
+    "REASON_SCHEDULED",
+    "REASON_SCHEDULER_ERROR",
+    "REASON_UNSCHEDULABLE",
+    "StatusWriter",
+]
+
+_log = logging.getLogger(__name__)
+
+CONDITION_INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
+REASON_SCHEDULED = "Scheduled"
+REASON_UNSCHEDULABLE = "Unschedulable"
+REASON_SCHEDULER_ERROR = "SchedulerError"
+_MAX_MESSAGE = 32768
+
+
+def _rfc3339(t: float) -> str:
+    return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class StatusWriter:
+    """Writes conditions and events in the background, once per distinct message."""
+
+    def __init__(
+        self, cluster: Cluster, config: SchedulerConfig, clock: Clock, tasks: Tasks
+    ) -> None:
+        self.cluster = cluster
+        self.config = config
+        self.clock = clock
+        self.tasks = tasks
+        #: PodGroup condition last sent per group (the watch may not show it yet)
+        self.sent_group: dict[tuple[str, str], tuple[str, str, str]] = {}
+
+    def forget_group(self, key: tuple[str, str]) -> None:
+        """The PodGroup is gone."""
+        self.sent_group.pop(key, None)
+
+    # ---- events ----------------------------------------------------------------------
+
+    def scheduled(self, p: PodInfo, node: str) -> None:
+        """The ``Scheduled`` event of a bound pod."""
+        if self.config.record_events:
+            text = f"Successfully assigned {p.namespace}/{p.name} to {node}"
+            self.tasks.spawn(self._event(p, "Normal", "Scheduled", text))
+
+    async def _event(self, p: PodInfo, type_: str, reason: str, message: str) -> None:
+        try:
+            await self.cluster.create_event(
+                namespace=p.namespace,
+                involved_object=p.ref(),
+                reason=reason,
+                message=message[:1024],
+                type="Warning" if type_ == "Warning" else "Normal",
+                reporting_component=self.config.component,
+            )
+        except (ApiError, OSError) as e:
+            _log.debug("event for %s/%s not recorded: %s", p.namespace, p.name, e)
+
+    # ---- pods ------------------------------------------------------------------------
+
+    def pod_failed(self, p: PodInfo, reason: str, message: str) -> None:
+        """PodScheduled=False and a FailedScheduling event, once per distinct message."""
+        message = message[:_MAX_MESSAGE]
+        if p.last_failure == message:
+            return
+        p.last_failure = message
+        if self.config.update_status:
+            self.tasks.spawn(self._patch_pod_condition(p, reason, message))
+        if self.config.record_events:
+            self.tasks.spawn(self._event(p, "Warning", "FailedScheduling", message))
+
+    async def _patch_pod_condition(self, p: PodInfo, reason: str, message: str) -> None:
+        now = _rfc3339(self.clock.now())
+        conds = [dict(c) for c in p.conditions if c.get("type") != "PodScheduled"]
+        old = next((c for c in p.conditions if c.get("type") == "PodScheduled"), None)
+        ltt = old.get("lastTransitionTime") if old and old.get("status") == "False" else None
+        conds.append(
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": reason,
+                "message": message,
+                "lastProbeTime": None,
+                "lastTransitionTime": ltt or now,
+            }
+        )
+        try:
+            await self.cluster.patch(
+                "Pod",
+                p.name,
+                {"status": {"conditions": conds}},
+                p.namespace,
+                patch_type="merge",
+                subresource="status",
+                field_manager=self.config.component,
+            )
+        except NotFound:
+            pass
+        except (ApiError, OSError) as e:
+            _log.info("pod %s/%s condition not written: %s", p.namespace, p.name, e)
+
+    # ---- pod groups ------------------------------------------------------------------
+
+    def group_condition(self, g: GroupInfo, status: str, reason: str, message: str) -> None:
+        """Set ``PodGroupInitiallyScheduled`` (terminal once True; never regresses)."""
+        pg = g.pod_group
+        if pg is None or not self.config.update_status:
+            return
+        message = message[:_MAX_MESSAGE]
+        conds = pg.status.conditions if pg.status is not None else ()
+        existing = next((c for c in conds if c.type == CONDITION_INITIALLY_SCHEDULED), None)
+        if existing is not None and existing.status == "True":
+            return  # terminal once True: never regress
+        sent = self.sent_group.get(g.key)
+        if sent is not None and sent[0] == "True":
+            return  # True is on its way (the watch has not shown it yet)
+        want = (status, reason, message)
+        if (
+            existing is not None
+            and (existing.status, existing.reason or "", existing.message or "") == want
+        ):
+            return
+        if self.sent_group.get(g.key) == want:
+            return
+        self.sent_group[g.key] = want
+        ltt = (
+            existing.last_transition_time
+            if existing is not None and existing.status == status
+            else None
+        ) or _rfc3339(self.clock.now())
+        cond: dict[str, Any] = {
+            "type": CONDITION_INITIALLY_SCHEDULED,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": ltt,
+        }
+        if pg.metadata.generation is not None:
+            cond["observedGeneration"] = pg.metadata.generation
+        others = [to_dict(c) for c in conds if c.type != CONDITION_INITIALLY_SCHEDULED]
+        self.tasks.spawn(self._patch_group(g.namespace, g.name, [*others, cond]))
+
+    async def _patch_group(self, namespace: str, name: str, conds: list[dict[str, Any]]) -> None:
+        try:
+            await self.cluster.patch(
+                "PodGroup",
+                name,
+                {"status": {"conditions": conds}},
+                namespace,
+                patch_type="merge",
+                subresource="status",
+                field_manager=self.config.component,
+            )
+        except NotFound:
+            pass
+        except (ApiError, OSError) as e:
+            _log.info("PodGroup %s/%s status not written: %s", namespace, name, e)
+            self.sent_group.pop((namespace, name), None)

@@ -1,0 +1,213 @@
+"""``KubeSchedulerConfiguration`` files and ``workloadbuilder scheduler --config``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from scheduler import ConfigError, load_config
+from scheduler._plugins import NodeResourcesFit
+from workloadbuilder.cli import main
+
+GOOD = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+podInitialBackoffSeconds: 2
+podMaxBackoffSeconds: 20
+clientConnection: {qps: 20, burst: 40}
+leaderElection:
+  leaderElect: true
+  resourceNamespace: sched
+  resourceName: my-lease
+  leaseDuration: 30s
+  renewDeadline: 20s
+  retryPeriod: 4s
+profiles:
+- schedulerName: my-scheduler
+  plugins:
+    filter:
+      disabled: [{name: NodeAffinity}]
+    score:
+      enabled: [{name: NodeResourcesFit, weight: 3}]
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: MostAllocated
+        podGroupType: LeastAllocated
+        resources: [{name: cpu, weight: 2}, {name: nvidia.com/gpu, weight: 5}]
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "sched.yaml"
+    path.write_text(text)
+    return path
+
+
+def _doc(**changes: Any) -> str:
+    doc = yaml.safe_load(GOOD)
+    doc.update(changes)
+    return yaml.safe_dump(doc)
+
+
+def test_good_file(tmp_path: Path) -> None:
+    loaded = load_config(_write(tmp_path, GOOD))
+    assert loaded.scheduler.scheduler_name == "my-scheduler"
+    assert (loaded.scheduler.initial_backoff, loaded.scheduler.max_backoff) == (2.0, 20.0)
+    assert (loaded.client_connection.qps, loaded.client_connection.burst) == (20.0, 40)
+    le = loaded.leader_election
+    assert (le.leader_elect, le.resource_namespace, le.resource_name) == (
+        True,
+        "sched",
+        "my-lease",
+    )
+    assert (le.lease_duration, le.renew_deadline, le.retry_period) == (30.0, 20.0, 4.0)
+    fw = loaded.framework
+    assert [f.name for f in fw.filters] == [
+        "NodeUnschedulable",
+        "NodeName",
+        "TaintToleration",
+        "NodeResourcesFit",
+    ]
+    (fit,) = fw.scores
+    assert isinstance(fit, NodeResourcesFit) and fit is fw.filters[-1]
+    assert fit.weight == 3
+    assert (fit.single_strategy, fit.gang_strategy) == ("MostAllocated", "LeastAllocated")
+    assert fit.resources == (("cpu", 2), ("nvidia.com/gpu", 5))
+    assert [p.name for p in fw.pre_enqueue] == ["GangScheduling"]
+    assert [p.name for p in fw.bind] == ["DefaultBinder"]
+
+
+def test_star_disables_the_defaults_and_multipoint(tmp_path: Path) -> None:
+    text = _doc(
+        profiles=[
+            {
+                "plugins": {
+                    "multiPoint": {"disabled": [{"name": "*"}]},
+                    "filter": {"enabled": [{"name": "NodeResourcesFit"}]},
+                    "bind": {"enabled": [{"name": "DefaultBinder"}]},
+                }
+            }
+        ]
+    )
+    fw = load_config(_write(tmp_path, text)).framework
+    assert [f.name for f in fw.filters] == ["NodeResourcesFit"]
+    assert fw.scores == [] and fw.pre_enqueue == [] and fw.placement_feasible == []
+    text = _doc(profiles=[{"plugins": {"multiPoint": {"enabled": [{"name": "GangScheduling"}]}}}])
+    fw = load_config(_write(tmp_path, text)).framework
+    assert [p.name for p in fw.placement_feasible] == ["GangScheduling"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"apiVersion": "v1"}, "apiVersion: expected kubescheduler.config.k8s.io/v1"),
+        ({"kind": "Nope"}, "kind: expected KubeSchedulerConfiguration"),
+        ({"parallelism": 16}, "parallelism: unknown field"),
+        ({"profiles": [{}, {}]}, "profiles: 2 profiles given; this scheduler supports exactly one"),
+        (
+            {"profiles": [{"plugins": {"filter": {"enabled": [{"name": "Nope"}]}}}]},
+            "profiles[0].plugins.filter.enabled[0].name: unknown plugin 'Nope'",
+        ),
+        (
+            {"profiles": [{"plugins": {"filter": {"enabled": [{"name": "DefaultBinder"}]}}}]},
+            "profiles[0].plugins.filter.enabled[0].name: plugin 'DefaultBinder' does not "
+            "implement the filter extension point",
+        ),
+        (
+            {"profiles": [{"plugins": {"reserve": {}}}]},
+            "profiles[0].plugins.reserve: unknown extension point",
+        ),
+        (
+            {"profiles": [{"schedulerName": "x", "percentageOfNodesToScore": 50}]},
+            "profiles[0].percentageOfNodesToScore: unknown field",
+        ),
+        (
+            {
+                "profiles": [
+                    {
+                        "pluginConfig": [
+                            {
+                                "name": "NodeResourcesFit",
+                                "args": {"scoringStrategy": {"type": "Balanced"}},
+                            }
+                        ]
+                    }
+                ]
+            },
+            "profiles[0].pluginConfig[0].args.scoringStrategy.type: must be one of "
+            "MostAllocated, LeastAllocated, not 'Balanced'",
+        ),
+        (
+            {"profiles": [{"pluginConfig": [{"name": "NodeName", "args": {"x": 1}}]}]},
+            "profiles[0].pluginConfig[0].args.x: unknown field",
+        ),
+        ({"clientConnection": {"qps": "fast"}}, "clientConnection.qps: expected a number"),
+        ({"clientConnection": {"burst": -1}}, "clientConnection.burst: must be at least 0"),
+        (
+            {"leaderElection": {"leaseDuration": "soon"}},
+            "leaderElection.leaseDuration: expected a duration like 15s",
+        ),
+        (
+            {"leaderElection": {"leaseDuration": "5s"}},
+            "leaderElection.leaseDuration: must be greater than renewDeadline",
+        ),
+        ({"podMaxBackoffSeconds": 0.5}, "podMaxBackoffSeconds: must be at least"),
+    ],
+)
+def test_errors_name_the_field(tmp_path: Path, change: dict[str, Any], message: str) -> None:
+    path = _write(tmp_path, _doc(**change))
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value).startswith(f"{path}: ")
+    assert message in str(info.value)
+
+
+def test_unreadable_and_invalid_files(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.yaml")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(_write(tmp_path, "a: [b"))
+    with pytest.raises(ConfigError, match="expected a mapping"):
+        load_config(_write(tmp_path, "- 1\n"))
+
+
+def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = _write(tmp_path, _doc(kind="Nope"))
+    assert main(["scheduler", "--config", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {bad}: kind: expected KubeSchedulerConfiguration")
+    assert "Traceback" not in err
+    good = _write(tmp_path, GOOD)
+    assert main(["scheduler", "--config", str(good), "--scheduler-name", "x"]) == 1
+    assert "--scheduler-name cannot be combined with --config" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main(["scheduler", "--config"])
+    assert info.value.code == 2
+
+
+def test_cli_flags_override_leader_election(tmp_path: Path) -> None:
+    import argparse
+
+    from scheduler.cli import _settings  # the flag/file interplay, without a cluster
+
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers()
+    from scheduler.cli import register
+
+    register(sub)
+    good = str(_write(tmp_path, GOOD))
+    args = parser.parse_args(
+        ["scheduler", "--config", good, "--no-leader-elect", "--leader-elect-lease-name", "z"]
+    )
+    le = _settings(args).leader_election
+    assert (le.leader_elect, le.resource_name, le.resource_namespace) == (False, "z", "sched")
+    args = parser.parse_args(["scheduler", "--kube-api-qps", "5"])
+    loaded = _settings(args)
+    assert loaded.client_connection.qps == 5.0
+    assert loaded.scheduler.scheduler_name == "workloadbuilder-scheduler"
+    assert not loaded.leader_election.leader_elect

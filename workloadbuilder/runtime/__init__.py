@@ -1,0 +1,38 @@
+"""What every long-running component (the scheduler, integrations, controllers) shares.
+
+* :class:`Clock` (``now()``, ``async sleep()``): :class:`WallClock` for real time,
+  :class:`ManualClock` for tests; simulators bring their own virtual clock.
+* :class:`Component`: ``start / stop / sync / until_idle / next_wakeup``, so a component
+  runs for real or is stepped by a simulator.
+* :class:`Feed`: an :class:`~workloadbuilder.cluster.Informer` per kind turned into one
+  synchronous handler (the informer fan-in); :func:`settle` waits until feeds are quiet.
+* :class:`LeaderElector`: ``coordination.k8s.io/v1`` Lease leader election.
+* :class:`HealthServer`: ``/metrics``, ``/healthz``, ``/livez``, ``/readyz``.
+* :func:`add_kube_flags` / :func:`kube_cluster`: ``--kubeconfig --context`` to a
+  :class:`~workloadbuilder.cluster.KubeCluster` (in-cluster config inside a pod).
+* :class:`RateLimitedCluster` / :class:`TokenBucket`: client-side QPS and burst.
+"""
+
+from workloadbuilder.runtime._clock import Clock, ManualClock, WallClock
+from workloadbuilder.runtime._component import Component
+from workloadbuilder.runtime._feed import Feed, Handler, settle
+from workloadbuilder.runtime._health import HealthServer
+from workloadbuilder.runtime._kubeflags import add_kube_flags, kube_cluster
+from workloadbuilder.runtime._leader import LeaderElector
+from workloadbuilder.runtime._ratelimit import RateLimitedCluster, TokenBucket
+
+__all__ = [
+    "Clock",
+    "Component",
+    "Feed",
+    "Handler",
+    "HealthServer",
+    "LeaderElector",
+    "ManualClock",
+    "RateLimitedCluster",
+    "TokenBucket",
+    "WallClock",
+    "add_kube_flags",
+    "kube_cluster",
+    "settle",
+]
