@@ -91,6 +91,9 @@ class ScheduleOne:
     # ---- pod groups ------------------------------------------------------------------
 
     def _validate_group(self, g: GroupInfo, members: Sequence[PodInfo]) -> str | None:
+        unsupported = unsupported_group_features(g)
+        if unsupported is not None:
+            return unsupported
         names = sorted({p.scheduler_name for p in members})
         if len(names) > 1:
             return (
@@ -195,3 +198,27 @@ class ScheduleOne:
         for p in pending:
             self.status.pod_failed(p, REASON_UNSCHEDULABLE, pod_message)
         self.queue.done(e, "error" if outcome == "error" else "unschedulable")
+
+
+def unsupported_group_features(g: GroupInfo) -> str | None:
+    """Why this scheduler refuses to place ``g``, when the group asks for something it does not
+    honour yet (topology constraints, membership in a CompositePodGroup). Placing such a group
+    while ignoring the request would bind a gang across domains, or one child of a composite
+    gang without its siblings; refusing it with a clear status is the honest answer."""
+    pg = g.pod_group
+    if pg is None:
+        return None
+    constraints = pg.spec.scheduling_constraints
+    if constraints is not None and constraints.topology:
+        keys = ", ".join(t.key for t in constraints.topology)
+        return (
+            f"pod group {g.name!r} has topology constraints ({keys}), which this scheduler "
+            "does not support yet; it will not place the group while ignoring them"
+        )
+    if pg.spec.parent_composite_pod_group_name:
+        return (
+            f"pod group {g.name!r} belongs to CompositePodGroup "
+            f"{pg.spec.parent_composite_pod_group_name!r}; composite gangs are not supported by "
+            "this scheduler yet, so it will not place one child without its siblings"
+        )
+    return None

@@ -79,13 +79,23 @@ class Env:
         return full
 
     async def pod_group(
-        self, name: str, min_count: int | None = None, *, priority_class: str | None = None
+        self,
+        name: str,
+        min_count: int | None = None,
+        *,
+        priority_class: str | None = None,
+        topology: str | None = None,
+        parent: str | None = None,
     ) -> PodGroup:
         pg = make_pod_group(name, self.namespace)
         if min_count is not None:
             pg.gang(min_count)
         if priority_class:
             pg.priority_class(priority_class)
+        if topology:
+            pg.topology(topology)
+        if parent:  # a child of a CompositePodGroup comes from a Workload's template tree
+            pg.parent(parent).workload_ref(parent, name)
         out = await self.cluster.create(from_dict(pg.obj(), PodGroup))
         assert isinstance(out, PodGroup)
         return out

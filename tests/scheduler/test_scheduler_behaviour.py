@@ -5,6 +5,9 @@ from __future__ import annotations
 from sched_helpers import Env
 from sched_invariant import GangWatch
 
+from workloadbuilder.api import CompositePodGroup, from_dict
+from workloadbuilder.testing.builders import make_composite_pod_group
+
 
 async def test_gang_all_or_nothing(env: Env) -> None:
     await env.node("a", gpu=4)
@@ -414,3 +417,49 @@ async def test_events_recorded(env: Env) -> None:
         return {("ev-0", "Scheduled"), ("ev-1", "FailedScheduling")} <= reasons
 
     await env.until(s, done)
+
+
+async def test_topology_constrained_group_is_refused_not_ignored(env: Env) -> None:
+    # Topology placement is not implemented yet: a rack-constrained gang must not be bound
+    # across racks and called Scheduled; it is refused with a status that says why.
+    await env.node("a")
+    await env.node("b")
+    await env.pod_group("racked", 2, topology="topology.kubernetes.io/rack")
+    for i in range(2):
+        await env.pod(f"racked-{i}", "racked")
+    await env.gang("plain", 2)
+    s = env.scheduler()
+    await s.start()
+
+    async def decided() -> bool:
+        return await env.group_condition("racked") is not None
+
+    await env.until(s, decided)
+    assert await env.bound("racked") == {}
+    cond = await env.group_condition("racked")
+    assert (cond.status, cond.reason) == ("False", "SchedulerError")
+    assert "topology constraints (topology.kubernetes.io/rack)" in cond.message
+    assert "does not support" in cond.message
+    # other groups are not held up by the refused one
+    assert len(await env.bound("plain")) == 2
+
+
+async def test_composite_child_is_refused_not_placed_alone(env: Env) -> None:
+    # CompositePodGroups are not implemented yet: a child gang must not be bound on its own
+    # (its siblings would stay pending: a partial composite gang).
+    await env.node("a")
+    parent = make_composite_pod_group("tree", env.namespace).gang(2).obj()
+    await env.cluster.create(from_dict(parent, CompositePodGroup))
+    await env.pod_group("tree-master", 1, parent="tree")
+    await env.pod("tree-master-0", "tree-master")
+    s = env.scheduler()
+    await s.start()
+
+    async def decided() -> bool:
+        return await env.group_condition("tree-master") is not None
+
+    await env.until(s, decided)
+    assert await env.bound("tree-master") == {}
+    cond = await env.group_condition("tree-master")
+    assert (cond.status, cond.reason) == ("False", "SchedulerError")
+    assert "belongs to CompositePodGroup 'tree'" in cond.message
