@@ -20,7 +20,7 @@ from workloadbuilder.api import (
     PodGroupSchedulingPolicy,
     PodGroupSpec,
 )
-from workloadbuilder.cluster._memory import MemoryCluster
+from workloadbuilder.cluster import MemoryCluster
 
 NAME = "workloadbuilder-scheduler"
 

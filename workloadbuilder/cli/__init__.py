@@ -27,10 +27,11 @@ from collections.abc import Sequence
 from importlib.metadata import entry_points
 from typing import Any
 
+from workloadbuilder.cli._build import build_objects
 from workloadbuilder.cli._common import one_line
 from workloadbuilder.errors import WorkloadBuilderError
 
-__all__ = ["main"]
+__all__ = ["build_objects", "main"]
 
 _BUILTIN = ("_build", "_validate", "_controlplane")
 #: top-level module -> the extra of pyproject.toml that installs it (for the CLI's hint)
