@@ -23,7 +23,7 @@ import tracemalloc
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from workloadbuilder.cluster._memory import MemoryCluster
+from workloadbuilder.cluster import MemoryCluster
 
 NAMESPACES = 50
 

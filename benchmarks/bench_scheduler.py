@@ -35,8 +35,7 @@ from workloadbuilder.api import (
     PodGroupSchedulingPolicy,
     PodGroupSpec,
 )
-from workloadbuilder.cluster import Cluster
-from workloadbuilder.cluster._memory import MemoryCluster
+from workloadbuilder.cluster import Cluster, MemoryCluster
 
 
 class TimedBinds:

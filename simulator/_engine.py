@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import heapq
-import importlib
 import itertools
 import logging
 from collections.abc import Callable, Mapping
@@ -32,7 +31,7 @@ from simulator._scenario import (
 )
 from simulator._units import parse_duration, parse_quantity
 from workloadbuilder.api import CompositePodGroup, PodGroup, Workload, object_from_dict
-from workloadbuilder.cluster import Cluster, KubeObject
+from workloadbuilder.cluster import Cluster, KubeObject, MemoryCluster
 from workloadbuilder.errors import (
     AlreadyExists,
     ApiError,
@@ -121,12 +120,7 @@ class _GroupState:
 
 
 def _default_cluster(clock: Callable[[], float]) -> Cluster:
-    mod = importlib.import_module("workloadbuilder.cluster")
-    cls = getattr(mod, "MemoryCluster", None)
-    if cls is None:  # not re-exported yet
-        cls = importlib.import_module("workloadbuilder.cluster._memory").MemoryCluster
-    cluster: Cluster = cls(clock=clock)
-    return cluster
+    return MemoryCluster(clock=clock)
 
 
 def _scheduler_factory(config: Any) -> SchedulerFactory:

@@ -16,13 +16,12 @@ from typing import Any
 
 import pytest
 
-from workloadbuilder.cluster import Cluster
-from workloadbuilder.cluster._memory import MemoryCluster
+from workloadbuilder.cluster import Cluster, MemoryCluster
 from workloadbuilder.errors import NotFound
 
 
 async def _open_kube(plane: Any) -> Cluster:
-    from workloadbuilder.cluster._kube import KubeCluster
+    from workloadbuilder.cluster import KubeCluster
 
     cluster = KubeCluster.from_kubeconfig(plane.kubeconfig)
     await cluster.open()

@@ -25,8 +25,14 @@ from workloadbuilder.api import (
     Workload,
     WorkloadSpec,
 )
-from workloadbuilder.cluster import Cluster, KubeObject, Preconditions, WatchEvent
-from workloadbuilder.cluster._informer import Informer, pods_by_pod_group
+from workloadbuilder.cluster import (
+    Cluster,
+    Informer,
+    KubeObject,
+    Preconditions,
+    WatchEvent,
+    pods_by_pod_group,
+)
 from workloadbuilder.errors import (
     AlreadyExists,
     ApiError,

@@ -26,8 +26,7 @@ from workloadbuilder.api import (
     Workload,
     from_dict,
 )
-from workloadbuilder.cluster._kube import KubeCluster
-from workloadbuilder.cluster._protocol import Preconditions
+from workloadbuilder.cluster import KubeCluster, Preconditions
 from workloadbuilder.errors import (
     AlreadyExists,
     Conflict,

@@ -24,9 +24,7 @@ from _faultproxy import FaultPlan, FaultProxy  # tests/cluster is on sys.path (r
 from kubernetes_asyncio.client import Configuration
 
 from workloadbuilder.api import PodGroup
-from workloadbuilder.cluster._kube import KubeCluster
-from workloadbuilder.cluster._protocol import KubeObject
-from workloadbuilder.cluster._retry import RetryPolicy
+from workloadbuilder.cluster import KubeCluster, KubeObject, RetryPolicy
 from workloadbuilder.errors import ApiError, Gone, NotFound
 
 pytestmark = pytest.mark.controlplane
@@ -208,7 +206,7 @@ async def test_watch_resumed_through_faults_sees_every_event_once(
 async def test_informer_over_faulty_cluster_never_loses_or_duplicates(
     direct: KubeCluster, ns: str, proxy: FaultProxy, faulty: KubeCluster
 ) -> None:
-    from workloadbuilder.cluster._informer import Informer
+    from workloadbuilder.cluster import Informer
 
     proxy.plan = READ_FAULTS
     informer = Informer(faulty, "ConfigMap", ns, watch_timeout=20, relist_backoff=0.1)

@@ -22,9 +22,14 @@ from aiohttp import web
 from kubernetes_asyncio.client import Configuration
 
 from workloadbuilder.api import ObjectMeta, PodGroup, Workload, from_dict, object_from_dict
-from workloadbuilder.cluster._kube import KubeCluster, KubeConfigError, error_from_status
-from workloadbuilder.cluster._protocol import Preconditions, ResourceInfo
-from workloadbuilder.cluster._retry import RetryPolicy
+from workloadbuilder.cluster import (
+    KubeCluster,
+    KubeConfigError,
+    Preconditions,
+    ResourceInfo,
+    RetryPolicy,
+)
+from workloadbuilder.cluster._kube import error_from_status
 from workloadbuilder.errors import (
     AlreadyExists,
     ApiError,
@@ -1049,7 +1054,7 @@ def _b64(path: Path) -> str:
 
 
 def test_kube_cluster_satisfies_the_cluster_protocol() -> None:
-    from workloadbuilder.cluster._protocol import Cluster
+    from workloadbuilder.cluster import Cluster
 
     cluster: Cluster = KubeCluster(Configuration(host="http://127.0.0.1:9"))  # checked by mypy
     assert isinstance(cluster, Cluster)

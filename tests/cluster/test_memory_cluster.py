@@ -15,8 +15,7 @@ from workloadbuilder.api import (
     PodGroupSchedulingPolicy,
     PodGroupSpec,
 )
-from workloadbuilder.cluster._informer import Informer, object_key, pods_by_node
-from workloadbuilder.cluster._memory import MemoryCluster
+from workloadbuilder.cluster import Informer, MemoryCluster, object_key, pods_by_node
 from workloadbuilder.cluster._patch import (
     PatchError,
     json_merge_patch,
@@ -333,7 +332,7 @@ async def test_paged_list_of_many_objects() -> None:
 
 async def test_informer_over_typed_pod_groups_indexes_by_workload() -> None:
     from workloadbuilder.api import WorkloadReference
-    from workloadbuilder.cluster._informer import groups_by_workload
+    from workloadbuilder.cluster import groups_by_workload
 
     c = MemoryCluster()
     for i, workload in enumerate(("w1", "w1", "w2")):
@@ -359,7 +358,7 @@ async def test_informer_over_typed_pod_groups_indexes_by_workload() -> None:
 
 
 async def test_informer_skips_the_deletion_of_an_incarnation_its_paged_list_outran() -> None:
-    from workloadbuilder.cluster._proxy import ClusterProxy
+    from workloadbuilder.cluster import ClusterProxy
 
     c = MemoryCluster()
     await c.create(cm("a"))

@@ -57,7 +57,7 @@ from waits import priority_class_admitted  # noqa: E402
 
 from scheduler import Scheduler, SchedulerConfig  # noqa: E402
 from workloadbuilder.api import PodGroup  # noqa: E402
-from workloadbuilder.cluster._kube import KubeCluster  # noqa: E402
+from workloadbuilder.cluster import KubeCluster  # noqa: E402
 from workloadbuilder.errors import NotFound  # noqa: E402
 from workloadbuilder.testing import ControlPlane  # noqa: E402
 from workloadbuilder.testing.builders import (  # noqa: E402

@@ -37,12 +37,12 @@ def scheduler_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
 async def env(request: pytest.FixtureRequest) -> AsyncIterator[Env]:
     """The same behaviour on MemoryCluster and on the real API server."""
     if request.param == "memory":
-        from workloadbuilder.cluster._memory import MemoryCluster
+        from workloadbuilder.cluster import MemoryCluster
 
         cluster: Cluster = MemoryCluster()
         e = Env(cluster, "default", "memory")
     else:
-        from workloadbuilder.cluster._kube import KubeCluster
+        from workloadbuilder.cluster import KubeCluster
 
         cp = request.getfixturevalue("scheduler_plane")
         namespace = cp.create_namespace("sched-")
@@ -58,7 +58,7 @@ async def env(request: pytest.FixtureRequest) -> AsyncIterator[Env]:
 @pytest.fixture
 async def mem_env() -> AsyncIterator[tuple[Env, ManualClock]]:
     """MemoryCluster with a virtual clock shared by cluster and scheduler."""
-    from workloadbuilder.cluster._memory import MemoryCluster
+    from workloadbuilder.cluster import MemoryCluster
 
     clock = ManualClock()
     cluster = MemoryCluster(clock=clock.now)

@@ -55,7 +55,7 @@ async def _poll(check: Any, timeout: float = 60.0) -> None:
 
 
 async def test_scheduler_command_end_to_end(control_plane: Any) -> None:
-    from workloadbuilder.cluster._kube import KubeCluster
+    from workloadbuilder.cluster import KubeCluster
 
     ns = control_plane.create_namespace("schedcli-")
     name = f"wb-{ns}"

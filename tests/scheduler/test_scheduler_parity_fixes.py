@@ -10,9 +10,7 @@ from typing import Any
 from sched_helpers import Env
 
 from scheduler._queue import EntityKey
-from workloadbuilder.cluster import ResourceInfo
-from workloadbuilder.cluster._memory import MemoryCluster
-from workloadbuilder.cluster._protocol import KubeObject, PatchType
+from workloadbuilder.cluster import KubeObject, MemoryCluster, PatchType, ResourceInfo
 from workloadbuilder.runtime import ManualClock
 
 

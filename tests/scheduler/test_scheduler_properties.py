@@ -19,7 +19,7 @@ from workloadbuilder.api import (
     PodGroupSchedulingPolicy,
     PodGroupSpec,
 )
-from workloadbuilder.cluster._memory import MemoryCluster
+from workloadbuilder.cluster import MemoryCluster
 from workloadbuilder.resources import parse_quantity
 from workloadbuilder.testing.builders import make_node, make_pod
 

@@ -190,7 +190,7 @@ async def test_group_deleted_regates_and_pod_deletions_drop_quorum(
 async def test_run_loop_schedules_arrivals() -> None:
     import asyncio
 
-    from workloadbuilder.cluster._memory import MemoryCluster
+    from workloadbuilder.cluster import MemoryCluster
 
     cluster = MemoryCluster()
     env = Env(cluster, "default", "memory")
@@ -264,7 +264,7 @@ async def test_run_loop_wakes_for_backoff_after_event() -> None:
     backoff's end (not only for the periodic flush minutes later)."""
     import asyncio
 
-    from workloadbuilder.cluster._memory import MemoryCluster
+    from workloadbuilder.cluster import MemoryCluster
 
     cluster = MemoryCluster()
     env = Env(cluster, "default", "memory")

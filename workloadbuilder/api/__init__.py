@@ -21,7 +21,7 @@ from workloadbuilder.api._blocks import (
     WorkloadPodGroupSchedulingPolicy,
     WorkloadPodGroupSingleDisruptionMode,
 )
-from workloadbuilder.api._codec import CodecError, converter, from_dict, to_dict
+from workloadbuilder.api._codec import CodecError, converter, from_dict, json_field_name, to_dict
 from workloadbuilder.api._meta import Condition, ObjectMeta, OwnerReference
 from workloadbuilder.api._objects import KINDS, object_from_dict, object_to_dict
 from workloadbuilder.api._scheduling import (
@@ -109,6 +109,7 @@ __all__ = [
     "WorkloadSpec",
     "converter",
     "from_dict",
+    "json_field_name",
     "object_from_dict",
     "object_to_dict",
     "to_dict",

@@ -27,7 +27,16 @@ from typing import Annotated, Any, TypeVar, get_args, get_origin
 import attrs
 import cattrs
 
-__all__ = ["JSON_FIRST", "UNKNOWN", "Int32", "camel", "converter", "from_dict", "to_dict"]
+__all__ = [
+    "JSON_FIRST",
+    "UNKNOWN",
+    "Int32",
+    "camel",
+    "converter",
+    "from_dict",
+    "json_field_name",
+    "to_dict",
+]
 
 T = TypeVar("T")
 
@@ -49,7 +58,8 @@ def camel(name: str) -> str:
     return _CAMEL_RE.sub(lambda m: m.group(1).upper(), name)
 
 
-def _json_name(a: attrs.Attribute[Any]) -> str:
+def json_field_name(a: attrs.Attribute[Any]) -> str:
+    """The JSON key of a model attribute (``metadata={"json": ...}``, else its camelCase)."""
     explicit = a.metadata.get("json")
     return str(explicit) if explicit else camel(a.name)
 
@@ -67,7 +77,7 @@ def _is_empty(value: Any) -> bool:
 def _field_plan(cls: type) -> tuple[tuple[str, str, Any], ...]:
     hints = typing.get_type_hints(cls, include_extras=True)
     plan = [
-        (a.name, _json_name(a), hints.get(a.name, Any))
+        (a.name, json_field_name(a), hints.get(a.name, Any))
         for a in attrs.fields(cls)
         if a.name != UNKNOWN
     ]
@@ -165,7 +175,7 @@ def _structure_attrs(cls: type) -> Callable[[Mapping[str, Any], Any], Any]:
     known = {json_name for _, json_name, _ in plan}
     has_unknown = any(a.name == UNKNOWN for a in attrs.fields(cls))
     required = tuple(
-        (a.name, _json_name(a))
+        (a.name, json_field_name(a))
         for a in attrs.fields(cls)
         if a.default is attrs.NOTHING and a.name != UNKNOWN
     )

@@ -32,10 +32,10 @@ from workloadbuilder.api import (
     WorkloadReference,
     WorkloadSpec,
 )
-from workloadbuilder.builder import _blocks
 from workloadbuilder.builder._compile import check_tree, compile_leaf, compile_tree, resolve_config
 from workloadbuilder.builder._types import BuildOptions, SchedulingConfig, WorkloadItem, join_path
 from workloadbuilder.errors import BuildError, FieldError
+from workloadbuilder.validation import building_blocks as _blocks
 
 __all__ = [
     "Builder",

@@ -55,7 +55,7 @@ from workloadbuilder.builder._types import (
 )
 from workloadbuilder.errors import BuildError, FieldError, ValidationError
 from workloadbuilder.naming import pod_group_name
-from workloadbuilder.validation._names import content_dns1123_label
+from workloadbuilder.validation import content_dns1123_label
 
 __all__ = ["PodSet", "controller_ref", "simple_workload"]
 

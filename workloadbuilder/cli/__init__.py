@@ -5,6 +5,11 @@ packages that register an entry point in the ``workloadbuilder.commands`` group 
 scheduler adds ``scheduler``, ``simulate`` and ``explain``). Each provider exposes
 ``register(subparsers)`` and sets ``func(args) -> int`` on its parsers.
 
+Providers are loaded only when needed: a built-in command (``build``, ``validate``, ...) never
+imports them, so it does not pull in the scheduler's dependencies. A provider whose optional
+dependencies are missing (``numpy`` without ``workloadbuilder[scheduler]``) does not break the
+CLI: its command is listed as unavailable and says which extra to install.
+
 Exit codes: 0 success, 1 the input was invalid or the operation failed, 2 usage error,
 130 interrupted. Errors are one clear line on stderr, never a traceback.
 """
@@ -22,23 +27,56 @@ from collections.abc import Sequence
 from importlib.metadata import entry_points
 from typing import Any
 
+from workloadbuilder.cli._build import build_objects
 from workloadbuilder.cli._common import one_line
 from workloadbuilder.errors import WorkloadBuilderError
 
-__all__ = ["main"]
+__all__ = ["build_objects", "main"]
 
 _BUILTIN = ("_build", "_validate", "_controlplane")
+#: top-level module -> the extra of pyproject.toml that installs it (for the CLI's hint)
+_OPTIONAL_MODULES = {"numpy": "scheduler", "matplotlib": "simulator"}
 _log = logging.getLogger(__name__)
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: command -> why it cannot run (its provider's optional dependencies are missing)
+        self.unavailable: dict[str, str] = {}
+
     def error(self, message: str) -> Any:  # exit 2 with a one-line message, like kubectl
         self.print_usage(sys.stderr)
         sys.stderr.write(f"error: {message}\n")
         raise SystemExit(2)
 
 
-def _make_parser() -> argparse.ArgumentParser:
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The command named on the command line (the first argument that is not an option);
+    ``None`` when there is none or help is asked for first (help lists every command)."""
+    for arg in argv:
+        if arg in ("-h", "--help"):
+            return None
+        if not arg.startswith("-"):
+            return arg
+    return None
+
+
+def _unavailable(parser: _Parser, sub: Any, name: str, error: ImportError) -> None:
+    """Register ``name`` as a command that only explains why it cannot run."""
+    missing = (error.name or "").split(".")[0] if isinstance(error, ModuleNotFoundError) else ""
+    extra = _OPTIONAL_MODULES.get(missing)
+    if extra is not None:
+        hint = f"install workloadbuilder[{extra}]"
+        message = f"the {name!r} command needs {missing}, which is not installed: {hint}"
+    else:
+        hint = "its dependencies are missing"
+        message = f"the {name!r} command is unavailable: {one_line(error)}"
+    sub.add_parser(name, help=f"(unavailable: {hint})", add_help=False)
+    parser.unavailable[name] = message
+
+
+def _make_parser(argv: Sequence[str] = ()) -> _Parser:
     parser = _Parser(
         prog="workloadbuilder",
         description="Kubernetes v1.37 workload-aware scheduling: SDK, scheduler and simulator.",
@@ -49,17 +87,27 @@ def _make_parser() -> argparse.ArgumentParser:
         modname = f"{__name__}.{name}"
         if importlib.util.find_spec(modname) is not None:
             importlib.import_module(modname).register(sub)
+    if _command_of(argv) in sub.choices:
+        return parser  # a built-in command: the providers are not needed
     for ep in entry_points(group="workloadbuilder.commands"):
         try:
             ep.load()(sub)
         except ImportError as e:  # a provider whose optional deps are missing
             _log.debug("command provider %s unavailable: %s", ep.name, e)
+            if ep.name not in sub.choices:
+                _unavailable(parser, sub, ep.name, e)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
-    parser = _make_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = _make_parser(argv)
+    unavailable = parser.unavailable.get(_command_of(argv) or "")
+    if unavailable is not None:
+        print(f"error: {unavailable}", file=sys.stderr)
+        return 1
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.WARNING - 10 * min(args.verbose, 2),

@@ -28,17 +28,16 @@ from typing import Any
 
 import attrs
 
-from workloadbuilder.api import KINDS, CodecError, object_from_dict
-from workloadbuilder.api._codec import camel
+from workloadbuilder.api import KINDS, CodecError, json_field_name, object_from_dict
 from workloadbuilder.cli._common import InputError, read_documents
 from workloadbuilder.errors import BuildError, FieldError, ValidationError, WorkloadBuilderError
 from workloadbuilder.kinds import default_registry, plan_for
 from workloadbuilder.validation import (
     FeatureGates,
+    codec_error,
     validate_job_scheduling,
     validate_object,
 )
-from workloadbuilder.validation._common import child, codec_error
 
 __all__ = ["parse_feature_gates", "register", "validate_document"]
 
@@ -118,15 +117,19 @@ def _identity(doc: Mapping[str, Any], default_namespace: str) -> tuple[str, str]
     return (kind if isinstance(kind, str) and kind else "<unknown kind>"), f"{namespace}/{name}"
 
 
+def _child(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
 def _unknown_fields(value: Any, path: str) -> Iterator[str]:
     if attrs.has(type(value)):
         if path == "metadata":
             return  # ObjectMeta keeps the meta/v1 fields it does not model; all are valid
         for key in getattr(value, "unknown_fields", {}):
-            yield child(path, key)
+            yield _child(path, key)
         for a in attrs.fields(type(value)):
             if a.name != "unknown_fields":
-                yield from _unknown_fields(getattr(value, a.name), child(path, camel(a.name)))
+                yield from _unknown_fields(getattr(value, a.name), _child(path, json_field_name(a)))
     elif isinstance(value, tuple):
         for i, item in enumerate(value):
             yield from _unknown_fields(item, f"{path}[{i}]")

@@ -1,4 +1,14 @@
-"""One async seam to cluster state: the :class:`Cluster` protocol and its implementations."""
+"""One async seam to cluster state: the :class:`Cluster` protocol and its implementations.
+
+:class:`MemoryCluster` is the embedded, in-process cluster. :class:`KubeCluster` (a real
+API server through kubernetes-asyncio and aiohttp) and :class:`KubeConfigError` are imported
+on first access, so programs that only use ``MemoryCluster`` never load the HTTP stack.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from workloadbuilder.cluster._informer import (
     EventHandler,
@@ -10,7 +20,6 @@ from workloadbuilder.cluster._informer import (
     pods_by_node,
     pods_by_pod_group,
 )
-from workloadbuilder.cluster._kube import KubeCluster, KubeConfigError
 from workloadbuilder.cluster._memory import MemoryCluster
 from workloadbuilder.cluster._protocol import (
     Cluster,
@@ -28,6 +37,9 @@ from workloadbuilder.cluster._protocol import (
 )
 from workloadbuilder.cluster._proxy import ClusterProxy
 from workloadbuilder.cluster._retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from workloadbuilder.cluster._kube import KubeCluster, KubeConfigError
 
 __all__ = [
     "Cluster",
@@ -56,3 +68,22 @@ __all__ = [
     "resource_info",
     "resource_of",
 ]
+
+#: public names resolved on first access (module that defines them)
+_LAZY = {
+    "KubeCluster": "workloadbuilder.cluster._kube",
+    "KubeConfigError": "workloadbuilder.cluster._kube",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -23,7 +23,6 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-import aiohttp
 import attrs
 import tenacity
 
@@ -84,6 +83,8 @@ class RetryableTransportError(Exception):
 def classify_transport_error(exc: BaseException) -> RetryableTransportError | None:
     """Map an aiohttp/asyncio failure to a :class:`RetryableTransportError`, or None when it
     is not a transport failure worth retrying (e.g. a TLS verification error)."""
+    import aiohttp  # only KubeCluster has transport errors; MemoryCluster never loads aiohttp
+
     if isinstance(exc, (aiohttp.ClientSSLError, aiohttp.InvalidURL)):
         return None
     if isinstance(exc, aiohttp.ClientConnectorError):

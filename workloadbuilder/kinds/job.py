@@ -62,7 +62,7 @@ from workloadbuilder.builder import (
 )
 from workloadbuilder.errors import BuildError, FieldError, ValidationError
 from workloadbuilder.naming import job_template_name, pod_group_name, workload_name
-from workloadbuilder.validation._common import short_name
+from workloadbuilder.validation import content_dns1123_label
 
 __all__ = [
     "GROUP_TEMPLATE_NAME_ANNOTATION",
@@ -408,7 +408,16 @@ def plan_job(
     workload = Builder(item, opts).build_workload()
     # The real controller cannot create a Workload whose template name is not a DNS label
     # (Job names > 57 characters): it records FailedWorkloadCreate and creates nothing.
-    name_errors = short_name("spec.podGroupTemplates[0].name", template)
+    name_errors = [
+        FieldError(
+            path="spec.podGroupTemplates[0].name",
+            type="Invalid value",
+            detail=detail,
+            value=template,
+            has_value=True,
+        )
+        for detail in content_dns1123_label(template)
+    ]
     if name_errors:
         raise ValidationError(name_errors, subject=f"Job {j.namespace}/{j.name}")
     pg_name = pod_group_name(wl_name, template)

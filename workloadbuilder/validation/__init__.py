@@ -3,7 +3,9 @@
 ``validate_workload`` / ``validate_pod_group`` / ``validate_composite_pod_group`` /
 ``validate_object`` return every :class:`~workloadbuilder.errors.FieldError` the API server
 reports for a create (``old=None``) or an update, in the server's order, rendered like the
-server (``str(error)``). ``validate_job_scheduling`` does the same for ``Job.spec.scheduling``.
+server (``str(error)``). ``validate_job_scheduling`` does the same for ``Job.spec.scheduling``;
+:mod:`workloadbuilder.validation.building_blocks` validates single v1alpha3 building blocks
+at a controller's own field path.
 
 What the server does before validating is reproduced too: defaulting
 (:func:`apply_defaults`) and dropping fields of disabled feature gates
@@ -14,9 +16,11 @@ with a fixed suffix instead of a random one; ``metadata.resourceVersion`` is lef
 storage layer.
 """
 
+from workloadbuilder.validation._common import codec_error
 from workloadbuilder.validation._gates import FeatureGates, is_served
 from workloadbuilder.validation._job import validate_job_scheduling
 from workloadbuilder.validation._names import (
+    content_dns1123_label,
     is_dns1123_label,
     is_dns1123_subdomain,
     is_label_key,
@@ -45,6 +49,8 @@ __all__ = [
     "PREEMPTION_POLICIES",
     "FeatureGates",
     "apply_defaults",
+    "codec_error",
+    "content_dns1123_label",
     "drop_disabled_fields",
     "is_dns1123_label",
     "is_dns1123_subdomain",

@@ -1,4 +1,8 @@
-"""Declarative validation of the v1alpha3 building blocks at the controller's field path.
+"""Validation of the v1alpha3 building blocks at a controller's field path.
+
+For operator authors who accept scheduling blocks in their own API (as ``Job.spec.scheduling``
+does) and want the API server's errors at their own paths; :class:`~workloadbuilder.Builder`
+validates a ``WorkloadItem`` tree with these.
 
 The generated ``Validate_WorkloadPodGroup*`` and ``Validate_WorkloadCompositePodGroup*``
 functions of ``k8s.io/api/scheduling/v1alpha3`` (v0.37.2), including their update ratcheting

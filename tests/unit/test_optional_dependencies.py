@@ -1,0 +1,172 @@
+"""What importing the SDK costs: the HTTP stack and the scheduler's / simulator's
+dependencies are loaded only by what needs them (each check runs in a fresh interpreter)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from workloadbuilder import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+HTTP_STACK = ("kubernetes_asyncio", "aiohttp")
+HEAVY = ("numpy", "matplotlib")
+
+
+def run_fresh(code: str) -> Any:
+    """Run ``code`` in a new interpreter; it prints one JSON value on its last line."""
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def loaded(modules: list[str], roots: tuple[str, ...]) -> list[str]:
+    return sorted({m.split(".")[0] for m in modules} & set(roots))
+
+
+def test_memory_cluster_does_not_import_the_http_stack() -> None:
+    out = run_fresh(
+        """
+        import asyncio, json, sys
+        import workloadbuilder
+        from workloadbuilder.cluster import MemoryCluster
+
+        async def main():
+            c = MemoryCluster()
+            await c.create({"apiVersion": "v1", "kind": "ConfigMap",
+                            "metadata": {"name": "a"}, "data": {"k": "v"}})
+            await c.create({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+                            "metadata": {"name": "g", "namespace": "default"},
+                            "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}})
+            names = [o["metadata"]["name"] for o in (await c.list("ConfigMap")).items]
+            groups = [g.metadata.name for g in (await c.list("PodGroup")).items]
+            await c.close()
+            return names, groups
+
+        names, groups = asyncio.run(main())
+        print(json.dumps({"names": names, "groups": groups, "modules": sorted(sys.modules)}))
+        """
+    )
+    assert out["names"] == ["a"]
+    assert out["groups"] == ["g"]
+    assert loaded(out["modules"], HTTP_STACK) == []
+
+
+def test_kube_cluster_is_imported_on_first_access() -> None:
+    out = run_fresh(
+        """
+        import json, sys
+        import workloadbuilder
+        import workloadbuilder.cluster
+        before = sorted(sys.modules)
+        from workloadbuilder.cluster import KubeCluster, KubeConfigError
+        print(json.dumps({
+            "before": before,
+            "after": sorted(sys.modules),
+            "module": KubeCluster.__module__,
+            "error": issubclass(KubeConfigError, Exception),
+            "top": workloadbuilder.KubeCluster is KubeCluster,
+        }))
+        """
+    )
+    assert loaded(out["before"], HTTP_STACK) == []
+    assert loaded(out["after"], HTTP_STACK) == ["aiohttp", "kubernetes_asyncio"]
+    assert out["module"] == "workloadbuilder.cluster._kube"
+    assert out["error"] and out["top"]
+
+
+def test_building_and_validating_do_not_import_numpy_or_matplotlib() -> None:
+    out = run_fresh(
+        """
+        import contextlib, importlib, io, json, pkgutil, sys
+        import workloadbuilder
+        for pkg in ("workloadbuilder.builder", "workloadbuilder.kinds"):
+            mod = importlib.import_module(pkg)
+            for info in pkgutil.walk_packages(mod.__path__, pkg + "."):
+                importlib.import_module(info.name)
+        from workloadbuilder.cli import main
+        codes = []
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            for command in ("build", "validate"):
+                codes.append(main([command, "-f", "examples/job-gang.yaml"]))
+        print(json.dumps({"codes": codes, "printed": printed.getvalue(),
+                          "modules": sorted(sys.modules)}))
+        """
+    )
+    assert out["codes"] == [0, 0]
+    assert "kind: Workload" in out["printed"]
+    assert loaded(out["modules"], HEAVY) == []
+
+
+MISSING_NUMPY = """
+    import contextlib, io, json, sys
+    sys.modules["numpy"] = None  # as if workloadbuilder[scheduler] were not installed
+    from workloadbuilder.cli import main
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        try:
+            code = main({argv!r})
+        except SystemExit as e:
+            code = e.code
+    print(json.dumps({{"code": code, "stderr": err.getvalue(), "stdout": out.getvalue()}}))
+"""
+
+
+@pytest.mark.parametrize(
+    "argv", [["scheduler"], ["scheduler", "--kubeconfig", "k"], ["-v", "scheduler"]]
+)
+def test_a_command_whose_extra_is_missing_says_what_to_install(argv: list[str]) -> None:
+    out = run_fresh(MISSING_NUMPY.format(argv=argv))
+    assert out["code"] == 1
+    assert "install workloadbuilder[scheduler]" in out["stderr"]
+    assert "Traceback" not in out["stderr"] + out["stdout"]
+    assert len(out["stderr"].strip().splitlines()) == 1
+
+
+def test_help_lists_the_unavailable_command_and_builtins_still_work() -> None:
+    out = run_fresh(MISSING_NUMPY.format(argv=["--help"]))
+    assert out["code"] == 0
+    assert "(unavailable: install workloadbuilder[scheduler])" in out["stdout"]
+    assert "build" in out["stdout"]
+    out = run_fresh(MISSING_NUMPY.format(argv=["build", "-f", "examples/job-basic.yaml"]))
+    assert out["code"] == 0
+    assert "kind: Workload" in out["stdout"]
+
+
+def test_each_optional_module_maps_to_an_extra_that_installs_it() -> None:
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    core = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    for module, extra in cli._OPTIONAL_MODULES.items():
+        assert any(req.startswith(module) for req in extras[extra]), (module, extra)
+        assert any(req.startswith(module) for req in extras["all"]), module
+        assert not any(req.startswith(module) for req in core), module
+    # the simulator also needs the scheduler's dependencies
+    assert set(extras["scheduler"]) <= set(extras["simulator"])
+    assert set(extras["all"]) == set(extras["scheduler"]) | set(extras["simulator"])
+
+
+def test_the_hint_names_the_extra_of_the_missing_module() -> None:
+    parser = cli._Parser(prog="workloadbuilder")
+    sub = parser.add_subparsers(dest="command")
+    cli._unavailable(parser, sub, "simulate", ModuleNotFoundError(name="matplotlib"))
+    cli._unavailable(parser, sub, "other", ImportError("cannot import name 'x'"))
+    assert "install workloadbuilder[simulator]" in parser.unavailable["simulate"]
+    assert parser.unavailable["other"] == (
+        "the 'other' command is unavailable: cannot import name 'x'"
+    )
