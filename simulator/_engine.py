@@ -559,7 +559,10 @@ class Simulation:
         """Delete the object (its dependents go with it through garbage collection); a
         deleted Node takes its pods with it, as the pod garbage collector would."""
         try:
-            await self.cluster.delete(obj.kind, obj.name, obj.namespace)
+            # like kubectl delete: dependents are garbage-collected in the background
+            await self.cluster.delete(
+                obj.kind, obj.name, obj.namespace, propagation_policy="Background"
+            )
         except NotFound:
             pass  # already gone (garbage-collected with its owner)
         except ApiError as e:
@@ -1039,7 +1042,7 @@ class Simulation:
                     nodes=(),
                     reason="Waiting",
                     message=f"waiting: PodGroup {gkey[0]}/{gkey[1]} does not exist "
-                    f"({n} pod{'s' if n != 1 else ''} name it)",
+                    f"({n} pod{' names' if n == 1 else 's name'} it)",
                 )
             )
         composites = self._composite_records(groups, by_group)

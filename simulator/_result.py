@@ -490,7 +490,8 @@ def render_table(result: SimulationResult, *, wide: bool = False, width: int | N
         lines.append("(no pod groups)")
     if result.composites:
         lines.append("")
-        lines.extend(_composite_trees(result, short, wide=wide))
+        trees = _composite_trees(result, short, wide=wide)
+        lines.extend(trees if wide else [_cut(line, max(60, width)) for line in trees])
     single = [p for p in result.live_pods if p.group is None]
     lines.append("")
     lines.append(
@@ -539,6 +540,14 @@ def _short_names(groups: Sequence[GroupRecord]) -> dict[tuple[str, str], str]:
     return out
 
 
+def _where(key: str | None, domains: dict[str, str | list[str]]) -> str:
+    if key is None:
+        return ""
+    if key not in domains:
+        return f"; {key}"
+    return f"; {key}={_domain_text(domains, key)}"
+
+
 def _composite_trees(
     result: SimulationResult, short: dict[tuple[str, str], str], *, wide: bool
 ) -> list[str]:
@@ -554,7 +563,7 @@ def _composite_trees(
             or ((cc := comps.get((c.namespace, child))) is not None and cc.scheduled_at is not None)
         )
         policy = f"gang {c.min_group_count}" if c.min_group_count is not None else "basic"
-        where = f"; {c.key}={_domain_text(c.domains, c.key)}" if c.key else ""
+        where = _where(c.key, c.domains)
         if c.initially_scheduled:
             state = f"{c.reason or 'Scheduled'} at {format_duration(c.scheduled_at)}"
         elif c.scheduled_at is not None:
@@ -569,10 +578,9 @@ def _composite_trees(
     def describe_group(g: GroupRecord) -> str:
         name = f"{g.namespace}/{g.name}" if wide else short[(g.namespace, g.name)]
         policy = f"gang {g.min_count}" if g.min_count is not None else g.policy
-        where = f"; {g.key}={_domain_text(g.domains, g.key)}" if g.key else ""
-        return (
-            f"PodGroup {name} ({policy}, {g.bound_pods}/{g.total_pods} bound{where}): {_status(g)}"
-        )
+        where = _where(g.key, g.domains)
+        text = f"PodGroup {name} ({policy}, {g.bound_pods}/{g.total_pods} bound{where}): "
+        return text + _status(g)
 
     def walk(c: CompositeRecord, prefix: str, depth: int) -> None:
         for i, child in enumerate(c.children):
