@@ -3,9 +3,10 @@ test the simulator's own reporting (domains, composite records, the composite an
 invariants) independently of the real Scheduler's progress on them.
 
 ``TopoToyScheduler`` places a root (a PodGroup without a parent, or a CompositePodGroup tree)
-all or nothing, first-fit by cpu: a group with a topology key tries its key's domains in
-name order; a tree tries its own key's domains and places each child inside, with the
-child's own key; the tree succeeds when ``minGroupCount`` children (1 for basic) placed.
+all or nothing, first-fit by requests (and nodeSelector): a group with a topology key tries
+its key's domains in name order; a tree tries its own key's domains and places each child
+inside, with the child's own key; the tree succeeds when ``minGroupCount`` children (1 for
+basic) placed.
 Broken modes: ``spread=True`` ignores topology keys (a gang lands across domains);
 ``one_child=True`` binds only the first child of every tree."""
 
@@ -19,11 +20,21 @@ from workloadbuilder.api import CompositePodGroup, PodGroup
 from workloadbuilder.cluster import Cluster
 
 
-def _cpu(pod: Mapping[str, Any]) -> float:
-    total = 0.0
+def _req(pod: Mapping[str, Any]) -> dict[str, float]:
+    total: dict[str, float] = {}
     for c in pod["spec"].get("containers") or ():
-        total += parse_quantity(((c.get("resources") or {}).get("requests") or {}).get("cpu", 0))
+        for r, q in (((c.get("resources") or {}).get("requests")) or {}).items():
+            total[r] = total.get(r, 0.0) + parse_quantity(q)
     return total
+
+
+def _fits(free: Mapping[str, float], req: Mapping[str, float]) -> bool:
+    return all(free.get(r, 0.0) >= q for r, q in req.items())
+
+
+def _take(free: dict[str, float], req: Mapping[str, float]) -> None:
+    for r, q in req.items():
+        free[r] = free.get(r, 0.0) - q
 
 
 def _key(obj: PodGroup | CompositePodGroup) -> str | None:
@@ -59,14 +70,14 @@ class TopoToyScheduler:
             if isinstance(n, dict)
         }
         pods = [p for p in (await self.cluster.list("Pod")).items if isinstance(p, dict)]
-        self.free = {
-            name: parse_quantity(n["status"]["allocatable"]["cpu"])
+        self.free: dict[str, dict[str, float]] = {
+            name: {r: parse_quantity(q) for r, q in n["status"]["allocatable"].items()}
             for name, n in self.nodes.items()
         }
         for p in pods:
             node = p["spec"].get("nodeName")
             if node and p.get("status", {}).get("phase") not in ("Succeeded", "Failed"):
-                self.free[node] -= _cpu(p)
+                _take(self.free[node], _req(p))
         self.members: dict[str, list[dict[str, Any]]] = {}
         for p in pods:
             group = (p["spec"].get("schedulingGroup") or {}).get("podGroupName")
@@ -111,7 +122,7 @@ class TopoToyScheduler:
         self, g: PodGroup | CompositePodGroup, allowed: set[str]
     ) -> list[tuple[dict[str, Any], str]] | None:
         for domain in self._domains(_key(g), allowed):
-            saved = dict(self.free)
+            saved = {n: dict(f) for n, f in self.free.items()}
             result = self._place_in(g, domain)
             if result is not None:
                 return result
@@ -142,9 +153,13 @@ class TopoToyScheduler:
             return None
         out: list[tuple[dict[str, Any], str]] = []
         for p in waiting:
+            selector = p["spec"].get("nodeSelector") or {}
             for node in sorted(domain):
-                if self.free[node] >= _cpu(p):
-                    self.free[node] -= _cpu(p)
+                labels = self.nodes[node]["metadata"].get("labels", {})
+                if any(labels.get(k) != v for k, v in selector.items()):
+                    continue
+                if _fits(self.free[node], _req(p)):
+                    _take(self.free[node], _req(p))
                     out.append((p, node))
                     break
         already = len(members) - len(waiting)

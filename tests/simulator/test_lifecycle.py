@@ -115,7 +115,7 @@ async def test_deleting_a_job_frees_its_nodes_for_a_waiting_gang() -> None:
     result = await run(text)
     pods = {p.name: p for p in result.pods}
     assert pods["blocker-0"].deleted == 120.0 and pods["blocker-1"].deleted == 120.0
-    nxt = [g for g in result.groups if g.owner == "Job/next"][0]
+    nxt = next(g for g in result.groups if g.owner == "Job/next")
     assert nxt.scheduled_at == 120.0 and nxt.finished_at == 180.0
     assert result.violations == ()
 
