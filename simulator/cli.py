@@ -14,7 +14,7 @@ from pathlib import Path
 
 from simulator._engine import ProgressInfo, Simulation
 from simulator._report import write_report
-from simulator._result import render_table
+from simulator._result import plural, render_table
 from simulator._scenario import load_scenario
 from simulator._units import format_duration, parse_duration
 from workloadbuilder.errors import WorkloadBuilderError
@@ -83,8 +83,8 @@ class _Progress:
         self._last = now
         print(
             f"simulate: t={format_duration(info.time)} round {info.rounds}: "
-            f"{info.pods_bound}/{info.pods_total} pods bound, "
-            f"{info.groups_waiting} groups waiting",
+            f"{info.pods_bound}/{plural(info.pods_total, 'pod')} bound, "
+            f"{plural(info.groups_waiting, 'group')} waiting",
             file=sys.stderr,
             flush=True,
         )

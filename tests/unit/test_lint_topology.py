@@ -394,3 +394,16 @@ def test_cli_bad_nodes_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert "expected Node" in capsys.readouterr().err
     assert main(["lint", "topology", "-f", w, "--nodes", str(tmp_path / "none.yaml")]) == 1
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_the_lint_module_needs_neither_the_scheduler_nor_numpy() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, workloadbuilder.lint, workloadbuilder.cli._lint\n"
+        "bad = [m for m in ('numpy', 'scheduler', 'simulator', 'matplotlib') if m in sys.modules]\n"
+        "print(bad)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
