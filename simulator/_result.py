@@ -391,6 +391,19 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(1, width - 1)] + "\u2026"
 
 
+def _status_parts(g: GroupRecord) -> tuple[str, str | None]:
+    """The STATUS word(s) and the explanation that goes with them (None: none)."""
+    if g.initially_scheduled:
+        if g.wait_message and (g.waited or 0) > 0:
+            return f"{g.reason or 'Scheduled'} after waiting", g.wait_message
+        return g.reason or "Scheduled", None
+    if g.scheduled_at is not None:
+        return "Bound (no PodGroupInitiallyScheduled condition)", None
+    if g.reason == "Waiting" and g.message:
+        return "Waiting: " + g.message.removeprefix("waiting: "), None
+    return g.reason or "Pending", g.message or None
+
+
 def _status(g: GroupRecord) -> str:
     if g.initially_scheduled:
         status = g.reason or "Scheduled"
@@ -419,9 +432,10 @@ def render_table(result: SimulationResult, *, wide: bool = False, width: int | N
     """The human-readable report printed by ``workloadbuilder simulate``.
 
     By default group names are short (the owner ``Kind/name`` and the Workload template;
-    ``namespace/name`` for hand-written groups) and the STATUS column is cut to fit ``width``
-    columns (default: the terminal's, else 120); ``wide=True`` (``-o wide``) shows full
-    names, the owner and complete messages."""
+    ``namespace/name`` for hand-written groups) and the scheduler's explanations are
+    numbered notes below the table, wrapped to ``width`` columns (default: the terminal's,
+    else 120); ``wide=True`` (``-o wide``) shows full names, the owner and the explanations
+    inline, one line per group."""
     if width is None:
         import shutil
 
@@ -456,6 +470,7 @@ def render_table(result: SimulationResult, *, wide: bool = False, width: int | N
     )
     short = _short_names(result.groups)
     rows: list[tuple[str, ...]] = []
+    notes: list[str] = []
     for g in sorted(
         result.groups, key=lambda g: (g.arrival, g.scheduled_at is None, g.namespace, g.name)
     ):
@@ -464,6 +479,13 @@ def render_table(result: SimulationResult, *, wide: bool = False, width: int | N
             if wide
             else _cut(short[(g.namespace, g.name)], _SHORT_NAME_WIDTH)
         )
+        if wide:
+            status = _status(g)
+        else:  # the explanation goes below the table, where it has the whole width
+            status, why = _status_parts(g)
+            if why:
+                notes.append(f"[{len(notes) + 1}] {short[(g.namespace, g.name)]}: {why}")
+                status += f" [{len(notes)}]"
         rows.append(
             (
                 name,
@@ -476,18 +498,24 @@ def render_table(result: SimulationResult, *, wide: bool = False, width: int | N
                 format_duration(g.waited),
                 compress_names(g.nodes, limit=2) or "-",
                 *((_domain_text(g.domains, g.key),) if with_domain else ()),
-                _status(g),
+                status,
             )
         )
     if rows:
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
-        used = sum(widths) + 2 * (len(widths))
         for r in [header, *rows]:
             cells = [c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)]
-            last = r[-1] if wide else _cut(r[-1], max(30, width - used))
-            lines.append("  ".join([*cells, last]).rstrip())
+            lines.append("  ".join([*cells, r[-1]]).rstrip())
     else:
         lines.append("(no pod groups)")
+    if notes:
+        import textwrap
+
+        lines.append("")
+        for note in notes:
+            lines.extend(
+                textwrap.wrap(note, width=max(60, width), subsequent_indent="    ") or [note]
+            )
     if result.composites:
         lines.append("")
         trees = _composite_trees(result, short, wide=wide)
@@ -514,12 +542,16 @@ def render_table(result: SimulationResult, *, wide: bool = False, width: int | N
         if len(result.violations) > 10:
             lines.append(f"  ... and {len(result.violations) - 10} more")
     else:
-        held = "gang invariant: held (no gang ever had between 1 and minCount-1 pods bound"
+        lines.append("gang invariant: held (no gang ever had between 1 and minCount-1 pods bound)")
         if result.composites:
-            held += ", no composite between 1 and minGroupCount-1 children"
+            lines.append(
+                "composite invariant: held (no tree ever had between 1 and minGroupCount-1 "
+                "children bound)"
+            )
         if any(g.key for g in result.groups) or any(c.key for c in result.composites):
-            held += ", no group spread over two domains of its key"
-        lines.append(held + ")")
+            lines.append(
+                "topology invariant: held (no constrained group ever had pods in two domains)"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -580,7 +612,7 @@ def _composite_trees(
         policy = f"gang {g.min_count}" if g.min_count is not None else g.policy
         where = _where(g.key, g.domains)
         text = f"PodGroup {name} ({policy}, {g.bound_pods}/{g.total_pods} bound{where}): "
-        return text + _status(g)
+        return text + (_status(g) if wide else _status_parts(g)[0])
 
     def walk(c: CompositeRecord, prefix: str, depth: int) -> None:
         for i, child in enumerate(c.children):

@@ -100,7 +100,7 @@ async def test_domains_of_rack_constrained_gangs_pick_the_free_rack() -> None:
     assert result.violations == ()
     table = render_table(result)
     assert "DOMAIN" in table and "n-rack-3" in table
-    assert "no group spread over two domains of its key" in table
+    assert "topology invariant: held (no constrained group ever had pods in two domains)" in table
 
 
 async def test_a_gang_spread_over_two_racks_violates_the_invariant() -> None:
@@ -173,3 +173,39 @@ async def test_todays_scheduler_refuses_topology_and_composites_without_violatio
             assert "not support" in (g.message or "")
         else:  # with topology placement: all in one rack
             assert g.initially_scheduled and isinstance(g.domains[RACK], str)
+
+
+async def test_jobset_and_lws_topology_constraints_reach_their_groups() -> None:
+    from workloadbuilder.testing.builders import (
+        make_jobset,
+        make_lws,
+        make_pod_template,
+        make_replicated_job,
+        make_scheduling,
+    )
+
+    js = (
+        make_jobset("rl")
+        .replicated_job(
+            make_replicated_job("learner").parallelism(2).container_name("c").request("cpu", "4")
+        )
+        .scheduling(make_scheduling().gang().topology(RACK))
+        .obj()
+    )
+    lws = (
+        make_lws("serve")
+        .replicas(1)
+        .size(2)
+        .worker_template(make_pod_template().container_name("c").request("cpu", "4"))
+        .scheduling(make_scheduling().gang().topology(RACK))
+        .obj()
+    )
+    text = scenario(racks(), yaml.safe_dump(js), yaml.safe_dump(lws))
+    result = await run(text, scheduler_factory=toy())
+    data = result.to_json()
+    keys = {g["owner"]: (g["topologyKey"], g["domains"].get(RACK)) for g in data["podGroups"]}
+    assert keys == {
+        "JobSet/rl": (RACK, "n-rack-0"),
+        "LeaderWorkerSet/serve": (RACK, "n-rack-1"),
+    }
+    assert result.violations == ()

@@ -268,3 +268,18 @@ def test_the_example_table_fits_a_terminal(capsys: pytest.CaptureFixture[str]) -
     lines = capsys.readouterr().out.splitlines()
     assert max(len(line) for line in lines) <= 130
     assert any("LeaderWorkerSet/serve" in line and "#1" in line for line in lines)
+
+
+def test_explanations_are_numbered_notes_below_the_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, scenario(nodes(2, "4"), gang("big", 3, "3"), gang("ok", 1, "1")))
+    assert main(["simulate", path]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("default/big"))
+    assert row.endswith("Unschedulable [1]")
+    assert "\n[1] default/big: minCount 3" in out
+    assert main(["simulate", path, "-o", "wide"]) == 0
+    wide = capsys.readouterr().out
+    row = next(line for line in wide.splitlines() if line.startswith("default/big"))
+    assert "Unschedulable: minCount 3" in row and "[1]" not in wide
