@@ -265,13 +265,15 @@ def plot_timeline(result: SimulationResult, path: str | os.PathLike[str]) -> Non
 
 
 def _group_label(g: GroupRecord, multi_ns: bool) -> str:
-    """``Job train-a · gang 4 · 4 pods · prio 100`` (short name, policy, size, priority)."""
+    """``Job train-a · gang 4 · 4 pods · prio 100`` (short name, policy, size, priority and,
+    for a member of a CompositePodGroup, ``· in <parent>``)."""
     name = g.short_name.replace("/", " ", 1) if g.owner else g.name
     name = f"{g.namespace}/{name}" if multi_ns and g.owner else name
     policy = f"gang {g.min_count}" if g.min_count is not None else g.policy
     prio = f" · prio {g.priority}" if g.priority is not None else ""
     pods = f"{g.total_pods} pod{'s' if g.total_pods != 1 else ''}"
-    return f"{name} · {policy} · {pods}{prio}"
+    tree = f" · in {g.parent}" if g.parent else ""
+    return f"{name} · {policy} · {pods}{prio}{tree}"
 
 
 def _domain_mark(g: GroupRecord) -> str:

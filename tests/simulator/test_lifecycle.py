@@ -283,3 +283,23 @@ def test_explanations_are_numbered_notes_below_the_table(
     wide = capsys.readouterr().out
     row = next(line for line in wide.splitlines() if line.startswith("default/big"))
     assert "Unschedulable: minCount 3" in row and "[1]" not in wide
+
+
+def test_parsed_updates_and_deletions() -> None:
+    pool = annotate(nodes(2, "4"), {DELETE_AT: "1m"})
+    first = make_pod_group("g").gang(3).obj()
+    later = make_pod_group("g").gang(2).annotations({AT: "30s"}).obj()
+    sc = parse_scenario(scenario(pool, yaml.safe_dump(first), yaml.safe_dump(later)))
+    actions = [(o.kind, o.name, o.action, o.arrival) for o in sc.objects]
+    assert actions == [
+        ("Node", "n-0", "create", 0.0),
+        ("Node", "n-0", "delete", 60.0),
+        ("Node", "n-1", "create", 0.0),
+        ("Node", "n-1", "delete", 60.0),
+        ("PodGroup", "g", "create", 0.0),
+        ("PodGroup", "g", "update", 30.0),
+    ]
+    update = sc.objects[-1]
+    assert update.previous is not None
+    assert update.previous["spec"]["schedulingPolicy"] == {"gang": {"minCount": 3}}
+    assert [n.name for n in sc.nodes] == ["n-0", "n-1"]
