@@ -407,3 +407,67 @@ def test_the_lint_module_needs_neither_the_scheduler_nor_numpy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_generic_workload_levels_are_checked_in_its_planned_workload() -> None:
+    generic = {
+        "apiVersion": "workloadbuilder.io/v1alpha1",
+        "kind": "GenericWorkload",
+        "metadata": {"name": "llm"},
+        "spec": {
+            "groups": [
+                {
+                    "name": "slices",
+                    "scheduling": {
+                        "schedulingPolicy": {"gang": {}},
+                        "schedulingConstraints": {"topology": [{"key": RACK}]},
+                    },
+                    "podSets": [
+                        {
+                            "name": "slice",
+                            "replicas": 2,
+                            "count": 2,
+                            "scheduling": {"schedulingConstraints": {"topology": [{"key": BLOCK}]}},
+                        }
+                    ],
+                }
+            ]
+        },
+    }
+    result = lint_topology([generic], cluster())
+    assert "not-coarser" in types(result)
+    f = next(f for f in result.findings if f.type == "not-coarser")
+    assert f.subject == "GenericWorkload default/llm"
+    assert f.path.startswith(
+        "Workload llm: spec.compositePodGroupTemplates[0].podGroupTemplates[0]"
+    )
+    assert any("pod templates are not known" in n for n in result.notes)
+
+
+def test_three_levels_block_rack_host_are_clean() -> None:
+    host = "kubernetes.io/hostname"
+    nodes = cluster()
+    for n in nodes:
+        n["metadata"]["labels"][host] = n["metadata"]["name"]
+    wl = (
+        make_workload("deep")
+        .composite_pod_group_template(
+            make_composite_pod_group_template("block")
+            .gang(1)
+            .topology(BLOCK)
+            .composite_pod_group_template(
+                make_composite_pod_group_template("rack")
+                .gang(1)
+                .topology(RACK)
+                .pod_group_template(make_pod_group_template("host").gang(1).topology(host))
+            )
+        )
+        .obj()
+    )
+    result = lint_topology([wl], nodes)
+    assert result.clean, result.findings
+    assert [(lv.key, lv.parent_key) for lv in result.levels] == [
+        (BLOCK, None),
+        (RACK, BLOCK),
+        (host, RACK),
+    ]
