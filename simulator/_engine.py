@@ -546,6 +546,16 @@ class Simulation:
                     if alloc
                     else old.allocatable,
                 )
+        elif obj.kind == "Pod" and isinstance(stored, dict):
+            st = self._pods.get((ns or "default", obj.name))
+            node = (stored.get("spec") or {}).get("nodeName")
+            if st is not None and node and st.node is None:  # the scenario bound it itself
+                st.node, st.bound, st.preassigned, st.ours = str(node), t, True, False
+                self._unbound.discard((st.namespace, st.name))
+                if st.group:
+                    gkey = (st.namespace, st.group)
+                    self._prebound[gkey] = self._prebound.get(gkey, 0) + 1
+                await self._start_running(st, t)
         elif isinstance(stored, PodGroup):
             state = self._groups.get((ns or "default", obj.name))
             if state is not None:
