@@ -429,14 +429,28 @@ def _collect(docs: Sequence[Any], registry: IntegrationRegistry) -> _Input:
                 groups.append((number, obj))
         elif kind == "Pod":
             meta, spec = _meta(doc), doc.get("spec") or {}
-            group = (
-                (spec.get("schedulingGroup") or {}).get("podGroupName")
-                if isinstance(spec, Mapping)
-                else None
-            )
+            subject = _subject(kind, meta)
+            if not isinstance(spec, Mapping):
+                raise LintInputError(
+                    "spec: Invalid value: expected an object", document=number, subject=subject
+                )
+            link = spec.get("schedulingGroup") or {}
+            if not isinstance(link, Mapping):
+                raise LintInputError(
+                    "spec.schedulingGroup: Invalid value: expected an object",
+                    document=number,
+                    subject=subject,
+                )
+            group = link.get("podGroupName")
             if isinstance(group, str) and group:
                 ns = str(meta.get("namespace") or "default")
-                pods_of.setdefault((ns, group), []).append(dict(pod_requests(spec, strict=False)))
+                try:
+                    requests = dict(pod_requests(spec, strict=False))
+                except (AttributeError, TypeError) as e:
+                    raise LintInputError(
+                        f"spec: Invalid value: {e}", document=number, subject=subject
+                    ) from None
+                pods_of.setdefault((ns, group), []).append(requests)
         elif kind in ("Node", "Namespace", "PriorityClass"):
             continue
         else:
@@ -446,7 +460,20 @@ def _collect(docs: Sequence[Any], registry: IntegrationRegistry) -> _Input:
                 raise LintInputError(f"kind: {e}", document=number) from None
             planned.append((number, doc))
 
-    # hand-written Workloads and their groups
+    claimed = _collect_workloads(result, workloads, groups, pods_of)
+    _collect_standalone(result, [(n, g) for n, g in groups if n not in claimed], pods_of)
+    _collect_planned(result, planned, registry)
+    return result
+
+
+def _collect_workloads(
+    result: _Input,
+    workloads: Sequence[tuple[int, Workload]],
+    groups: Sequence[tuple[int, PodGroup | CompositePodGroup]],
+    pods_of: Mapping[tuple[str, str], list[dict[str, int]]],
+) -> set[int]:
+    """Hand-written Workloads, their templates and the groups of them in the input; returns
+    the document numbers of those groups."""
     claimed: set[int] = set()
     for _, wl in workloads:
         subject = f"Workload {wl.metadata.namespace}/{wl.metadata.name}"
@@ -477,9 +504,16 @@ def _collect(docs: Sequence[Any], registry: IntegrationRegistry) -> _Input:
             result.notes.append(
                 f"{subject}: no PodGroups or pods of it in the input: its capacity is not checked"
             )
-    # standalone groups (no Workload of theirs in the input): one level each
-    alone = [(n, g) for n, g in groups if n not in claimed]
-    level_of = {}
+    return claimed
+
+
+def _collect_standalone(
+    result: _Input,
+    alone: Sequence[tuple[int, PodGroup | CompositePodGroup]],
+    pods_of: Mapping[tuple[str, str], list[dict[str, int]]],
+) -> None:
+    """Groups without their Workload in the input: one level each, linked to their parents."""
+    level_of: dict[str, _Level] = {}
     by_key = {(g.metadata.namespace, g.metadata.name): g for _, g in alone}
     for _, g in alone:
         subject = _subject(g.kind, {"namespace": g.metadata.namespace, "name": g.metadata.name})
@@ -512,7 +546,13 @@ def _collect(docs: Sequence[Any], registry: IntegrationRegistry) -> _Input:
                 )
         result.roots.extend(_instances([g for _, g in alone], level_of, pods))
 
-    # kinds planned by an integration
+
+def _collect_planned(
+    result: _Input,
+    planned: Sequence[tuple[int, Mapping[str, Any]]],
+    registry: IntegrationRegistry,
+) -> None:
+    """Kinds planned by an integration: the Workload, groups and pods their controller makes."""
     for number, doc in planned:
         subject = _subject(str(doc.get("kind")), _meta(doc))
         try:
@@ -520,7 +560,14 @@ def _collect(docs: Sequence[Any], registry: IntegrationRegistry) -> _Input:
         except NotManagedError as e:
             result.notes.append(f"{subject}: not checked: {e}")
             continue
-        except WorkloadBuilderError as e:
+        except (
+            WorkloadBuilderError,
+            CodecError,
+            AttributeError,
+            TypeError,
+            KeyError,
+            ValueError,
+        ) as e:
             raise LintInputError(str(e), document=number, subject=subject) from None
         wl = plan.workload
         prefix = f"Workload {wl.metadata.name}: "
@@ -533,7 +580,7 @@ def _collect(docs: Sequence[Any], registry: IntegrationRegistry) -> _Input:
         result.levels.extend(by_template.values())
         try:
             planned_pods = _planned_pods(registry, doc, plan)
-        except WorkloadBuilderError as e:
+        except (WorkloadBuilderError, AttributeError, TypeError, KeyError, ValueError) as e:
             raise LintInputError(str(e), document=number, subject=subject) from None
         if planned_pods is None:
             result.notes.append(
@@ -550,7 +597,6 @@ def _collect(docs: Sequence[Any], registry: IntegrationRegistry) -> _Input:
             if g.spec.workload_ref is not None and g.spec.workload_ref.template_name in by_template
         }
         result.roots.extend(_instances(all_groups, level_of, planned_pods))
-    return result
 
 
 # -- the checks ---------------------------------------------------------------------------
