@@ -169,7 +169,8 @@ def parse_scenario(text: str, *, source: str = "<scenario>") -> Scenario:
         at, delete_at = _lifecycle_annotations(doc, number, source, parsed)
         for obj in parsed:
             ident = (obj.kind, obj.namespace, obj.name)
-            err = functools.partial(ScenarioError, source=source, document=number, what=obj.key)
+            what = f"NodePool {obj.pool}" if obj.pool is not None else obj.key
+            err = functools.partial(ScenarioError, source=source, document=number, what=what)
             if ident in seen:
                 first, prev = seen[ident]
                 if at is None:
