@@ -13,8 +13,8 @@ and events delivered/s with N concurrent watchers) and peak RSS.
 from __future__ import annotations
 
 import argparse
-import gc
 import asyncio
+import gc
 import json
 import platform
 import resource
