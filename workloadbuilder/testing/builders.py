@@ -489,21 +489,12 @@ def _job_template() -> dict[str, Any]:
 # ---- scheduling blocks -----------------------------------------------------------------------
 
 
-class _SchedulingSetters(_Builder):
-    """Setters of a workload-aware scheduling block: policy, topology, disruption, claims."""
-
-    _SCHEDULING_AT: ClassVar[_Path] = ("spec", "scheduling")
+class _BlockSetters(_Builder):
+    """Setters every scheduling block has (a Job's ``spec.scheduling``, a PodGroup's or a
+    CompositePodGroup's spec or template): basic policy, topology, disruption mode."""
 
     def _block(self) -> dict[str, Any]:
-        return self._at(self._SCHEDULING_AT)
-
-    def gang(self, min_count: int | None = None) -> Self:
-        """Gang policy: ``schedulingPolicy.gang`` (``minCount`` if given; a PodGroup needs it,
-        a Job or JobSet defaults it)."""
-        self._block()["schedulingPolicy"] = {
-            "gang": {} if min_count is None else {"minCount": min_count}
-        }
-        return self
+        raise NotImplementedError
 
     def basic(self) -> Self:
         """Basic policy: ``schedulingPolicy.basic``."""
@@ -518,6 +509,23 @@ class _SchedulingSetters(_Builder):
     def disruption_mode(self, mode: str) -> Self:
         """``disruptionMode``: ``"all"`` (the group is disrupted together) or ``"single"``."""
         self._block()["disruptionMode"] = {mode: {}}
+        return self
+
+
+class _SchedulingSetters(_BlockSetters):
+    """Setters of a workload-aware scheduling block: policy, topology, disruption, claims."""
+
+    _SCHEDULING_AT: ClassVar[_Path] = ("spec", "scheduling")
+
+    def _block(self) -> dict[str, Any]:
+        return self._at(self._SCHEDULING_AT)
+
+    def gang(self, min_count: int | None = None) -> Self:
+        """Gang policy: ``schedulingPolicy.gang`` (``minCount`` if given; a PodGroup needs it,
+        a Job or JobSet defaults it)."""
+        self._block()["schedulingPolicy"] = {
+            "gang": {} if min_count is None else {"minCount": min_count}
+        }
         return self
 
     def resource_claim(
@@ -880,7 +888,7 @@ def make_pod_group_template(name: str) -> PodGroupTemplateBuilder:
     return PodGroupTemplateBuilder(name)
 
 
-class _CompositeSetters(_Builder):
+class _CompositeSetters(_BlockSetters):
     """Setters shared by CompositePodGroups and their templates."""
 
     _BLOCK_AT: ClassVar[_Path] = ("spec",)
@@ -891,21 +899,6 @@ class _CompositeSetters(_Builder):
     def gang(self, min_group_count: int) -> Self:
         """Gang policy: at least ``min_group_count`` child groups together."""
         self._block()["schedulingPolicy"] = {"gang": {"minGroupCount": min_group_count}}
-        return self
-
-    def basic(self) -> Self:
-        """Basic policy."""
-        self._block()["schedulingPolicy"] = {"basic": {}}
-        return self
-
-    def topology(self, *keys: str) -> Self:
-        """``schedulingConstraints.topology``."""
-        self._block()["schedulingConstraints"] = {"topology": [{"key": k} for k in keys]}
-        return self
-
-    def disruption_mode(self, mode: str) -> Self:
-        """``disruptionMode``: ``"all"`` or ``"single"``."""
-        self._block()["disruptionMode"] = {mode: {}}
         return self
 
     def priority_class(self, name: str) -> Self:
