@@ -17,6 +17,7 @@ from simulator._engine import (
 )
 from simulator._report import plot_timeline, plot_utilization, write_report
 from simulator._result import (
+    CompositeRecord,
     GroupRecord,
     NodeRecord,
     PodRecord,
@@ -27,7 +28,11 @@ from simulator._result import (
 )
 from simulator._scenario import (
     ARRIVAL_ANNOTATION,
+    AT_ANNOTATION,
+    DELETE_AT_ANNOTATION,
     DURATION_ANNOTATION,
+    MAX_NODES,
+    MAX_PODS_PER_OBJECT,
     NODE_POOL_API_VERSION,
     Scenario,
     ScenarioError,
@@ -40,9 +45,14 @@ from simulator._units import format_duration, parse_duration, parse_quantity
 
 __all__ = [
     "ARRIVAL_ANNOTATION",
+    "AT_ANNOTATION",
     "DEFAULT_SCHEDULER_NAME",
+    "DELETE_AT_ANNOTATION",
     "DURATION_ANNOTATION",
+    "MAX_NODES",
+    "MAX_PODS_PER_OBJECT",
     "NODE_POOL_API_VERSION",
+    "CompositeRecord",
     "GroupRecord",
     "NodeRecord",
     "PodRecord",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import heapq
 import itertools
 import logging
@@ -17,6 +18,7 @@ from simulator._clock import VirtualClock
 from simulator._controllers import JobRun, plan_object
 from simulator._recording import RecordingCluster
 from simulator._result import (
+    CompositeRecord,
     GroupRecord,
     NodeRecord,
     PodRecord,
@@ -30,7 +32,13 @@ from simulator._scenario import (
     ScenarioObject,
 )
 from simulator._units import parse_duration, parse_quantity
-from workloadbuilder.api import CompositePodGroup, PodGroup, Workload, object_from_dict
+from workloadbuilder.api import (
+    CompositePodGroup,
+    PodGroup,
+    Workload,
+    object_from_dict,
+    object_to_dict,
+)
 from workloadbuilder.cluster import Cluster, KubeObject, MemoryCluster
 from workloadbuilder.errors import (
     AlreadyExists,
@@ -55,6 +63,7 @@ _log = logging.getLogger(__name__)
 
 DEFAULT_SCHEDULER_NAME = "workloadbuilder-scheduler"
 _CONDITION = "PodGroupInitiallyScheduled"
+_COMPOSITE_CONDITION = "CompositePodGroupInitiallyScheduled"
 
 
 class SchedulerLike(Component, Protocol):
@@ -117,6 +126,34 @@ class _GroupState:
     wait_message: str | None = None
     duration: float | None = None
     quorum_at: float | None = None
+    template: str | None = None
+    parent: str | None = None
+    key: str | None = None
+    deleted: float | None = None
+
+
+@attrs.define(kw_only=True)
+class _CompositeState:
+    namespace: str
+    name: str
+    owner: str
+    arrival: float
+    policy: str = "basic"
+    min_group_count: int | None = None
+    template: str | None = None
+    parent: str | None = None
+    key: str | None = None
+    initially_scheduled: bool = False
+    scheduled_at: float | None = None
+    reason: str | None = None
+    message: str | None = None
+    deleted: float | None = None
+
+
+def _topology_key(constraints: Any) -> str | None:
+    if constraints is None or not constraints.topology:
+        return None
+    return str(constraints.topology[0].key)
 
 
 def _default_cluster(clock: Callable[[], float]) -> Cluster:
@@ -207,6 +244,10 @@ class Simulation:
         self._max_rounds = max_rounds
         self._pods: dict[tuple[str, str], _PodState] = {}
         self._groups: dict[tuple[str, str], _GroupState] = {}
+        self._composites: dict[tuple[str, str], _CompositeState] = {}
+        self._prebound: dict[tuple[str, str], int] = {}
+        self._members: dict[tuple[str, str], list[_PodState]] = {}
+        self._reported: set[tuple[str, str, str]] = set()
         self._nodes: dict[str, NodeRecord] = {}
         self._violations: list[Violation] = []
         self._completions: list[tuple[float, int, tuple[str, str]]] = []
@@ -237,6 +278,7 @@ class Simulation:
                 for gkey, state in list(self._groups.items()):
                     if not state.initially_scheduled:
                         await self._refresh_group(gkey, end)
+                await self._refresh_composites(end)
             finally:
                 await sched.stop()
         finally:
@@ -358,6 +400,12 @@ class Simulation:
             raise self._error(obj, prefix + _api_message(e)) from None
 
     async def _arrive(self, obj: ScenarioObject, t: float) -> None:
+        if obj.action == "update":
+            await self._update(obj, t)
+            return
+        if obj.action == "delete":
+            await self._delete(obj, t)
+            return
         manifest = obj.manifest
         kind = obj.kind
         if kind == "Node":
@@ -444,7 +492,111 @@ class Simulation:
             )
             self._update_group(state, stored, t)
             self._groups[(ns, name)] = state
+        elif isinstance(stored, CompositePodGroup):
+            ns = stored.metadata.namespace or obj.namespace or "default"
+            name = stored.metadata.name or ""
+            cstate = _CompositeState(namespace=ns, name=name, owner=owner, arrival=t)
+            self._update_composite(cstate, stored, t)
+            self._composites[(ns, name)] = cstate
         return stored
+
+    # -- updates and deletions --------------------------------------------------------------
+
+    async def _update(self, obj: ScenarioObject, t: float) -> None:
+        """Apply a later document as an update: the fields it sets replace the live object's,
+        the fields the previous document set and this one drops are removed (like
+        ``kubectl apply``); lists are replaced whole."""
+        ns = obj.namespace
+        try:
+            current = await self.cluster.get(obj.kind, obj.name, ns)
+        except NotFound:
+            raise self._error(
+                obj, f"NotFound: {obj.key} does not exist (any more) at this time"
+            ) from None
+        live = object_to_dict(current) if not isinstance(current, dict) else copy.deepcopy(current)
+        merged = _apply(live, obj.previous or {}, obj.manifest)
+        status = obj.manifest.get("status")
+        merged.pop("status", None)
+        item: KubeObject = merged
+        if obj.kind in ("Workload", "PodGroup", "CompositePodGroup"):
+            try:
+                item = object_from_dict(merged)
+            except Exception as e:  # CodecError: the scenario parser checked the document
+                raise self._error(obj, str(e)) from None
+        try:
+            stored = await self.cluster.update(item)
+        except ApiError as e:
+            raise self._error(obj, _api_message(e)) from None
+        if obj.kind == "Node":
+            if status and status != (obj.previous or {}).get("status"):
+                try:
+                    await self.cluster.patch(
+                        "Node", obj.name, {"status": status}, subresource="status"
+                    )
+                except ApiError as e:
+                    raise self._error(obj, f"updating the status: {_api_message(e)}") from None
+            labels = dict((merged.get("metadata") or {}).get("labels") or {})
+            old = self._nodes.get(obj.name)
+            alloc = (status or {}).get("allocatable")
+            if old is not None:
+                self._nodes[obj.name] = attrs.evolve(
+                    old,
+                    labels=labels,
+                    allocatable={str(k): parse_quantity(v) for k, v in alloc.items()}
+                    if alloc
+                    else old.allocatable,
+                )
+        elif obj.kind == "Pod" and isinstance(stored, dict):
+            st = self._pods.get((ns or "default", obj.name))
+            node = (stored.get("spec") or {}).get("nodeName")
+            if st is not None and node and st.node is None:  # the scenario bound it itself
+                st.node, st.bound, st.preassigned, st.ours = str(node), t, True, False
+                self._unbound.discard((st.namespace, st.name))
+                if st.group:
+                    gkey = (st.namespace, st.group)
+                    self._prebound[gkey] = self._prebound.get(gkey, 0) + 1
+                await self._start_running(st, t)
+        elif isinstance(stored, PodGroup):
+            state = self._groups.get((ns or "default", obj.name))
+            if state is not None:
+                self._update_group(state, stored, t)
+        elif isinstance(stored, CompositePodGroup):
+            cstate = self._composites.get((ns or "default", obj.name))
+            if cstate is not None:
+                self._update_composite(cstate, stored, t)
+
+    async def _delete(self, obj: ScenarioObject, t: float) -> None:
+        """Delete the object (its dependents go with it through garbage collection); a
+        deleted Node takes its pods with it, as the pod garbage collector would."""
+        try:
+            # like kubectl delete: dependents are garbage-collected in the background
+            await self.cluster.delete(
+                obj.kind, obj.name, obj.namespace, propagation_policy="Background"
+            )
+        except NotFound:
+            pass  # already gone (garbage-collected with its owner)
+        except ApiError as e:
+            raise self._error(obj, _api_message(e)) from None
+        if obj.kind == "Node":
+            for st in list(self._pods.values()):
+                if st.node == obj.name and st.deleted is None:
+                    with contextlib.suppress(NotFound):
+                        await self.cluster.delete("Pod", st.name, st.namespace)
+        key = (obj.namespace or "default", obj.name)
+        if obj.kind == "PodGroup" and key in self._groups:
+            self._groups[key].deleted = t
+        if obj.kind == "CompositePodGroup" and key in self._composites:
+            self._composites[key].deleted = t
+        await self._sweep(t)
+
+    async def _sweep(self, t: float) -> None:
+        """Mark the pods that are gone from the cluster (garbage collection) as deleted."""
+        for _ in range(3):  # let the garbage collector run
+            await asyncio.sleep(0)
+        live = {_key_of(p) for p in (await self.cluster.list("Pod")).items if isinstance(p, dict)}
+        for key, st in self._pods.items():
+            if st.deleted is None and key not in live:
+                self._vanished(st, t)
 
     async def _create_pod(
         self,
@@ -492,9 +644,13 @@ class Simulation:
             origin=obj,
             preassigned=bool(node),
         )
+        if group:
+            self._members.setdefault((ns, group), []).append(self._pods[(ns, name)])
         if node:
             st = self._pods[(ns, name)]
             st.node, st.bound = str(node), t
+            if group:
+                self._prebound[(ns, group)] = self._prebound.get((ns, group), 0) + 1
             await self._start_running(st, t)
         else:
             self._unbound.add((ns, name))
@@ -562,6 +718,8 @@ class Simulation:
                 changed = True
         for gkey in sorted(touched):
             await self._refresh_group(gkey, t)
+        if touched and self._composites:
+            await self._refresh_composites(t)
         for gkey, state in self._groups.items():
             if state.initially_scheduled:
                 continue
@@ -592,6 +750,9 @@ class Simulation:
         if st.node is not None and st.ours and st.group:
             gkey = (st.namespace, st.group)
             self._bound_count[gkey] = self._bound_count.get(gkey, 1) - 1
+        elif st.node is not None and st.preassigned and st.group:
+            gkey = (st.namespace, st.group)
+            self._prebound[gkey] = self._prebound.get(gkey, 1) - 1
 
     async def _start_running(self, st: _PodState, t: float) -> None:
         try:
@@ -611,7 +772,37 @@ class Simulation:
                 self._completions, (t + st.duration, next(self._seq), (st.namespace, st.name))
             )
 
+    def _update_composite(self, state: _CompositeState, cpg: CompositePodGroup, t: float) -> None:
+        policy = cpg.spec.scheduling_policy
+        state.policy = "gang" if policy.gang is not None else "basic"
+        state.min_group_count = policy.gang.min_group_count if policy.gang is not None else None
+        state.template = cpg.spec.workload_ref.template_name
+        state.parent = cpg.spec.parent_composite_pod_group_name
+        state.key = _topology_key(cpg.spec.scheduling_constraints)
+        for c in cpg.status.conditions if cpg.status is not None else ():
+            if c.type != _COMPOSITE_CONDITION:
+                continue
+            state.reason = c.reason
+            state.message = c.message or state.message
+            if c.status == "True" and not state.initially_scheduled:
+                state.initially_scheduled = True
+                state.scheduled_at = t
+
+    async def _refresh_composites(self, t: float) -> None:
+        for state in self._composites.values():
+            if state.initially_scheduled or state.deleted is not None:
+                continue
+            try:
+                cpg = await self.cluster.get("CompositePodGroup", state.name, state.namespace)
+            except NotFound:
+                continue
+            if isinstance(cpg, CompositePodGroup):
+                self._update_composite(state, cpg, t)
+
     def _update_group(self, state: _GroupState, pg: PodGroup, t: float) -> None:
+        state.template = pg.spec.workload_ref.template_name if pg.spec.workload_ref else None
+        state.parent = pg.spec.parent_composite_pod_group_name
+        state.key = _topology_key(pg.spec.scheduling_constraints)
         policy = pg.spec.scheduling_policy
         if policy.gang is not None:
             state.policy = "gang"
@@ -637,18 +828,149 @@ class Simulation:
                     state.wait_message = c.message
 
     def _check_invariant(self, t: float) -> None:
+        """The gang invariant, counting what the scheduler did: a gang of which the scheduler
+        bound a pod has at least ``minCount`` bound pods (pods the scenario bound itself with
+        ``nodeName`` count towards it); no CompositePodGroup gang has between 1 and
+        ``minGroupCount - 1`` children with pods the scheduler bound; no group (or composite
+        tree) with a topology constraint has pods the scheduler bound outside the one domain
+        of its key."""
         for gkey, n in self._bound_count.items():
             g = self._groups.get(gkey)
             if g is None or n <= 0:
                 continue
-            if g.quorum_at is None and n >= (g.min_count or 1):
+            total = n + max(0, self._prebound.get(gkey, 0))
+            if g.quorum_at is None and total >= (g.min_count or 1):
                 g.quorum_at = t
-            if g.policy == "gang" and g.min_count is not None and n < g.min_count:
+            if g.policy == "gang" and g.min_count is not None and total < g.min_count:
                 self._violations.append(
                     Violation(
-                        time=t, namespace=gkey[0], name=gkey[1], min_count=g.min_count, bound=n
+                        time=t, namespace=gkey[0], name=gkey[1], min_count=g.min_count, bound=total
                     )
                 )
+        if self._composites:
+            self._check_composites(t)
+        self._check_topology(t)
+
+    def _children(self) -> dict[tuple[str, str], list[tuple[str, tuple[str, str]]]]:
+        """CompositePodGroup -> its children (``("group" | "composite", key)``)."""
+        out: dict[tuple[str, str], list[tuple[str, tuple[str, str]]]] = {}
+        for gkey, g in self._groups.items():
+            if g.parent:
+                out.setdefault((gkey[0], g.parent), []).append(("group", gkey))
+        for ckey, c in self._composites.items():
+            if c.parent:
+                out.setdefault((ckey[0], c.parent), []).append(("composite", ckey))
+        return out
+
+    def _subtree_groups(
+        self,
+        ckey: tuple[str, str],
+        children: Mapping[tuple[str, str], list[tuple[str, tuple[str, str]]]],
+        depth: int = 0,
+    ) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        if depth > 8:  # a cycle: the scheduler marks such trees Invalid
+            return out
+        for what, key in children.get(ckey, ()):
+            if what == "group":
+                out.append(key)
+            else:
+                out.extend(self._subtree_groups(key, children, depth + 1))
+        return out
+
+    def _check_composites(self, t: float) -> None:
+        children = self._children()
+        for ckey, c in self._composites.items():
+            if c.policy != "gang" or c.min_group_count is None:
+                continue
+            started = []
+            for what, key in children.get(ckey, ()):
+                groups = [key] if what == "group" else self._subtree_groups(key, children)
+                if any(self._bound_count.get(g, 0) > 0 for g in groups):
+                    started.append(key[1])
+            if 0 < len(started) < c.min_group_count:
+                self._violate(
+                    t,
+                    "composite",
+                    ckey,
+                    f"CompositePodGroup {ckey[0]}/{ckey[1]} had {len(started)} of minGroupCount "
+                    f"{c.min_group_count} children with pods bound ({', '.join(sorted(started))})",
+                    min_count=c.min_group_count,
+                    bound=len(started),
+                )
+
+    def _domains_of(
+        self, groups: list[tuple[str, str]], key: str
+    ) -> tuple[dict[str | None, int], dict[str | None, int]]:
+        """Per domain of ``key``, the live bound pods of ``groups``: (bound by the scheduler,
+        bound by the scenario)."""
+        ours: dict[str | None, int] = {}
+        pre: dict[str | None, int] = {}
+        for st in (p for g in groups for p in self._members.get(g, ())):
+            if st.node is None or st.deleted is not None:
+                continue
+            node = self._nodes.get(st.node)
+            value = node.labels.get(key) if node is not None else None
+            into = ours if st.ours else pre
+            into[value] = into.get(value, 0) + 1
+        return ours, pre
+
+    def _check_topology(self, t: float) -> None:
+        checks: list[tuple[str, tuple[str, str], list[tuple[str, str]], str]] = [
+            ("PodGroup", gkey, [gkey], g.key) for gkey, g in self._groups.items() if g.key
+        ]
+        if any(c.key for c in self._composites.values()):
+            children = self._children()
+            checks += [
+                ("CompositePodGroup", ckey, self._subtree_groups(ckey, children), c.key)
+                for ckey, c in self._composites.items()
+                if c.key
+            ]
+        for kind, key, groups, tkey in checks:
+            if ("topology", *key) in self._reported:
+                continue
+            if not any(self._bound_count.get(g, 0) > 0 for g in groups):
+                continue
+            ours, pre = self._domains_of(groups, tkey)
+            both = set(ours) | set(pre)
+            if None not in ours and len(both) <= max(1, len(pre)):
+                continue
+            parts = ", ".join(
+                f"{v if v is not None else '(no label)'}: {ours.get(v, 0) + pre.get(v, 0)}"
+                for v in sorted(both, key=lambda v: (v is None, v or ""))
+            )
+            self._violate(
+                t,
+                "topology",
+                key,
+                f"{kind} {key[0]}/{key[1]} has pods in {len(both)} domains of {tkey} ({parts})",
+            )
+
+    def _violate(
+        self,
+        t: float,
+        kind: str,
+        key: tuple[str, str],
+        message: str,
+        *,
+        min_count: int = 0,
+        bound: int = 0,
+    ) -> None:
+        """Record a composite or topology violation once per object."""
+        if (kind, *key) in self._reported:
+            return
+        self._reported.add((kind, *key))
+        self._violations.append(
+            Violation(
+                time=t,
+                namespace=key[0],
+                name=key[1],
+                min_count=min_count,
+                bound=bound,
+                type=kind,
+                message=message,
+            )
+        )
 
     # -- result -------------------------------------------------------------------------------
 
@@ -674,8 +996,17 @@ class Simulation:
         for p in pods:
             if p.group is not None and p.deleted is None:
                 by_group.setdefault((p.namespace, p.group), []).append(p)
+        ancestors = self._ancestor_keys()
         for gkey, g in self._groups.items():
             live = by_group.get(gkey, [])
+            keys = [*self.scenario.topology_keys, *ancestors(g.parent, gkey[0]), g.key]
+            scheduled_at = g.scheduled_at if g.scheduled_at is not None else g.quorum_at
+            reason, message = g.reason, g.message
+            need = g.min_count or 1
+            if scheduled_at is None and not g.initially_scheduled and len(live) < need:
+                # gated (fewer pods than minCount): the scheduler writes no status for it
+                reason = "Waiting"
+                message = f"waiting: {len(live)} of {need} pod{'s' if need != 1 else ''} exist"
             groups.append(
                 GroupRecord(
                     namespace=gkey[0],
@@ -687,16 +1018,44 @@ class Simulation:
                     total_pods=len(live),
                     bound_pods=sum(1 for p in live if p.node is not None),
                     initially_scheduled=g.initially_scheduled,
-                    scheduled_at=g.scheduled_at if g.scheduled_at is not None else g.quorum_at,
+                    scheduled_at=scheduled_at,
                     nodes=tuple(sorted({p.node for p in live if p.node is not None})),
                     priority=g.priority,
-                    reason=g.reason,
-                    message=g.message,
+                    reason=reason,
+                    message=message,
                     wait_message=g.wait_message
                     if (g.scheduled_at or g.quorum_at) != g.arrival
                     else None,
+                    template=g.template,
+                    parent=g.parent,
+                    key=g.key,
+                    domains=self._domain_values(live, keys),
+                    finished_at=_finished(live),
                 )
             )
+        for gkey, live in by_group.items():  # pods naming a PodGroup that does not exist
+            if gkey in self._groups or all(p.bound is not None for p in live):
+                continue
+            n = len(live)
+            groups.append(
+                GroupRecord(
+                    namespace=gkey[0],
+                    name=gkey[1],
+                    policy="unknown",
+                    min_count=None,
+                    owner=live[0].owner,
+                    arrival=min(p.created for p in live),
+                    total_pods=n,
+                    bound_pods=sum(1 for p in live if p.node is not None),
+                    initially_scheduled=False,
+                    scheduled_at=None,
+                    nodes=(),
+                    reason="Waiting",
+                    message=f"waiting: PodGroup {gkey[0]}/{gkey[1]} does not exist "
+                    f"({n} pod{' names' if n == 1 else 's name'} it)",
+                )
+            )
+        composites = self._composite_records(groups, by_group)
         return SimulationResult(
             source=self.scenario.source,
             scheduler_name=self.scheduler_name,
@@ -709,7 +1068,107 @@ class Simulation:
             until=self.until,
             last_arrival=max((o.arrival for o in self.scenario.objects), default=0.0),
             topology_keys=self.scenario.topology_keys,
+            composites=composites,
         )
+
+    def _ancestor_keys(self) -> Callable[[str | None, str], list[str | None]]:
+        def keys(parent: str | None, ns: str) -> list[str | None]:
+            out: list[str | None] = []
+            seen: set[str] = set()
+            while parent and parent not in seen:
+                seen.add(parent)
+                c = self._composites.get((ns, parent))
+                if c is None:
+                    break
+                out.insert(0, c.key)
+                parent = c.parent
+            return out
+
+        return keys
+
+    def _domain_values(
+        self, pods: list[PodRecord], keys: list[str | None]
+    ) -> dict[str, str | list[str]]:
+        out: dict[str, str | list[str]] = {}
+        for key in dict.fromkeys(k for k in keys if k):
+            values = sorted(
+                {
+                    v
+                    for p in pods
+                    if p.node is not None
+                    and (
+                        v := (
+                            self._nodes[p.node].labels.get(key) if p.node in self._nodes else None
+                        )
+                    )
+                    is not None
+                }
+            )
+            if len(values) == 1:
+                out[key] = values[0]
+            elif values:
+                out[key] = values
+        return out
+
+    def _composite_records(
+        self,
+        groups: list[GroupRecord],
+        by_group: Mapping[tuple[str, str], list[PodRecord]],
+    ) -> tuple[CompositeRecord, ...]:
+        if not self._composites:
+            return ()
+        children = self._children()
+        ancestors = self._ancestor_keys()
+        by_key = {(g.namespace, g.name): g for g in groups}
+        done: dict[tuple[str, str], float | None] = {}
+
+        def scheduled(ckey: tuple[str, str], depth: int = 0) -> float | None:
+            if ckey in done or depth > 8:
+                return done.get(ckey)
+            c = self._composites[ckey]
+            times: list[float] = []
+            for what, key in children.get(ckey, ()):
+                if what == "group":
+                    g = by_key.get(key)
+                    at = g.scheduled_at if g is not None else None
+                else:
+                    at = scheduled(key, depth + 1)
+                if at is not None:
+                    times.append(at)
+            need = c.min_group_count if c.policy == "gang" and c.min_group_count else 1
+            times.sort()
+            at = (
+                c.scheduled_at
+                if c.scheduled_at is not None
+                else (times[need - 1] if len(times) >= need else None)
+            )
+            done[ckey] = at
+            return at
+
+        out: list[CompositeRecord] = []
+        for ckey, c in self._composites.items():
+            live = [p for g in self._subtree_groups(ckey, children) for p in by_group.get(g, ())]
+            keys = [*self.scenario.topology_keys, *ancestors(c.parent, ckey[0]), c.key]
+            out.append(
+                CompositeRecord(
+                    namespace=ckey[0],
+                    name=ckey[1],
+                    owner=c.owner,
+                    arrival=c.arrival,
+                    policy=c.policy,
+                    min_group_count=c.min_group_count,
+                    children=tuple(key[1] for _, key in children.get(ckey, ())),
+                    initially_scheduled=c.initially_scheduled,
+                    scheduled_at=scheduled(ckey),
+                    reason=c.reason,
+                    message=c.message,
+                    template=c.template,
+                    parent=c.parent,
+                    key=c.key,
+                    domains=self._domain_values(live, keys),
+                )
+            )
+        return tuple(out)
 
 
 def _fill_owner_uids(
@@ -726,6 +1185,23 @@ def _fill_owner_uids(
     return attrs.evolve(item, metadata=attrs.evolve(item.metadata, owner_references=fixed))
 
 
+def _apply(live: Any, previous: Any, new: Any, *, top: bool = True) -> Any:
+    """``live`` with what ``new`` sets, minus what ``previous`` set and ``new`` drops (maps
+    merge key by key, everything else is replaced; ``status`` is left alone)."""
+    if not isinstance(new, dict) or not isinstance(live, dict):
+        return copy.deepcopy(new)
+    prev = previous if isinstance(previous, dict) else {}
+    out = dict(live)
+    for key in set(prev) | set(new):
+        if top and key == "status":
+            continue
+        if key in new:
+            out[key] = _apply(out.get(key), prev.get(key), new[key], top=False)
+        else:
+            out.pop(key, None)
+    return out
+
+
 def _key_of(item: KubeObject) -> tuple[str, str]:
     meta = (item.get("metadata") or {}) if isinstance(item, dict) else {}
     return (str(meta.get("namespace")), str(meta.get("name")))
@@ -738,6 +1214,13 @@ def _name_of(item: KubeObject) -> str:
         return f"{item.get('kind')} {ns}{meta.get('name')}"
     ns = f"{item.metadata.namespace}/" if item.metadata.namespace else ""
     return f"{item.kind} {ns}{item.metadata.name}"
+
+
+def _finished(pods: list[PodRecord]) -> float | None:
+    """When the last pod of a group finished; None while one is pending or running."""
+    if not pods or any(p.finished is None for p in pods):
+        return None
+    return max(p.finished for p in pods if p.finished is not None)
 
 
 async def simulate(scenario: Scenario, **kwargs: Any) -> SimulationResult:

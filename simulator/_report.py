@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from simulator._result import PodRecord, SimulationResult, utilization_series
+from simulator._result import GroupRecord, PodRecord, SimulationResult, utilization_series
 from simulator._units import format_duration
 
 __all__ = ["plot_timeline", "plot_utilization", "write_report"]
@@ -81,12 +81,24 @@ def _time_axis(ax: Any, end: float) -> None:
     ax.set_axisbelow(True)
 
 
-def _group_colors(names: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Any]:
+#: The colour of pods without a group; no group gets a grey.
+NO_GROUP_COLOR = "#bbbbbb"
+
+
+def _palette() -> list[Any]:
+    """tab20 without its two greys (grey means "no group"), strong colours first, then
+    tab20b's."""
     from matplotlib import colormaps
 
-    cmap = colormaps["tab20"]
-    order = [*range(0, 20, 2), *range(1, 20, 2)]  # the strong colours first
-    return {key: cmap(order[i % 20]) for i, key in enumerate(names)}
+    tab20, tab20b = colormaps["tab20"], colormaps["tab20b"]
+    strong = [i for i in range(0, 20, 2) if i != 14]
+    light = [i for i in range(1, 20, 2) if i != 15]
+    return [tab20(i) for i in strong + light] + [tab20b(i) for i in range(20)]
+
+
+def _group_colors(names: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Any]:
+    palette = _palette()
+    return {key: palette[i % len(palette)] for i, key in enumerate(names)}
 
 
 def _share(p: PodRecord, allocatable: dict[str, float]) -> float:
@@ -171,6 +183,19 @@ def plot_timeline(result: SimulationResult, path: str | os.PathLike[str]) -> Non
         if sched is not None:
             run_end = max([_stop(p, end) for p in members if p.bound is not None] or [sched])
             ax_g.barh(y, max(run_end - sched, end * 0.002), left=sched, height=0.55, color=color)
+            domain = _domain_mark(g)
+            if domain:
+                ax_g.text(
+                    sched + end * 0.004,
+                    y,
+                    domain,
+                    va="center",
+                    ha="left",
+                    fontsize=6,
+                    color="black",
+                    clip_on=True,
+                    bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.7},
+                )
         ax_g.plot([g.arrival], [y], marker="v", color="#444444", markersize=4)
         if sched is None:
             ax_g.text(
@@ -182,15 +207,7 @@ def plot_timeline(result: SimulationResult, path: str | os.PathLike[str]) -> Non
                 fontsize=7,
                 color="#aa0000",
             )
-    per_owner: dict[str, int] = {}
-    for g in groups:
-        per_owner[g.owner] = per_owner.get(g.owner, 0) + 1
-    labels = []
-    for g in shown:
-        name = g.owner.replace("/", " ") if g.owner and per_owner[g.owner] == 1 else g.name
-        name = f"{g.namespace}/{name}" if multi_ns else name
-        policy = f"gang {g.min_count}" if g.min_count is not None else "basic"
-        labels.append(f"{name} · {policy} · {g.total_pods} pods")
+    labels = [_group_label(g, multi_ns) for g in shown]
     ax_g.set_yticks(range(len(shown)))
     ax_g.set_yticklabels(list(reversed(labels)), fontsize=7)
     ax_g.set_ylim(-0.7, max(len(shown) - 0.3, 0.3))
@@ -210,7 +227,7 @@ def plot_timeline(result: SimulationResult, path: str | os.PathLike[str]) -> Non
         scale = 0.86 / top
         base = len(nodes) - 1 - node_index[node] - 0.43
         for i, p in enumerate(pods):
-            color = colors.get((p.namespace, p.group or ""), "#bbbbbb")
+            color = colors.get((p.namespace, p.group or ""), NO_GROUP_COLOR)
             ax_n.barh(
                 base + (offsets[i] + shares[i] / 2) * scale,
                 max(_stop(p, end) - (p.bound or 0.0), end * 0.002),
@@ -221,11 +238,12 @@ def plot_timeline(result: SimulationResult, path: str | os.PathLike[str]) -> Non
                 linewidth=0.4 if len(nodes) <= 64 else 0.0,
             )
     _node_axis(ax_n, result, nodes)
+    _node_legend(fig, result, groups, colors, multi_ns)
     _time_axis(ax_n, span)
     ax_n.set_xlabel("simulated time")
     ax_n.set_title(
-        "Nodes: each bar is a pod, coloured by its pod group; its height is the pod's share of "
-        "the node (largest request / allocatable), so white space is free capacity",
+        "Nodes: one bar per pod in its group's colour (key below); height = the pod's share of "
+        "the node (largest request / allocatable); white = free",
         fontsize=9,
         loc="left",
     )
@@ -244,6 +262,64 @@ def plot_timeline(result: SimulationResult, path: str | os.PathLike[str]) -> Non
     fig.suptitle(f"Timeline — {result.source}", fontsize=11)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _group_label(g: GroupRecord, multi_ns: bool) -> str:
+    """``Job train-a · gang 4 · 4 pods · prio 100`` (short name, policy, size, priority and,
+    for a member of a CompositePodGroup, ``· in <parent>``)."""
+    name = g.short_name.replace("/", " ", 1) if g.owner else g.name
+    name = f"{g.namespace}/{name}" if multi_ns and g.owner else name
+    policy = f"gang {g.min_count}" if g.min_count is not None else g.policy
+    prio = f" · prio {g.priority}" if g.priority is not None else ""
+    pods = f"{g.total_pods} pod{'s' if g.total_pods != 1 else ''}"
+    tree = f" · in {g.parent}" if g.parent else ""
+    return f"{name} · {policy} · {pods}{prio}{tree}"
+
+
+def _domain_mark(g: GroupRecord) -> str:
+    """The domain of the group's own topology key (``rack=gpu-rack-3``), or ``""``."""
+    if g.key is None or g.key not in g.domains:
+        return ""
+    value = g.domains[g.key]
+    text = value if isinstance(value, str) else "+".join(value)
+    return f"{g.key.rsplit('/', 1)[-1]}={text}"
+
+
+_MAX_LEGEND = 16
+
+
+def _node_legend(
+    fig: Any,
+    result: SimulationResult,
+    groups: Sequence[GroupRecord],
+    colors: dict[tuple[str, str], Any],
+    multi_ns: bool,
+) -> None:
+    """The colour key of the node panel: one patch per group that ran, and grey for pods
+    without a group."""
+    from matplotlib.patches import Patch
+
+    ran = {(p.namespace, p.group) for p in result.pods if p.bound is not None}
+    shown = [g for g in groups if (g.namespace, g.name) in ran]
+    handles = [
+        Patch(color=colors[(g.namespace, g.name)], label=_group_label(g, multi_ns))
+        for g in shown[:_MAX_LEGEND]
+    ]
+    if len(shown) > _MAX_LEGEND:
+        handles.append(Patch(color="white", label=f"... {len(shown) - _MAX_LEGEND} more groups"))
+    if any(p.group is None and p.bound is not None for p in result.pods):
+        handles.append(Patch(color=NO_GROUP_COLOR, label="no pod group"))
+    if not handles:
+        return
+    fig.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncol=min(4, len(handles)),
+        fontsize=7,
+        frameon=False,
+        title="pod colours (node panel)",
+        title_fontsize=7,
+    )
 
 
 def _node_axis(ax: Any, result: SimulationResult, nodes: Sequence[Any]) -> None:
@@ -310,11 +386,21 @@ def plot_utilization(result: SimulationResult, path: str | os.PathLike[str]) -> 
         gridspec_kw={"height_ratios": [3, 2]},
         layout="constrained",
     )
-    for res, series in utilization_series(result).items():
+    styles = ["-", "--", ":", "-."]
+    for i, (res, series) in enumerate(utilization_series(result).items()):
         xs = [t for t, _, _ in series] + [span]
         ys = [100.0 * u / c if c > 0 else 0.0 for _, u, c in series]
         ys.append(ys[-1])
-        ax_u.step(xs, ys, where="post", label=res, linewidth=1.6)
+        # equal lines stay visible: each resource has its own dash pattern, wider ones below
+        ax_u.step(
+            xs,
+            ys,
+            where="post",
+            label=res,
+            linewidth=max(1.2, 3.2 - 0.7 * i),
+            linestyle=styles[i % len(styles)],
+            zorder=2 + i,
+        )
     ax_u.set_ylim(0, 105)
     ax_u.set_ylabel("% of allocatable in use")
     if ax_u.get_legend_handles_labels()[0]:

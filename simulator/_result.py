@@ -11,12 +11,14 @@ import attrs
 from simulator._units import format_duration
 
 __all__ = [
+    "CompositeRecord",
     "GroupRecord",
     "NodeRecord",
     "PodRecord",
     "SimulationResult",
     "Violation",
     "compress_names",
+    "plural",
     "render_table",
     "utilization_series",
 ]
@@ -67,11 +69,48 @@ class GroupRecord:
     reason: str | None = None
     message: str | None = None
     wait_message: str | None = None
+    template: str | None = None
+    parent: str | None = None
+    key: str | None = None
+    domains: dict[str, str | list[str]] = attrs.field(factory=dict)
+    finished_at: float | None = None
 
     @property
     def waited(self) -> float | None:
         """Seconds from arrival until the group was scheduled (None if it never was)."""
         return None if self.scheduled_at is None else max(0.0, self.scheduled_at - self.arrival)
+
+    @property
+    def short_name(self) -> str:
+        """``Kind/name template`` for groups a scenario object created (the owner and the
+        Workload template), ``namespace/name`` for hand-written ones."""
+        if self.owner and self.template:
+            return f"{self.owner} {self.template}"
+        return self.owner or f"{self.namespace}/{self.name}"
+
+
+@attrs.frozen(kw_only=True)
+class CompositeRecord:
+    """One CompositePodGroup: its policy, children (PodGroups and CompositePodGroups, by name),
+    ``CompositePodGroupInitiallyScheduled`` (``scheduled_at``: when it became True or, when
+    the scheduler writes no status, when ``minGroupCount`` children — one for basic — were
+    scheduled), and the domains its pods landed in."""
+
+    namespace: str
+    name: str
+    owner: str
+    arrival: float
+    policy: str
+    min_group_count: int | None
+    children: tuple[str, ...]
+    initially_scheduled: bool
+    scheduled_at: float | None
+    reason: str | None = None
+    message: str | None = None
+    template: str | None = None
+    parent: str | None = None
+    key: str | None = None
+    domains: dict[str, str | list[str]] = attrs.field(factory=dict)
 
 
 @attrs.frozen(kw_only=True)
@@ -86,13 +125,29 @@ class NodeRecord:
 
 @attrs.frozen(kw_only=True)
 class Violation:
-    """A moment when a gang had between 1 and ``min_count - 1`` pods bound by the scheduler."""
+    """A broken invariant. ``type`` ``gang``: a gang had between 1 and ``min_count - 1`` pods
+    bound (``bound``) after the scheduler bound some; ``composite``: a CompositePodGroup had
+    between 1 and ``minGroupCount - 1`` (``min_count``) children with pods bound (``bound``);
+    ``topology``: a group or composite tree had pods in more than one domain of its key.
+    ``message`` says it in words."""
 
     time: float
     namespace: str
     name: str
     min_count: int
     bound: int
+    type: str = "gang"
+    message: str = ""
+
+    @property
+    def text(self) -> str:
+        """The violation in words."""
+        if self.message:
+            return self.message
+        return (
+            f"{self.namespace}/{self.name} had {self.bound} of minCount {self.min_count} "
+            f"pod{'s' if self.min_count != 1 else ''} bound"
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -110,6 +165,7 @@ class SimulationResult:
     until: float | None = None
     last_arrival: float = 0.0
     topology_keys: tuple[str, ...] = ()
+    composites: tuple[CompositeRecord, ...] = ()
 
     @property
     def live_pods(self) -> tuple[PodRecord, ...]:
@@ -182,8 +238,32 @@ class SimulationResult:
                     "reason": g.reason,
                     "message": g.message,
                     "waitReason": g.wait_message,
+                    "finishedAt": _round(g.finished_at),
+                    "template": g.template,
+                    "parent": g.parent,
+                    "topologyKey": g.key,
+                    "domains": dict(g.domains),
                 }
                 for g in self.groups
+            ],
+            "compositePodGroups": [
+                {
+                    "namespace": c.namespace,
+                    "name": c.name,
+                    "policy": c.policy,
+                    "minGroupCount": c.min_group_count,
+                    "children": list(c.children),
+                    "parent": c.parent,
+                    "owner": c.owner or None,
+                    "arrival": _round(c.arrival),
+                    "initiallyScheduled": c.initially_scheduled,
+                    "scheduledAt": _round(c.scheduled_at),
+                    "reason": c.reason,
+                    "message": c.message,
+                    "topologyKey": c.key,
+                    "domains": dict(c.domains),
+                }
+                for c in self.composites
             ],
             "pods": self.pod_counts(),
             "pendingPods": [
@@ -200,10 +280,12 @@ class SimulationResult:
             "invariantViolations": [
                 {
                     "time": _round(v.time),
+                    "type": v.type,
                     "namespace": v.namespace,
                     "podGroup": v.name,
                     "minCount": v.min_count,
                     "boundPods": v.bound,
+                    "message": v.text,
                 }
                 for v in self.violations
             ],
@@ -300,18 +382,82 @@ def compress_names(names: Iterable[str], limit: int = 4) -> str:
     return ", ".join(parts)
 
 
-def render_table(result: SimulationResult) -> str:
-    """The human-readable report printed by ``workloadbuilder simulate``."""
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``1 pod``, ``2 pods`` (``words``: an irregular plural)."""
+    return f"{n} {word if n == 1 else (words or word + 's')}"
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(1, width - 1)] + "\u2026"
+
+
+def _status_parts(g: GroupRecord) -> tuple[str, str | None]:
+    """The STATUS word(s) and the explanation that goes with them (None: none)."""
+    if g.initially_scheduled:
+        if g.wait_message and (g.waited or 0) > 0:
+            return f"{g.reason or 'Scheduled'} after waiting", g.wait_message
+        return g.reason or "Scheduled", None
+    if g.scheduled_at is not None:
+        return "Bound (no PodGroupInitiallyScheduled condition)", None
+    if g.reason == "Waiting" and g.message:
+        return "Waiting: " + g.message.removeprefix("waiting: "), None
+    return g.reason or "Pending", g.message or None
+
+
+def _status(g: GroupRecord) -> str:
+    if g.initially_scheduled:
+        status = g.reason or "Scheduled"
+        if g.wait_message and (g.waited or 0) > 0:
+            status += f" (waited: {g.wait_message})"
+        return status
+    if g.scheduled_at is not None:
+        return "Bound (no PodGroupInitiallyScheduled condition)"
+    if g.reason == "Waiting" and g.message:
+        return "Waiting: " + g.message.removeprefix("waiting: ")
+    status = g.reason or "Pending"
+    return status + (f": {g.message}" if g.message else "")
+
+
+def _domain_text(domains: dict[str, str | list[str]], key: str | None) -> str:
+    if key is None or key not in domains:
+        return "-"
+    value = domains[key]
+    return value if isinstance(value, str) else "+".join(value)
+
+
+_SHORT_NAME_WIDTH = 40
+
+
+def render_table(result: SimulationResult, *, wide: bool = False, width: int | None = None) -> str:
+    """The human-readable report printed by ``workloadbuilder simulate``.
+
+    By default group names are short (the owner ``Kind/name`` and the Workload template;
+    ``namespace/name`` for hand-written groups) and the scheduler's explanations are
+    numbered notes below the table, wrapped to ``width`` columns (default: the terminal's,
+    else 120); ``wide=True`` (``-o wide``) shows full names, the owner and the explanations
+    inline, one line per group."""
+    if width is None:
+        import shutil
+
+        width = shutil.get_terminal_size((120, 24)).columns
     counts = result.pod_counts()
     lines = [
-        f"Simulated {result.source}: {len(result.nodes)} nodes, {len(result.groups)} pod groups, "
-        f"{counts['total']} pods; simulation ended at {format_duration(result.end)}"
+        f"Simulated {result.source}: {plural(len(result.nodes), 'node')}, "
+        f"{plural(len(result.groups), 'pod group')}"
+        + (
+            f", {plural(len(result.composites), 'composite pod group')}"
+            if result.composites
+            else ""
+        )
+        + f", {plural(counts['total'], 'pod')}; simulation ended at "
+        f"{format_duration(result.end)}"
         + (f" (horizon {format_duration(result.until)})" if result.until is not None else ""),
         "",
     ]
+    with_domain = any(g.key for g in result.groups)
     header = (
         "POD GROUP",
-        "OWNER",
+        *(("OWNER",) if wide else ()),
         "PRIO",
         "MIN",
         "BOUND",
@@ -319,33 +465,39 @@ def render_table(result: SimulationResult) -> str:
         "SCHEDULED",
         "WAITED",
         "NODES",
+        *(("DOMAIN",) if with_domain else ()),
         "STATUS",
     )
+    short = _short_names(result.groups)
     rows: list[tuple[str, ...]] = []
+    notes: list[str] = []
     for g in sorted(
         result.groups, key=lambda g: (g.arrival, g.scheduled_at is None, g.namespace, g.name)
     ):
-        if g.initially_scheduled:
-            status = g.reason or "Scheduled"
-            if g.wait_message and (g.waited or 0) > 0:
-                status += f" (waited: {g.wait_message})"
-        elif g.scheduled_at is not None:
-            status = "Bound (no PodGroupInitiallyScheduled condition)"
-        else:
-            status = g.reason or "Pending"
-            if g.message:
-                status += f": {g.message}"
+        name = (
+            f"{g.namespace}/{g.name}"
+            if wide
+            else _cut(short[(g.namespace, g.name)], _SHORT_NAME_WIDTH)
+        )
+        if wide:
+            status = _status(g)
+        else:  # the explanation goes below the table, where it has the whole width
+            status, why = _status_parts(g)
+            if why:
+                notes.append(f"[{len(notes) + 1}] {short[(g.namespace, g.name)]}: {why}")
+                status += f" [{len(notes)}]"
         rows.append(
             (
-                f"{g.namespace}/{g.name}",
-                g.owner or "-",
+                name,
+                *((g.owner or "-",) if wide else ()),
                 "-" if g.priority is None else str(g.priority),
-                str(g.min_count) if g.min_count is not None else "basic",
+                str(g.min_count) if g.min_count is not None else g.policy,
                 f"{g.bound_pods}/{g.total_pods}",
                 format_duration(g.arrival),
                 format_duration(g.scheduled_at),
                 format_duration(g.waited),
                 compress_names(g.nodes, limit=2) or "-",
+                *((_domain_text(g.domains, g.key),) if with_domain else ()),
                 status,
             )
         )
@@ -356,6 +508,18 @@ def render_table(result: SimulationResult) -> str:
             lines.append("  ".join([*cells, r[-1]]).rstrip())
     else:
         lines.append("(no pod groups)")
+    if notes:
+        import textwrap
+
+        lines.append("")
+        for note in notes:
+            lines.extend(
+                textwrap.wrap(note, width=max(60, width), subsequent_indent="    ") or [note]
+            )
+    if result.composites:
+        lines.append("")
+        trees = _composite_trees(result, short, wide=wide)
+        lines.extend(trees if wide else [_cut(line, max(60, width)) for line in trees])
     single = [p for p in result.live_pods if p.group is None]
     lines.append("")
     lines.append(
@@ -372,12 +536,100 @@ def render_table(result: SimulationResult) -> str:
         + ("" if result.complete else " (some pods never got bound)")
     )
     if result.violations:
-        lines.append(f"INVARIANT VIOLATED {len(result.violations)} time(s):")
+        lines.append(f"INVARIANT VIOLATED {plural(len(result.violations), 'time')}:")
         for v in result.violations[:10]:
-            lines.append(
-                f"  at {format_duration(v.time)}: {v.namespace}/{v.name} had {v.bound} of "
-                f"minCount {v.min_count} pods bound"
-            )
+            lines.append(f"  at {format_duration(v.time)}: [{v.type}] {v.text}")
+        if len(result.violations) > 10:
+            lines.append(f"  ... and {len(result.violations) - 10} more")
     else:
         lines.append("gang invariant: held (no gang ever had between 1 and minCount-1 pods bound)")
+        if result.composites:
+            lines.append(
+                "composite invariant: held (no tree ever had between 1 and minGroupCount-1 "
+                "children bound)"
+            )
+        if any(g.key for g in result.groups) or any(c.key for c in result.composites):
+            lines.append(
+                "topology invariant: held (no constrained group ever had pods in two domains)"
+            )
     return "\n".join(lines) + "\n"
+
+
+def _short_names(groups: Sequence[GroupRecord]) -> dict[tuple[str, str], str]:
+    """Short names, made unique with ``#i`` (creation order) where several groups share one."""
+    names = {(g.namespace, g.name): g.short_name for g in groups}
+    seen: dict[str, int] = {}
+    for n in names.values():
+        seen[n] = seen.get(n, 0) + 1
+    index: dict[str, int] = {}
+    out: dict[tuple[str, str], str] = {}
+    for key, n in names.items():
+        if seen[n] > 1:
+            out[key] = f"{n} #{index.get(n, 0)}"
+            index[n] = index.get(n, 0) + 1
+        else:
+            out[key] = n
+    return out
+
+
+def _where(key: str | None, domains: dict[str, str | list[str]]) -> str:
+    if key is None:
+        return ""
+    if key not in domains:
+        return f"; {key}"
+    return f"; {key}={_domain_text(domains, key)}"
+
+
+def _composite_trees(
+    result: SimulationResult, short: dict[tuple[str, str], str], *, wide: bool
+) -> list[str]:
+    groups = {(g.namespace, g.name): g for g in result.groups}
+    comps = {(c.namespace, c.name): c for c in result.composites}
+    lines = ["COMPOSITE POD GROUPS (trees; children indented under their parent)"]
+
+    def describe_comp(c: CompositeRecord) -> str:
+        done = sum(
+            1
+            for child in c.children
+            if ((g := groups.get((c.namespace, child))) is not None and g.scheduled_at is not None)
+            or ((cc := comps.get((c.namespace, child))) is not None and cc.scheduled_at is not None)
+        )
+        policy = f"gang {c.min_group_count}" if c.min_group_count is not None else "basic"
+        where = _where(c.key, c.domains)
+        if c.initially_scheduled:
+            state = f"{c.reason or 'Scheduled'} at {format_duration(c.scheduled_at)}"
+        elif c.scheduled_at is not None:
+            state = f"children scheduled at {format_duration(c.scheduled_at)}"
+        else:
+            state = (c.reason or "Pending") + (f": {c.message}" if c.message else "")
+        return (
+            f"CompositePodGroup {c.namespace}/{c.name} ({policy}, {done} of "
+            f"{plural(len(c.children), 'child', 'children')} scheduled{where}): {state}"
+        )
+
+    def describe_group(g: GroupRecord) -> str:
+        name = f"{g.namespace}/{g.name}" if wide else short[(g.namespace, g.name)]
+        policy = f"gang {g.min_count}" if g.min_count is not None else g.policy
+        where = _where(g.key, g.domains)
+        text = f"PodGroup {name} ({policy}, {g.bound_pods}/{g.total_pods} bound{where}): "
+        return text + (_status(g) if wide else _status_parts(g)[0])
+
+    def walk(c: CompositeRecord, prefix: str, depth: int) -> None:
+        for i, child in enumerate(c.children):
+            last = i == len(c.children) - 1
+            branch = "\u2514\u2500 " if last else "\u251c\u2500 "
+            key = (c.namespace, child)
+            if key in comps and depth < 8:
+                lines.append(prefix + branch + describe_comp(comps[key]))
+                walk(comps[key], prefix + ("   " if last else "\u2502  "), depth + 1)
+            elif key in groups:
+                lines.append(prefix + branch + describe_group(groups[key]))
+            else:
+                lines.append(prefix + branch + f"{child} (not created)")
+
+    for c in result.composites:
+        if c.parent and (c.namespace, c.parent) in comps:
+            continue
+        lines.append(describe_comp(c))
+        walk(c, "  ", 0)
+    return lines

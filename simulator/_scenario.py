@@ -4,6 +4,7 @@ and the ``NodePool`` shorthand (``sim.workloadbuilder.io/v1alpha1``)."""
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -19,7 +20,11 @@ from workloadbuilder.errors import WorkloadBuilderError
 
 __all__ = [
     "ARRIVAL_ANNOTATION",
+    "AT_ANNOTATION",
+    "DELETE_AT_ANNOTATION",
     "DURATION_ANNOTATION",
+    "MAX_NODES",
+    "MAX_PODS_PER_OBJECT",
     "NODE_POOL_API_VERSION",
     "POOL_LABEL",
     "Scenario",
@@ -32,6 +37,14 @@ __all__ = [
 
 ARRIVAL_ANNOTATION = "sim.workloadbuilder.io/arrival"
 DURATION_ANNOTATION = "sim.workloadbuilder.io/duration"
+#: On a later document for an object defined earlier: apply it as an update at this time.
+AT_ANNOTATION = "sim.workloadbuilder.io/at"
+#: Delete the object at this time.
+DELETE_AT_ANNOTATION = "sim.workloadbuilder.io/delete-at"
+#: The most nodes a scenario may have (all NodePools and Nodes together).
+MAX_NODES = 20_000
+#: The most pods one Job, JobSet or LeaderWorkerSet may ask for at once.
+MAX_PODS_PER_OBJECT = 100_000
 NODE_POOL_API_VERSION = "sim.workloadbuilder.io/v1alpha1"
 POOL_LABEL = "sim.workloadbuilder.io/pool"
 
@@ -71,8 +84,11 @@ class ScenarioObject:
     """One object to create during the simulation.
 
     ``manifest`` is the document as the API would receive it (a NodePool is expanded into
-    Nodes that share its document number). ``arrival`` is seconds from the start;
-    ``duration`` how long each of its pods runs once bound (None: until the end).
+    Nodes that share its document number). ``arrival`` is seconds from the start (for an
+    update or a deletion: when it happens); ``duration`` how long each of its pods runs once
+    bound (None: until the end). ``action`` is ``create``, ``update`` (a later document with
+    ``sim.workloadbuilder.io/at``; ``previous`` is the manifest it replaces) or ``delete``
+    (``sim.workloadbuilder.io/delete-at``).
     """
 
     document: int
@@ -84,6 +100,8 @@ class ScenarioObject:
     duration: float | None
     manifest: dict[str, Any]
     pool: str | None = None
+    action: str = "create"
+    previous: dict[str, Any] | None = None
 
     @property
     def key(self) -> str:
@@ -108,8 +126,8 @@ class Scenario:
 
     @property
     def nodes(self) -> tuple[ScenarioObject, ...]:
-        """The Node objects (pools expanded)."""
-        return tuple(o for o in self.objects if o.kind == "Node")
+        """The Node objects (pools expanded) that are created."""
+        return tuple(o for o in self.objects if o.kind == "Node" and o.action == "create")
 
 
 def load_scenario(path: str) -> Scenario:
@@ -134,30 +152,81 @@ def parse_scenario(text: str, *, source: str = "<scenario>") -> Scenario:
         raw = list(yaml.safe_load_all(text))
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(e, "problem", None) or str(e)
-        raise ScenarioError(f"not valid YAML{at}: {problem}", source=source) from None
+        raise ScenarioError(f"not valid YAML{where}: {problem}", source=source) from None
     objects: list[ScenarioObject] = []
     topology_keys: list[str] = []
-    seen: dict[tuple[str, str | None, str], int] = {}
+    seen: dict[tuple[str, str | None, str], tuple[int, ScenarioObject]] = {}
+    deletes: dict[tuple[str, str | None, str], float] = {}
+    nodes = 0
     number = 0
     for doc in raw:
         if doc is None:
             continue
         number += 1
         parsed = _parse_document(doc, number, source)
+        at, delete_at = _lifecycle_annotations(doc, number, source, parsed)
         for obj in parsed:
             ident = (obj.kind, obj.namespace, obj.name)
+            what = f"NodePool {obj.pool}" if obj.pool is not None else obj.key
+            err = functools.partial(ScenarioError, source=source, document=number, what=what)
             if ident in seen:
-                raise ScenarioError(
-                    f"Duplicate value: {obj.key} is also defined by document {seen[ident]}",
-                    source=source,
-                    document=number,
-                    what=obj.key,
-                    path="metadata.name",
+                first, prev = seen[ident]
+                if at is None:
+                    raise err(
+                        f"Duplicate value: {obj.key} is also defined by document {first} (to "
+                        f"update it at a later time, annotate this document with {AT_ANNOTATION})",
+                        path="metadata.name",
+                    )
+                if obj.controlled or obj.pool is not None:
+                    raise err(
+                        f"Forbidden: updates of a {'NodePool' if obj.pool else obj.kind} are not "
+                        "simulated (update its PodGroups, pods or nodes instead)",
+                        path=f"metadata.annotations[{AT_ANNOTATION}]",
+                    )
+                if ident in deletes and at >= deletes[ident]:
+                    raise err(
+                        f"Invalid value: {at:g}s: the object is deleted at {deletes[ident]:g}s",
+                        path=f"metadata.annotations[{AT_ANNOTATION}]",
+                    )
+                if at < prev.arrival:
+                    raise err(
+                        f"Invalid value: {at:g}s: before the object's arrival or last update "
+                        f"({prev.arrival:g}s, document {prev.document})",
+                        path=f"metadata.annotations[{AT_ANNOTATION}]",
+                    )
+                obj = attrs.evolve(
+                    obj,
+                    arrival=at,
+                    action="update",
+                    previous=prev.manifest,
+                    duration=obj.duration if obj.duration is not None else prev.duration,
                 )
-            seen[ident] = number
+            elif at is not None:
+                raise err(
+                    f"Invalid value: {AT_ANNOTATION} updates an object an earlier document "
+                    f"defines; {obj.key} is new here (use {ARRIVAL_ANNOTATION})",
+                    path=f"metadata.annotations[{AT_ANNOTATION}]",
+                )
+            seen[ident] = (seen[ident][0] if ident in seen else number, obj)
             objects.append(obj)
+            if obj.kind == "Node" and obj.action == "create":
+                nodes += 1
+                if nodes > MAX_NODES:
+                    raise err(
+                        f"Too many: {nodes}: a scenario can simulate at most {MAX_NODES} nodes",
+                        path="spec.count" if obj.pool else "",
+                    )
+            if delete_at is not None:
+                if delete_at < obj.arrival:
+                    raise err(
+                        f"Invalid value: {delete_at:g}s: before the object exists "
+                        f"({obj.arrival:g}s)",
+                        path=f"metadata.annotations[{DELETE_AT_ANNOTATION}]",
+                    )
+                deletes[ident] = delete_at
+                objects.append(attrs.evolve(obj, arrival=delete_at, action="delete"))
         if doc.get("kind") == "NodePool":
             for entry in doc["spec"].get("topology") or ():
                 if entry["key"] not in topology_keys:
@@ -235,6 +304,34 @@ def _parse_document(doc: Any, number: int, source: str) -> list[ScenarioObject]:
         raise ScenarioError(
             e.message, source=source, document=number, what=what, path=e.path
         ) from None
+
+
+def _lifecycle_annotations(
+    doc: Mapping[str, Any], number: int, source: str, parsed: list[ScenarioObject]
+) -> tuple[float | None, float | None]:
+    """``sim.workloadbuilder.io/at`` and ``delete-at`` of a (valid) document."""
+    annotations = (doc.get("metadata") or {}).get("annotations") or {}
+    what = parsed[0].key if len(parsed) == 1 else f"{doc.get('kind')} {doc['metadata']['name']}"
+    out: list[float | None] = []
+    for name in (AT_ANNOTATION, DELETE_AT_ANNOTATION):
+        if name not in annotations:
+            out.append(None)
+            continue
+        try:
+            out.append(_duration_at(f"metadata.annotations[{name}]", annotations[name]))
+        except _DocError as e:
+            raise ScenarioError(
+                e.message, source=source, document=number, what=what, path=e.path
+            ) from None
+    if out[0] is not None and ARRIVAL_ANNOTATION in annotations:
+        raise ScenarioError(
+            f"Forbidden: an update happens at {AT_ANNOTATION}; it has no {ARRIVAL_ANNOTATION}",
+            source=source,
+            document=number,
+            what=what,
+            path=f"metadata.annotations[{ARRIVAL_ANNOTATION}]",
+        )
+    return out[0], out[1]
 
 
 def _sim_annotations(meta: Mapping[str, Any]) -> tuple[float, float | None]:
@@ -359,13 +456,19 @@ def _check_kind(doc: dict[str, Any]) -> None:
                 raise _DocError(path, "Invalid value: expected an object")
             if not isinstance(rj.get("name"), str) or not rj["name"]:
                 raise _DocError(f"{path}.name", "Required value")
-            _int_field(rj, "replicas", f"{path}.replicas", default=1, minimum=0)
-            _check_job_spec(_mapping(rj, "template.spec", required=True), f"{path}.template.spec")
+            replicas = _int_field(rj, "replicas", f"{path}.replicas", default=1, minimum=0)
+            _at_most(replicas, f"{path}.replicas")
+            _check_job_spec(
+                _mapping(rj, "template.spec", required=True), f"{path}.template.spec", replicas or 0
+            )
     elif kind == "LeaderWorkerSet":
         spec = _mapping(doc, "spec", required=True)
-        _int_field(spec, "replicas", "spec.replicas", default=1, minimum=0)
+        replicas = _int_field(spec, "replicas", "spec.replicas", default=1, minimum=0)
         lwt = _mapping(spec, "leaderWorkerTemplate", required=True)
-        _int_field(lwt, "size", "spec.leaderWorkerTemplate.size", default=1, minimum=1)
+        size = _int_field(lwt, "size", "spec.leaderWorkerTemplate.size", default=1, minimum=1)
+        _at_most(replicas, "spec.replicas")
+        _at_most(size, "spec.leaderWorkerTemplate.size")
+        _at_most((replicas or 0) * (size or 1), "spec.replicas")
         for part in ("workerTemplate", "leaderTemplate"):
             _check_template_annotations(lwt.get(part), f"spec.leaderWorkerTemplate.{part}")
         _check_pod_spec(
@@ -379,9 +482,18 @@ def _check_kind(doc: dict[str, Any]) -> None:
             )
 
 
-def _check_job_spec(spec: dict[str, Any], path: str) -> None:
-    _int_field(spec, "parallelism", f"{path}.parallelism", default=1, minimum=0)
-    _int_field(spec, "completions", f"{path}.completions", default=None, minimum=0)
+def _at_most(value: int | None, path: str, limit: int = MAX_PODS_PER_OBJECT) -> None:
+    if value is not None and value > limit:
+        raise _DocError(
+            path, f"Too many: {value}: the simulator creates at most {limit} pods per object"
+        )
+
+
+def _check_job_spec(spec: dict[str, Any], path: str, replicas: int = 1) -> None:
+    parallelism = _int_field(spec, "parallelism", f"{path}.parallelism", default=1, minimum=0)
+    completions = _int_field(spec, "completions", f"{path}.completions", default=None, minimum=0)
+    _at_most((parallelism or 0) * replicas, f"{path}.parallelism")
+    _at_most(completions, f"{path}.completions")
     _check_template_annotations(spec.get("template"), f"{path}.template")
     _check_pod_spec(_mapping(spec, "template.spec", required=True), f"{path}.template.spec")
 
@@ -426,6 +538,10 @@ def _expand(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     count = _int_field(spec, "count", "spec.count", default=None, minimum=0)
     if count is None:
         raise _DocError("spec.count", "Required value")
+    if count > MAX_NODES:
+        raise _DocError(
+            "spec.count", f"Too many: {count}: a scenario can simulate at most {MAX_NODES} nodes"
+        )
     prefix = spec.get("namePrefix", f"{pool}-")
     if not isinstance(prefix, str) or not prefix:
         raise _DocError("spec.namePrefix", "Invalid value: must be a non-empty string")

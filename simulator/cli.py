@@ -6,13 +6,15 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from simulator._engine import ProgressInfo, Simulation
 from simulator._report import write_report
-from simulator._result import render_table
+from simulator._result import plural, render_table
 from simulator._scenario import load_scenario
 from simulator._units import format_duration, parse_duration
 from workloadbuilder.errors import WorkloadBuilderError
@@ -51,9 +53,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "-o",
         "--output",
-        choices=["table", "json"],
+        choices=["table", "wide", "json"],
         default="table",
-        help="table (default) or one JSON object",
+        help="table (default; short group names, fits the terminal), wide (full names and "
+        "messages) or one JSON object",
     )
     p.add_argument("--report", metavar="DIR", help="write summary.json and PNG pictures here")
     p.add_argument(
@@ -80,8 +83,8 @@ class _Progress:
         self._last = now
         print(
             f"simulate: t={format_duration(info.time)} round {info.rounds}: "
-            f"{info.pods_bound}/{info.pods_total} pods bound, "
-            f"{info.groups_waiting} groups waiting",
+            f"{info.pods_bound}/{plural(info.pods_total, 'pod')} bound, "
+            f"{plural(info.groups_waiting, 'group')} waiting",
             file=sys.stderr,
             flush=True,
         )
@@ -92,6 +95,11 @@ async def run(args: argparse.Namespace) -> int:
     if (args.scenario is None) == (getattr(args, "filename", None) is None):
         print("error: give the scenario once: SCENARIO.yaml or -f FILE", file=sys.stderr)
         return 2
+    if args.report:
+        problem = _report_problem(args.report)
+        if problem is not None:
+            print(f"error: cannot write the report to {args.report}: {problem}", file=sys.stderr)
+            return 1
     scenario = load_scenario(args.scenario or args.filename)
     progress = None if getattr(args, "quiet", False) else _Progress()
     try:
@@ -105,7 +113,7 @@ async def run(args: argparse.Namespace) -> int:
     if args.output == "json":
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
     else:
-        sys.stdout.write(render_table(result))
+        sys.stdout.write(render_table(result, wide=args.output == "wide"))
     if args.report:
         try:
             paths = write_report(result, args.report)
@@ -120,6 +128,23 @@ async def run(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _report_problem(directory: str) -> str | None:
+    """Why ``directory`` cannot take the report (checked before the run), or None."""
+    path = Path(directory)
+    existing = path
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if path.exists() and not path.is_dir():
+        return "it exists and is not a directory"
+    if not existing.is_dir():
+        return f"{existing} is not a directory"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{existing} is not writable"
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

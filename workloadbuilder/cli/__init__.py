@@ -33,7 +33,7 @@ from workloadbuilder.errors import WorkloadBuilderError
 
 __all__ = ["build_objects", "main"]
 
-_BUILTIN = ("_build", "_validate", "_controlplane")
+_BUILTIN = ("_build", "_validate", "_lint", "_controlplane")
 #: top-level module -> the extra of pyproject.toml that installs it (for the CLI's hint)
 _OPTIONAL_MODULES = {"numpy": "scheduler", "matplotlib": "simulator"}
 _log = logging.getLogger(__name__)
