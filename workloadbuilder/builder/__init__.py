@@ -26,6 +26,7 @@ from workloadbuilder.builder._plan import (
     Plan,
     PodSetKeyFunc,
     annotated_pod_set_key,
+    check_planned,
     pod_group_min_count_patch,
     workload_min_count_patch,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "WorkloadInput",
     "WorkloadItem",
     "annotated_pod_set_key",
+    "check_planned",
     "build_flat_workload",
     "controller_ref",
     "iter_composite_templates",

@@ -69,6 +69,7 @@ from workloadbuilder.kinds._common import (
     LeafSpec,
     Owner,
     as_int,
+    check_object_count,
     as_map,
     build_workload,
     compile_leaves,
@@ -171,8 +172,9 @@ def _parse(lws: Mapping[str, Any]) -> _Lws:
     if policy is not None and policy.basic is None and policy.gang is None:
         policy = None  # LWS: an empty policy means the default (gang)
     lwt = as_map(spec.get("leaderWorkerTemplate"), "spec.leaderWorkerTemplate")
-    size = as_int(lwt.get("size"), "spec.leaderWorkerTemplate.size", default=1)
-    replicas = as_int(spec.get("replicas"), "spec.replicas", default=1)
+    size = as_int(lwt.get("size"), "spec.leaderWorkerTemplate.size", default=1, minimum=1)
+    replicas = as_int(spec.get("replicas"), "spec.replicas", default=1, minimum=0)
+    check_object_count(replicas, "spec.replicas")
     worker = as_map(lwt.get("workerTemplate"), "spec.leaderWorkerTemplate.workerTemplate")
     worker_spec = as_map(worker.get("spec"), "spec.leaderWorkerTemplate.workerTemplate.spec")
     leader_raw = lwt.get("leaderTemplate")
@@ -537,8 +539,9 @@ def lws_pods(lws: Mapping[str, Any]) -> list[dict[str, Any]]:
     ns = str(meta.get("namespace") or "default")
     spec = as_map(lws.get("spec"), "spec")
     lwt = as_map(spec.get("leaderWorkerTemplate"), "spec.leaderWorkerTemplate")
-    size = max(1, as_int(lwt.get("size"), "spec.leaderWorkerTemplate.size", default=1))
-    replicas = as_int(spec.get("replicas"), "spec.replicas", default=1)
+    size = max(1, as_int(lwt.get("size"), "spec.leaderWorkerTemplate.size", default=1, minimum=1))
+    replicas = as_int(spec.get("replicas"), "spec.replicas", default=1, minimum=0)
+    check_object_count(replicas, "spec.replicas")
     worker = as_map(lwt.get("workerTemplate"), "spec.leaderWorkerTemplate.workerTemplate")
     leader = as_map(lwt.get("leaderTemplate"), "spec.leaderWorkerTemplate.leaderTemplate")
     leader = leader or worker
