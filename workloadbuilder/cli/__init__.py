@@ -28,10 +28,25 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from workloadbuilder.cli._build import build_objects
-from workloadbuilder.cli._common import one_line
+from workloadbuilder.cli._common import (
+    Document,
+    InputError,
+    add_filename_flag,
+    one_line,
+    parse_manifests,
+    read_manifests,
+)
 from workloadbuilder.errors import WorkloadBuilderError
 
-__all__ = ["build_objects", "main"]
+__all__ = [
+    "Document",
+    "InputError",
+    "add_filename_flag",
+    "build_objects",
+    "main",
+    "parse_manifests",
+    "read_manifests",
+]
 
 _BUILTIN = ("_build", "_validate", "_controlplane")
 #: top-level module -> the extra of pyproject.toml that installs it (for the CLI's hint)

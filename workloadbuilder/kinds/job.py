@@ -414,14 +414,15 @@ def plan_job(
         for detail in content_dns1123_label(template)
     ]
     if name_errors:
-        cause = (
-            f"metadata.name: Too long: must have at most {_MAX_JOB_NAME} characters "
-            f"(it has {len(j.name)}) for the Job controller to create its Workload, whose "
-            f"template {template!r} is named after the Job"
-            if len(template) > 63
-            else f"metadata.name: the Job controller cannot name its template {template!r}"
+        cause = FieldError(
+            path="metadata.name",
+            type="Too long",
+            detail=(
+                f"must have at most {_MAX_JOB_NAME} characters for the Job controller to create "
+                f"its Workload (its PodGroupTemplate is named {template!r})"
+            ),
         )
-        raise ValidationError(name_errors, subject=f"Job {j.namespace}/{j.name}: {cause}")
+        raise ValidationError(name_errors, subject=f"Job {j.namespace}/{j.name}", causes=[cause])
     pg_name = pod_group_name(wl_name, template)
     pg = Builder.from_existing_workload(workload, BuildOptions(owner=owner)).new_pod_group(
         pg_name, template
