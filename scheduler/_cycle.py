@@ -155,8 +155,9 @@ def _attempt(
 
 
 def _where_placed(nodes: Sequence[str], limit: int = 4) -> str:
-    """``3 fit on a, b, c`` / ``9 fit on 6 nodes: a, b, c, d and 2 more``: where the pods that fit went
-    (so the node summary that follows reads as "what blocks the rest", not "nothing fits")."""
+    """``3 fit on a, b, c`` / ``9 fit on 6 nodes: a, b, c, d and 2 more``: where the pods
+    that fit went (so the node summary that follows reads as "what blocks the rest", not
+    "nothing fits")."""
     distinct = sorted(set(nodes))
     shown = ", ".join(distinct[:limit])
     if len(distinct) > limit:

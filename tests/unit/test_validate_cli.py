@@ -296,7 +296,9 @@ def test_generic_workload_is_checked_like_build_checks_it(
     # validated again (the example's hierarchy needs CompositePodGroup).
     code, _, err = run(capsys, "-f", example, "--feature-gates", "CompositePodGroup=false")
     assert code == 1
-    assert reported(err).startswith("GenericWorkload default/llm-pretrain: Workload default/llm-pretrain: ")
+    assert reported(err).startswith(
+        "GenericWorkload default/llm-pretrain: Workload default/llm-pretrain: "
+    )
 
 
 def test_an_unexpected_exception_is_one_line_not_a_traceback(

@@ -315,8 +315,9 @@ def simple_workload(
     materializer = Builder.from_existing_workload(workload, opts)
     names = {ps.name: pod_group_name(name, ps.name) for ps in pod_sets}
     groups = tuple(materializer.new_pod_group(names[ps.name], ps.name) for ps in pod_sets)
-    for obj in (workload, *groups):
-        check_planned(obj)
+    check_planned(workload)
+    for pg in groups:
+        check_planned(pg)
     patches = {
         pg.metadata.name or "": body
         for pg in groups

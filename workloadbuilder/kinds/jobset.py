@@ -49,9 +49,9 @@ from workloadbuilder.kinds._common import (
     LeafSpec,
     Owner,
     as_int,
-    check_object_count,
     as_list,
     as_map,
+    check_object_count,
     compile_leaves,
     parse_pod_group_blocks,
 )
