@@ -36,6 +36,7 @@ from workloadbuilder.cli._common import (
     parse_manifests,
     read_manifests,
 )
+from workloadbuilder.cli._validate import validate_document
 from workloadbuilder.errors import WorkloadBuilderError
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "main",
     "parse_manifests",
     "read_manifests",
+    "validate_document",
 ]
 
 _BUILTIN = ("_build", "_validate", "_controlplane")
