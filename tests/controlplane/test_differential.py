@@ -700,6 +700,11 @@ def test_simple_workload_objects_are_accepted_or_refused_with_a_path(
         assert resp.status == 201, (resp.status, resp.message, doc)
 
 
+def _server_fields_of(body: dict[str, Any]) -> set[str]:
+    causes = (body.get("details") or {}).get("causes") or []
+    return {str(c.get("field", "")) for c in causes if isinstance(c, dict)}
+
+
 def api_create(diff_run: _Run, doc: dict[str, Any]) -> Any:
     return diff_run.create.api.create(collection_path(doc), doc, dry_run=True)
 
@@ -726,3 +731,14 @@ def test_job_parallelism_edges_like_the_server(
         if server_status == 400:
             assert "expected a 32-bit integer" in str(errors[0])
             assert "spec.parallelism of type int32" in resp.message, resp.message
+
+
+def test_null_in_a_list_of_structs_is_rejected_by_both(diff_run: _Run) -> None:
+    """Found by the bad-input property test (issue 13): ``podGroupTemplates: [null]`` crashed
+    ``validate``; the server decodes null as the zero struct and rejects it."""
+    doc = _wl({"podGroupTemplates": [None]})
+    doc["metadata"]["namespace"] = diff_run.create.namespace
+    resp = api_create(diff_run, doc)
+    assert resp.status == 422, resp.message
+    errors, _ = validate_document(doc)
+    assert {e.path for e in errors} <= _server_fields_of(resp.body) and errors

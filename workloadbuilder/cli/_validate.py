@@ -140,6 +140,8 @@ def _zero_fill(doc: dict[str, Any]) -> dict[str, Any]:
     without ``schedulingPolicy`` gets the server's union error instead of a decode error."""
 
     def policy(node: Any) -> Any:
+        if node is None:
+            node = {}  # null in a list of structs: the zero struct, as the server decodes it
         if isinstance(node, Mapping) and "schedulingPolicy" not in node:
             return {**node, "schedulingPolicy": {}}
         return node
