@@ -166,7 +166,7 @@ def test_updates(diff_run: _Run) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Fixed regression cases: upstream questions (upstream-api.md §17) and shapes worth pinning.
+# Fixed regression cases: open questions about the upstream API and shapes worth pinning.
 # Each is compared like a generated case; the server's verdict is also asserted because
 # docs/controlplane.md records it.
 
@@ -380,7 +380,7 @@ def test_workload_gang_min_count_is_mutable(diff_run: _Run) -> None:
 
 
 def test_workload_composite_min_group_count_update(diff_run: _Run) -> None:
-    """upstream-api.md §4.4: minGroupCount carries no immutability marker in a template."""
+    """minGroupCount carries no immutability marker in a template (k8s.io/api v1.37.2)."""
     doc = _wl(
         {
             "compositePodGroupTemplates": [

@@ -237,3 +237,15 @@ def test_read_manifests_is_the_public_reader(tmp_path: Path) -> None:
             [str(tmp_path / "e.yaml")] if (tmp_path / "e.yaml").write_text("") == 0 else [],
             command="simulate",
         )
+
+
+def test_sdk_md_linking_pods_sample() -> None:
+    """docs/sdk.md §6: both ways of naming a pod's PodGroup give the planned PodGroup."""
+    plan = simple_workload(
+        name="t", namespace="ml", owner=OWNER, pod_sets=[PodSet(name="workers", replicas=8)]
+    )
+    pod: dict[str, Any] = {"metadata": {}, "spec": {}}
+    assert plan.pod_group_for(pod) is None  # a pod that names no pod set is not ours
+    pod["metadata"].setdefault("annotations", {})["workloadbuilder.io/pod-set"] = "workers"
+    assert plan.pod_group_for(pod) == plan.pod_group_names["workers"]
+    assert plan.pod_group("workers").metadata.name == plan.pod_group_names["workers"]
