@@ -34,13 +34,17 @@ from workloadbuilder.api import (
     GangSchedulingPolicy,
     PodGroupSchedulingPolicy,
     object_from_dict,
+    object_to_dict,
 )
-from workloadbuilder.testing import DISABLED_ADMISSION_PLUGINS, ControlPlane, RestClient
-from workloadbuilder.api import object_to_dict
 from workloadbuilder.builder import PodSet, simple_workload
 from workloadbuilder.cli import build_objects, validate_document
 from workloadbuilder.errors import ValidationError, WorkloadBuilderError
-from workloadbuilder.testing import collection_path
+from workloadbuilder.testing import (
+    DISABLED_ADMISSION_PLUGINS,
+    ControlPlane,
+    RestClient,
+    collection_path,
+)
 from workloadbuilder.testing.builders import make_job, make_jobset, make_lws, make_replicated_job
 from workloadbuilder.validation import validate_job_scheduling
 

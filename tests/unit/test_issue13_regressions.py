@@ -163,7 +163,8 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[str, str]]:
         ),
         "list": (
             f"{t}/list.yaml",
-            f"error: {t}/list.yaml document 1: expected a Kubernetes object (a mapping), got a list",
+            f"error: {t}/list.yaml document 1: expected a Kubernetes object (a mapping), "
+            "got a list",
         ),
     }
 
