@@ -143,6 +143,21 @@ def _sources() -> list[dict[str, Any]]:
         .obj(),
         make_workload("w", "ns").pod_group_template(make_pod_group_template("a").gang(2)).obj(),
         make_pod_group("pg", "ns").gang(3).obj(),
+        {
+            "apiVersion": "workloadbuilder.io/v1alpha1",
+            "kind": "GenericWorkload",
+            "metadata": {"name": "g", "namespace": "ns"},
+            "spec": {
+                "groups": [
+                    {
+                        "name": "slices",
+                        "replicas": 2,
+                        "scheduling": {"schedulingPolicy": {"gang": {}}},
+                        "podSets": [{"name": "slice", "replicas": 2, "count": 4}],
+                    }
+                ]
+            },
+        },
     ]
 
 
@@ -189,7 +204,7 @@ def test_one_bad_field(doc: dict[str, Any], capsys: pytest.CaptureFixture[str]) 
             if line.startswith("error: ") and "not managed" not in line:
                 assert _FIELD_LINE.search(line), line
     kind = doc["kind"]
-    if kind in ("Job", "JobSet", "LeaderWorkerSet"):
+    if kind in ("Job", "JobSet", "LeaderWorkerSet", "GenericWorkload"):
         errors, notes = validate_document(doc)
         if not notes:  # a kind the controller manages: build and validate agree
             assert (codes["build"] == 0) == (not errors), (codes, errors, doc)
@@ -199,7 +214,7 @@ def test_one_bad_field(doc: dict[str, Any], capsys: pytest.CaptureFixture[str]) 
     except WorkloadBuilderError:
         pass
     except Exception as e:  # pragma: no cover - a failure
-        if kind in ("Job", "JobSet", "LeaderWorkerSet"):
+        if kind in ("Job", "JobSet", "LeaderWorkerSet", "GenericWorkload"):
             raise AssertionError(f"plan_for raised {type(e).__name__}: {e}") from e
 
 
@@ -253,4 +268,5 @@ def test_property_inputs_cover_every_source_kind(tmp_path: Path) -> None:
         "LeaderWorkerSet",
         "Workload",
         "PodGroup",
+        "GenericWorkload",
     }

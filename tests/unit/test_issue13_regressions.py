@@ -250,3 +250,32 @@ def test_sdk_md_linking_pods_sample() -> None:
     pod["metadata"].setdefault("annotations", {})["workloadbuilder.io/pod-set"] = "workers"
     assert plan.pod_group_for(pod) == plan.pod_group_names["workers"]
     assert plan.pod_group("workers").metadata.name == plan.pod_group_names["workers"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "path"),
+    [
+        ({"podSets": [{"name": "a", "replicas": 3_000_000_000}]}, "spec.podSets[0].replicas"),
+        ({"podSets": [{"name": "a", "count": 3_000_000_000}]}, "spec.podSets[0].count"),
+        ({"podSets": [{"name": "a", "replicas": 20_000}]}, "spec"),
+    ],
+    ids=["replicas-3e9", "count-3e9", "too-many-groups"],
+)
+def test_generic_workload_counts_are_bounded(spec: dict[str, Any], path: str) -> None:
+    doc = {
+        "apiVersion": "workloadbuilder.io/v1alpha1",
+        "kind": "GenericWorkload",
+        "metadata": {"name": "g"},
+        "spec": spec,
+    }
+    with pytest.raises(ValidationError) as e:
+        plan_for(doc)
+    assert [err.path for err in e.value.errors] == [path]
+
+
+def test_lws_replicas_that_would_make_millions_of_pod_groups_are_refused() -> None:
+    lws = make_lws("l", "default").replicas(2**31 - 1).scheduling({}).obj()
+    with pytest.raises(ValidationError) as e:
+        plan_for(lws)
+    assert e.value.errors[0].path == "spec.replicas"
+    assert "at most 10000" in str(e.value)

@@ -36,6 +36,8 @@ from workloadbuilder.builder import (
 from workloadbuilder.errors import FieldError, ValidationError
 
 __all__ = [
+    "INT32_MAX",
+    "INT32_MIN",
     "MAX_PLANNED_OBJECTS",
     "LeafSpec",
     "Owner",
