@@ -279,3 +279,17 @@ def test_lws_replicas_that_would_make_millions_of_pod_groups_are_refused() -> No
         plan_for(lws)
     assert e.value.errors[0].path == "spec.replicas"
     assert "at most 10000" in str(e.value)
+
+
+def test_never_internal_error_unicode_decode_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A command that reads a file of its own and meets bad bytes still says so plainly."""
+
+    def boom(args: Any) -> int:
+        raise UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")
+
+    monkeypatch.setattr("workloadbuilder.cli._build._run", boom)
+    code, _, err = _run(capsys, "build", "-f", "x.yaml")
+    assert code == 1
+    assert err.startswith("error: input is not UTF-8 text: ") and "internal error" not in err

@@ -146,6 +146,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (WorkloadBuilderError, OSError) as e:
         print(f"error: {one_line(e)}", file=sys.stderr)
         return 1
+    except UnicodeDecodeError as e:  # input read outside read_manifests (a command's own file)
+        print(f"error: input is not UTF-8 text: {one_line(e)}", file=sys.stderr)
+        return 1
     except Exception as e:  # a bug: still one line; -v logs the traceback
         _log.info("internal error", exc_info=True)
         print(f"error: internal error: {type(e).__name__}: {one_line(e)}", file=sys.stderr)
