@@ -6,8 +6,9 @@ a ``kind: List`` is expanded. Output: the objects in creation order (Workload, t
 CompositePodGroups root first, then PodGroups) as multi-document YAML, or with ``-o json`` one
 ``{"apiVersion": "v1", "kind": "List", "items": [...]}``.
 
-Exit codes: 0 success, 1 invalid input (one ``error:`` line per failing document on stderr,
-nothing on stdout), 2 usage error.
+Exit codes: 0 success, 1 invalid or unreadable input (one ``error: FILE document N: Kind
+namespace/name: ...`` line per failing document on stderr, nothing on stdout; input is read
+by :func:`workloadbuilder.cli.read_manifests`), 2 usage error.
 """
 
 from __future__ import annotations

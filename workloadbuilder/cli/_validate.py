@@ -6,16 +6,19 @@ a ``kind: List`` is expanded. What is checked per ``kind``:
 * ``Workload`` / ``PodGroup`` / ``CompositePodGroup`` (``scheduling.k8s.io``): the full create
   validation of :mod:`workloadbuilder.validation`. Like ``kubectl``, a document without
   ``metadata.namespace`` is validated in the ``-n`` namespace (default ``default``).
-* ``Job`` (``batch/v1``): the ``spec.scheduling`` rules (:func:`validate_job_scheduling`).
+* ``Job`` (``batch/v1``): the ``spec.scheduling`` rules (:func:`validate_job_scheduling`),
+  then the same reader as ``build`` (counts in the int32 range and not negative, the name
+  the Job controller derives its template from, every object it would create).
 * ``JobSet`` / ``LeaderWorkerSet`` / ``GenericWorkload``: the controller-side checks of the
   kind adapters (:func:`workloadbuilder.kinds.plan_for`) and the API validation of every
   object the controller would create from the manifest. A manifest the controller would not manage
   (e.g. no ``spec.scheduling``) is reported on stderr and counts as valid.
 
-Output: one ``<Kind> <namespace>/<name>: <field error>`` line per error on stdout (and
-``<Kind> <namespace>/<name>: valid`` for valid documents); unknown fields are reported as
-``Warning:`` lines on stderr, as the API server does. Exit codes: 0 all valid, 1 anything
-invalid, 2 usage error (bad flags, unreadable file).
+Input is read by :func:`workloadbuilder.cli.read_manifests`, as in every command. Output:
+``<Kind> <namespace>/<name>: valid`` on stdout for valid documents; one ``error: FILE
+document N: <Kind> <namespace>/<name>: <field error>`` line per error on stderr; unknown
+fields are reported as ``Warning:`` lines on stderr, as the API server does. Exit codes: 0
+all valid, 1 anything invalid or unreadable, 2 usage error (bad flags, unknown feature gate).
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ def register(subparsers: Any) -> None:
             "Validate Workload, PodGroup and CompositePodGroup manifests (and the scheduling "
             "blocks of Job, JobSet, LeaderWorkerSet and GenericWorkload manifests) exactly "
             "like kube-apiserver v1.37 validates a create. Exit 0 if everything is valid, 1 if "
-            "anything is invalid, 2 on usage errors."
+            "anything is invalid or unreadable, 2 on usage errors."
         ),
     )
     add_filename_flag(parser)
