@@ -23,7 +23,7 @@ from typing import Any
 import attrs
 import pytest
 import strategies as S
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from controlplane._differential import SUMMARIES, Differ, Outcome
@@ -746,3 +746,46 @@ def test_null_in_a_list_of_structs_is_rejected_by_both(diff_run: _Run) -> None:
     assert resp.status == 422, resp.message
     errors, _ = validate_document(doc)
     assert {e.path for e in errors} <= _server_fields_of(resp.body) and errors
+
+
+_COUNTS["bad_field"] = 200
+
+
+def test_what_validate_accepts_the_server_accepts(diff_run: _Run) -> None:
+    """Issue 13: a valid manifest of each source kind with one field replaced by an
+    out-of-range or wrongly typed value. Whenever ``validate`` accepts it, the server accepts
+    every object ``build`` makes from it (and a Workload / PodGroup document itself);
+    whenever ``validate`` refuses a Workload / PodGroup document, the server refuses it."""
+    ns = diff_run.create.namespace
+    diff_run.tests_run.add("bad_field")
+
+    @_settings("bad_field")
+    @given(S.one_bad_field(ns))
+    def run(doc: dict[str, Any]) -> None:
+        errors, notes = validate_document(doc, namespace=ns)
+        meta = doc.get("metadata")
+        if isinstance(meta, dict) and isinstance(meta.get("namespace"), str) and not errors:
+            # another (valid) namespace name: the server answers whether it exists (404)
+            assume(meta["namespace"] == ns)
+        if doc["kind"] in ("Workload", "PodGroup"):
+            send = copy.deepcopy(doc)
+            meta = send.get("metadata")
+            if not isinstance(meta, dict) or not isinstance(meta.get("namespace") or "", str):
+                assert errors  # no object path to send it to
+                return
+            if not meta.get("namespace"):
+                meta["namespace"] = ns  # validated in the -n namespace, like kubectl
+            resp = api_create(diff_run, send)
+            diff_run.create.counts["total"] += 1
+            diff_run.create.counts[f"bad-field/{doc['kind']}"] += 1
+            assert (resp.status == 201) == (not errors), (resp.status, resp.message, errors, doc)
+            return
+        if errors or notes:
+            return
+        for obj in build_objects(doc):
+            resp = api_create(diff_run, obj)
+            diff_run.create.counts["total"] += 1
+            diff_run.create.counts[f"bad-field/{obj['kind']}"] += 1
+            assert resp.status == 201, (resp.status, resp.message, obj, doc)
+
+    run()

@@ -12,13 +12,13 @@ checked in ``tests/controlplane/test_differential.py``.
 
 from __future__ import annotations
 
-import copy
 import io
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+import strategies as S
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -27,15 +27,6 @@ from workloadbuilder.builder import PodSet, simple_workload
 from workloadbuilder.cli import main, validate_document
 from workloadbuilder.errors import ValidationError, WorkloadBuilderError
 from workloadbuilder.kinds import plan_for
-from workloadbuilder.testing.builders import (
-    make_job,
-    make_jobset,
-    make_lws,
-    make_pod_group,
-    make_pod_group_template,
-    make_replicated_job,
-    make_workload,
-)
 
 _SETTINGS = settings(
     max_examples=150,
@@ -105,83 +96,8 @@ def test_random_yaml(
 
 # ---- valid manifests with one bad field ---------------------------------------------------
 
-_BAD_VALUES = st.sampled_from(
-    [
-        -1,
-        -3,
-        2**31,
-        3_000_000_000,
-        10**29,
-        1e29,
-        -(2**31) - 1,
-        "four",
-        "4",
-        "",
-        True,
-        None,
-        [],
-        [1],
-        {},
-        {"a": 1},
-        1.5,
-    ]
-)
-
-
-def _sources() -> list[dict[str, Any]]:
-    return [
-        make_job("j", "ns").parallelism(4).completions(4).gang().obj(),
-        make_job("j", "ns").parallelism(2).obj(),
-        make_jobset("js", "ns")
-        .replicated_job(make_replicated_job("w").replicas(2))
-        .scheduling({"schedulingPolicy": {"gang": {}}})
-        .obj(),
-        make_lws("l", "ns")
-        .replicas(2)
-        .size(3)
-        .scheduling({"schedulingPolicy": {"gang": {}}})
-        .obj(),
-        make_workload("w", "ns").pod_group_template(make_pod_group_template("a").gang(2)).obj(),
-        make_pod_group("pg", "ns").gang(3).obj(),
-        {
-            "apiVersion": "workloadbuilder.io/v1alpha1",
-            "kind": "GenericWorkload",
-            "metadata": {"name": "g", "namespace": "ns"},
-            "spec": {
-                "groups": [
-                    {
-                        "name": "slices",
-                        "replicas": 2,
-                        "scheduling": {"schedulingPolicy": {"gang": {}}},
-                        "podSets": [{"name": "slice", "replicas": 2, "count": 4}],
-                    }
-                ]
-            },
-        },
-    ]
-
-
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix] if prefix else []
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out += _paths(v, (*prefix, i))
-    return out
-
-
-@st.composite
-def _mutated(draw: st.DrawFn) -> dict[str, Any]:
-    doc = copy.deepcopy(draw(st.sampled_from(_sources())))
-    paths = [p for p in _paths(doc) if p[0] in ("spec", "metadata")]
-    path = draw(st.sampled_from(paths))
-    target: Any = doc
-    for key in path[:-1]:
-        target = target[key]
-    target[path[-1]] = draw(_BAD_VALUES)
-    return doc
+_sources = S.source_manifests
+_mutated = S.one_bad_field
 
 
 _FIELD_LINE = re.compile(r"document \d+: (?:\S+ \S+: )?.*(spec|metadata|kind|apiVersion)\b")
@@ -225,8 +141,8 @@ _OWNER = {"apiVersion": "example.com/v1", "kind": "T", "metadata": {"name": "t",
 
 @_SETTINGS
 @given(
-    replicas=_BAD_VALUES | st.integers(),
-    min_count=st.none() | _BAD_VALUES | st.integers(),
+    replicas=S.BAD_VALUES | st.integers(),
+    min_count=st.none() | S.BAD_VALUES | st.integers(),
     name=st.sampled_from(["p", "", "Bad_Name", 3, "x" * 70]),
 )
 def test_simple_workload_bad_pod_sets(replicas: Any, min_count: Any, name: Any) -> None:

@@ -293,3 +293,17 @@ def test_never_internal_error_unicode_decode_error(
     code, _, err = _run(capsys, "build", "-f", "x.yaml")
     assert code == 1
     assert err.startswith("error: input is not UTF-8 text: ") and "internal error" not in err
+
+
+@pytest.mark.parametrize("kind", ["Job", "LeaderWorkerSet", "JobSet"])
+def test_a_namespace_that_is_not_a_string_is_refused(kind: str) -> None:
+    """Found by the differential bad-field test: ``namespace: 2147483648`` was str()-ed."""
+    doc = {
+        "Job": make_job("j").obj(),
+        "LeaderWorkerSet": make_lws("l").scheduling({}).obj(),
+        "JobSet": make_jobset("js").replicated_job(make_replicated_job("w")).scheduling({}).obj(),
+    }[kind]
+    doc["metadata"]["namespace"] = 2**31
+    with pytest.raises(ValidationError) as e:
+        plan_for(doc)
+    assert e.value.errors[0].path == "metadata.namespace"

@@ -50,6 +50,7 @@ __all__ = [
     "leaf_item",
     "make_plan",
     "min_count_default",
+    "namespace_of",
     "parse_block",
     "parse_claims",
     "parse_pod_group_blocks",
@@ -87,6 +88,17 @@ def as_list(value: Any, path: str) -> list[Any]:
     if not isinstance(value, list):
         raise _not_a(path, "a list", value)
     return value
+
+
+def namespace_of(meta: Mapping[str, Any]) -> str:
+    """``metadata.namespace`` of a source object (missing or empty: ``default``); anything
+    but a string raises ValidationError at ``metadata.namespace``."""
+    namespace = meta.get("namespace")
+    if namespace is None or namespace == "":
+        return "default"
+    if not isinstance(namespace, str):
+        raise _not_a("metadata.namespace", "a string", namespace)
+    return namespace
 
 
 def as_int(value: Any, path: str, *, default: int, minimum: int | None = None) -> int:

@@ -73,6 +73,7 @@ from workloadbuilder.kinds._common import (
     leaf_item,
     make_plan,
     min_count_default,
+    namespace_of,
     parse_block,
     strip_owner,
 )
@@ -178,7 +179,7 @@ class GenericSpec:
         name = meta.get("name")
         if not isinstance(name, str) or not name:
             raise ValidationError([FieldError(path="metadata.name", type="Required value")])
-        namespace = meta.get("namespace") or "default"
+        namespace = namespace_of(meta)
         spec = as_map(doc.get("spec"), "spec")
         body = parse_block(spec, "spec", _SpecBody)
         assert body is not None

@@ -62,7 +62,7 @@ from workloadbuilder.builder import (
     workload_min_count_patch,
 )
 from workloadbuilder.errors import BuildError, FieldError, ValidationError
-from workloadbuilder.kinds._common import as_int
+from workloadbuilder.kinds._common import as_int, namespace_of
 from workloadbuilder.naming import job_template_name, pod_group_name, workload_name
 from workloadbuilder.validation import content_dns1123_label
 
@@ -128,7 +128,7 @@ def _parse(job: Mapping[str, Any]) -> _Job:
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise ValidationError([FieldError(path="metadata.name", type="Required value")])
-    namespace = meta.get("namespace") or "default"
+    namespace = namespace_of(meta)
     uid = meta.get("uid") or None
     spec = _mapping(job.get("spec"), "spec")
     parallelism = spec.get("parallelism")

@@ -75,6 +75,7 @@ from workloadbuilder.kinds._common import (
     compile_leaves,
     make_plan,
     min_count_default,
+    namespace_of,
     parse_pod_group_blocks,
     strip_owner,
 )
@@ -152,7 +153,7 @@ def _parse(lws: Mapping[str, Any]) -> _Lws:
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise ValidationError([FieldError(path="metadata.name", type="Required value")])
-    namespace = str(meta.get("namespace") or "default")
+    namespace = namespace_of(meta)
     ann = as_map(meta.get("annotations"), "metadata.annotations")
     spec = as_map(lws.get("spec"), "spec")
     if spec.get("scheduling") is None:
@@ -536,7 +537,7 @@ def lws_pods(lws: Mapping[str, Any]) -> list[dict[str, Any]]:
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise ValidationError([FieldError(path="metadata.name", type="Required value")])
-    ns = str(meta.get("namespace") or "default")
+    ns = namespace_of(meta)
     spec = as_map(lws.get("spec"), "spec")
     lwt = as_map(spec.get("leaderWorkerTemplate"), "spec.leaderWorkerTemplate")
     size = max(1, as_int(lwt.get("size"), "spec.leaderWorkerTemplate.size", default=1, minimum=1))
