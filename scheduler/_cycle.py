@@ -94,6 +94,8 @@ class _Attempt:
     diagnoses: dict[PodRequirements, Diagnosis]
     #: pods not evaluated when the cycle aborted (of shapes that had not failed yet)
     remaining: int = 0
+    #: the node each placed pod went to, in placement order (for the explanation)
+    nodes: list[str] = attrs.field(factory=list)
 
 
 def _attempt(
@@ -117,6 +119,7 @@ def _attempt(
     left = Counter(p.req for p in pods)  # not yet evaluated, per signature
     remaining = len(pods)  # not yet evaluated and not of a failed signature
     placed = 0
+    nodes: list[str] = []
     status = fw.run_placement_feasible(min_count, scheduled, remaining)
     if status.code is Code.UNSCHEDULABLE:
         return _Attempt(status, 0, None, failed, remaining)
@@ -138,6 +141,7 @@ def _attempt(
         else:
             snap.assume(pod, row, vecs[req])
             placed += 1
+            nodes.append(snap.node_name(row))
             for other in evals.values():
                 other.refresh(row)
         status = fw.run_placement_feasible(min_count, scheduled + placed, remaining)
@@ -147,7 +151,29 @@ def _attempt(
         status = Status(code=Code.UNSCHEDULABLE, message="no pod could be placed")
     elif status.code is Code.WAIT:
         status = Status(code=Code.UNSCHEDULABLE, message=status.message)
-    return _Attempt(status, placed, first_failed, failed, remaining)
+    return _Attempt(status, placed, first_failed, failed, remaining, nodes)
+
+
+def _where_placed(nodes: Sequence[str], limit: int = 4) -> str:
+    """``3 fit on a, b, c`` / ``9 fit on 6 nodes: a, b, c, d and 2 more``: where the pods
+    that fit went (so the node summary that follows reads as "what blocks the rest", not
+    "nothing fits")."""
+    distinct = sorted(set(nodes))
+    shown = ", ".join(distinct[:limit])
+    if len(distinct) > limit:
+        shown += f" and {len(distinct) - limit} more"
+    count = len(nodes)
+    verb = "fits" if count == 1 else "fit"
+    on = f"{len(distinct)} nodes: {shown}" if len(distinct) > limit else shown
+    return f"{count} {verb} on {on}"
+
+
+def _rest_blocked(placed: int, summary: str) -> str:
+    """The node summary of the first pod shape that found no node; after some pods were
+    placed it describes the nodes as those pods left them."""
+    if placed == 0:
+        return summary
+    return f"the rest fit nowhere once those are placed: {summary}"
 
 
 def _explain(
@@ -170,8 +196,11 @@ def _explain(
         parts.append(head)
     else:
         parts.append("no pod fits")
+    if placed and attempt.nodes:
+        parts.append(_where_placed(attempt.nodes))
     if attempt.first_failed is not None:
-        parts.append(attempt.diagnoses[attempt.first_failed].node_summary())
+        summary = attempt.diagnoses[attempt.first_failed].node_summary()
+        parts.append(_rest_blocked(placed, summary))
         others = len(attempt.diagnoses) - 1
         if others > 0:
             parts.append(f"{others} other pod shape(s) fit nowhere either")

@@ -120,6 +120,7 @@ class ScheduleOne:
             return
         st = self.framework.run_pre_enqueue(g, self.cache)
         if not st.ok:
+            _log.debug("pod group %s/%s waiting: %s", *gk, st.message)
             self.queue.done(e, "unschedulable")
             self.enqueuer.refresh_group(gk)
             return
@@ -127,6 +128,7 @@ class ScheduleOne:
         error = self._validate_group(g, live)
         if error is not None:
             PODGROUP_ATTEMPTS.labels(result="error").inc()
+            _log.info("pod group %s/%s rejected (SchedulerError): %s", *gk, error)
             self.explanations[gk] = error
             self.status.group_condition(g, "False", REASON_SCHEDULER_ERROR, error)
             for p in pending:
@@ -143,6 +145,7 @@ class ScheduleOne:
                 f"({scheduled} scheduled, {len(pending)} pending, {gated} with scheduling gates)"
             )
             PODGROUP_ATTEMPTS.labels(result="unschedulable").inc()
+            _log.info("pod group %s/%s unschedulable: %s", *gk, message)
             self.explanations[gk] = message
             self.status.group_condition(g, "False", REASON_UNSCHEDULABLE, message)
             self.queue.done(e, "unschedulable")
@@ -165,6 +168,10 @@ class ScheduleOne:
         PODGROUP_ATTEMPT_DURATION.labels(result=result).observe(time.perf_counter() - t0)
         PODGROUP_ATTEMPTS.labels(result=result).inc()
         if res.status.ok:
+            _log.info("pod group %s/%s scheduled: %d pods", *gk, len(res.assignments))
+            _log.debug(
+                "pod group %s/%s placement: %s", *gk, dict((p.name, n) for p, n in res.assignments)
+            )
             # a gang whose quorum depends on this batch binds one pod first (see Binder)
             self.binder.assume_and_bind(
                 e.key, res.assignments, group=g, canary=g.is_gang and scheduled < g.min_count
@@ -188,6 +195,7 @@ class ScheduleOne:
                 outcome = "error"
             elif post.message:
                 message = f"{message}; {post.message}"
+        _log.info("pod group %s/%s unschedulable: %s", *gk, message)
         self.explanations[gk] = message
         if scheduled < g.min_count:
             # A group whose quorum is already bound or assumed (its bindings in flight, the

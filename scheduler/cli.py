@@ -10,6 +10,7 @@ import logging
 import os
 import signal
 import socket
+import sys
 from typing import Any
 
 import attrs
@@ -22,7 +23,7 @@ from scheduler._profile import ConfigError, LoadedConfig, load_config
 from scheduler._scheduler import CONDITION_INITIALLY_SCHEDULED, Scheduler
 from workloadbuilder.api import PodGroup, to_dict
 from workloadbuilder.cluster import Cluster
-from workloadbuilder.errors import NotFound, WorkloadBuilderError
+from workloadbuilder.errors import ApiError, NotFound, WorkloadBuilderError
 from workloadbuilder.runtime import (
     HealthServer,
     LeaderElector,
@@ -31,7 +32,7 @@ from workloadbuilder.runtime import (
     kube_cluster,
 )
 
-__all__ = ["explain_report", "explain_text", "register", "render_explain"]
+__all__ = ["explain_report", "explain_text", "register", "render_explain", "waiting_state"]
 
 _log = logging.getLogger(__name__)
 SubParsers = argparse._SubParsersAction
@@ -99,10 +100,23 @@ def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=_scheduler_command)
 
     e = subparsers.add_parser(
-        "explain", help="explain why a pod group is (not) scheduled", description="explain"
+        "explain",
+        help="explain why a pod group is (not) scheduled",
+        description=(
+            "Explain a PodGroup on a live cluster: its policy and minCount, priority, how many "
+            "of its pods exist and are bound, on which nodes, its PodGroupInitiallyScheduled "
+            "condition and the scheduler's latest explanation; a gang that is still gated "
+            "(its PodGroup missing, or fewer than minCount pods) is reported as waiting. "
+            "KIND is 'podgroup'. Exit 0 on success, 1 when the cluster cannot be reached or "
+            "the PodGroup does not exist, 2 on usage errors."
+        ),
     )
     esub = e.add_subparsers(dest="what", metavar="KIND")
-    pg = esub.add_parser("podgroup", help="a PodGroup's state and latest explanation")
+    pg = esub.add_parser(
+        "podgroup",
+        help="a PodGroup's state and latest explanation",
+        description="Explain why PodGroup NAME is (not) scheduled.",
+    )
     pg.add_argument("name")
     pg.add_argument("-n", "--namespace", default="default")
     pg.add_argument(
@@ -110,11 +124,12 @@ def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     )
     add_kube_flags(pg)
     pg.set_defaults(func=_explain_command)
-    e.set_defaults(func=lambda args: _usage(e))
+    e.set_defaults(func=lambda args: _usage(e, "explain needs a KIND (known: podgroup)"))
 
 
-def _usage(parser: argparse.ArgumentParser) -> int:
-    parser.print_usage()
+def _usage(parser: argparse.ArgumentParser, message: str) -> int:
+    parser.print_usage(sys.stderr)
+    print(f"error: {message}", file=sys.stderr)
     return 2
 
 
@@ -127,10 +142,7 @@ async def explain_report(cluster: Cluster, name: str, namespace: str) -> dict[st
     try:
         pg = await cluster.get("PodGroup", name, namespace)
     except NotFound:
-        raise WorkloadBuilderError(
-            f'podgroup "{name}" not found in namespace "{namespace}"'
-        ) from None
-    assert isinstance(pg, PodGroup)
+        pg = None
     pods = [
         p
         for p in (await cluster.list("Pod", namespace)).items
@@ -139,13 +151,19 @@ async def explain_report(cluster: Cluster, name: str, namespace: str) -> dict[st
     ]
     live = [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
     bound = [p for p in live if (p.get("spec") or {}).get("nodeName")]
+    if pg is None:
+        if not live:
+            raise WorkloadBuilderError(f'podgroup "{name}" not found in namespace "{namespace}"')
+        return _missing_group_report(name, namespace, len(live), len(bound))
+    assert isinstance(pg, PodGroup)
     gang = pg.spec.scheduling_policy.gang
     conds = pg.status.conditions if pg.status is not None else ()
     cond = next((c for c in conds if c.type == CONDITION_INITIALLY_SCHEDULED), None)
-    if cond is not None:
+    if gang is not None and len(live) < gang.min_count and (cond is None or cond.status != "True"):
+        # gated: the scheduler does not attempt the gang and writes no status (as upstream)
+        state = waiting_state(len(live), gang.min_count)
+    elif cond is not None:
         state = f"{cond.type}={cond.status} ({cond.reason})"
-    elif gang is not None and len(live) < gang.min_count:
-        state = f"waiting for pods ({len(live)} of minCount {gang.min_count} exist)"
     else:
         state = "not attempted yet"
     return {
@@ -163,16 +181,42 @@ async def explain_report(cluster: Cluster, name: str, namespace: str) -> dict[st
     }
 
 
+def waiting_state(existing: int, min_count: int) -> str:
+    """The state of a gated gang: ``waiting: 2 of 3 pods exist``."""
+    return f"waiting: {existing} of {min_count} {'pod' if min_count == 1 else 'pods'} exist"
+
+
+def _missing_group_report(name: str, namespace: str, live: int, bound: int) -> dict[str, Any]:
+    """Pods name a PodGroup that does not exist (yet): they wait for it."""
+    return {
+        "namespace": namespace,
+        "name": name,
+        "policy": None,
+        "minCount": None,
+        "priorityClassName": None,
+        "priority": None,
+        "pods": {"live": live, "bound": bound},
+        "nodes": [],
+        "state": f"waiting: the PodGroup does not exist; {live} "
+        f"{'pod names' if live == 1 else 'pods name'} it",
+        "condition": None,
+        "explanation": None,
+    }
+
+
 def render_explain(report: dict[str, Any]) -> str:
     """The human-readable form of :func:`explain_report`."""
     lines = [f"PodGroup:  {report['namespace']}/{report['name']}"]
     if report["policy"] == "gang":
         lines.append(f"Policy:    gang (minCount {report['minCount']})")
-    else:
+    elif report["policy"] == "basic":
         lines.append("Policy:    basic")
     if report["priorityClassName"] or report["priority"] is not None:
-        prio = f"{report['priorityClassName'] or ''} {report['priority'] or ''}".rstrip()
-        lines.append(f"Priority:  {prio}")
+        parts = [
+            report["priorityClassName"] or "",
+            "" if report["priority"] is None else str(report["priority"]),
+        ]
+        lines.append(f"Priority:  {' '.join(p for p in parts if p)}")
     lines.append(f"Pods:      {report['pods']['bound']}/{report['pods']['live']} pods bound")
     nodes = report["nodes"]
     if nodes:
@@ -193,10 +237,34 @@ async def explain_text(cluster: Cluster, name: str, namespace: str) -> str:
     return render_explain(await explain_report(cluster, name, namespace))
 
 
+#: explain is interactive: a few quick attempts, each reported, instead of minutes of retries
+_EXPLAIN_RETRY_ATTEMPTS = 3
+
+
+async def _report_and_sleep(delay: float) -> None:
+    print(f"cannot reach the API server; retrying in {delay:.1f}s", file=sys.stderr, flush=True)
+    await asyncio.sleep(delay)
+
+
 async def _explain_command(args: argparse.Namespace) -> int:
-    cluster = kube_cluster(args)
+    from workloadbuilder.cluster import RetryPolicy
+
+    policy = RetryPolicy(
+        max_attempts=_EXPLAIN_RETRY_ATTEMPTS,
+        initial_backoff=0.5,
+        max_backoff=2.0,
+        max_elapsed=10.0,
+        sleep=_report_and_sleep,
+    )
+    cluster = kube_cluster(args, retry=policy, connect_timeout=3.0, request_timeout=10.0)
     try:
         report = await explain_report(cluster, args.name, args.namespace)
+    except ApiError as e:
+        if e.status != 0:  # an answer from the server (403, ...): report it as it is
+            raise
+        raise WorkloadBuilderError(
+            f"cannot reach the API server after {_EXPLAIN_RETRY_ATTEMPTS} attempts: {e}"
+        ) from None
     finally:
         await cluster.close()
     if args.output == "json":
@@ -265,6 +333,8 @@ def _rate_limited(cluster: Cluster, loaded: LoadedConfig) -> Cluster:
 
 
 async def _scheduler_command(args: argparse.Namespace) -> int:
+    # what the scheduler does is logged at INFO by default; -v adds the details (DEBUG)
+    logging.getLogger().setLevel(logging.DEBUG if getattr(args, "verbose", 0) else logging.INFO)
     loaded = _settings(args)
     if args.kubeconfig is None and loaded.client_connection.kubeconfig:
         args.kubeconfig = loaded.client_connection.kubeconfig
@@ -296,9 +366,18 @@ async def _scheduler_command(args: argparse.Namespace) -> int:
         await health.start(args.bind_address, args.metrics_port)
     code = 0
     tasks: list[asyncio.Task[Any]] = []
+    _log.info(
+        "scheduler %s starting (bind concurrency %d, leader election %s)",
+        config.scheduler_name,
+        config.bind_concurrency,
+        f"on, lease {le.resource_namespace}/{le.resource_name or config.scheduler_name}"
+        if le.leader_elect
+        else "off",
+    )
     try:
         stopper = asyncio.create_task(stop.wait())
         if elector is not None:
+            _log.info("waiting to acquire the leader lease")
             acquire = asyncio.create_task(elector.acquire())
             done, _ = await asyncio.wait({acquire, stopper}, return_when=asyncio.FIRST_COMPLETED)
             if stopper in done:
@@ -307,6 +386,7 @@ async def _scheduler_command(args: argparse.Namespace) -> int:
             tasks.append(asyncio.create_task(elector.keep()))
         runner = asyncio.create_task(scheduler.run())
         tasks.append(runner)
+        _log.info("scheduling pods with schedulerName %s", config.scheduler_name)
         done, _ = await asyncio.wait({stopper, *tasks}, return_when=asyncio.FIRST_COMPLETED)
         if stopper not in done:
             for t in done:
@@ -314,6 +394,8 @@ async def _scheduler_command(args: argparse.Namespace) -> int:
                     raise t.exception()  # type: ignore[misc]
             print("error: lost the leader lease; exiting", flush=True)
             code = 1
+        else:
+            _log.info("stopping")
         stopper.cancel()
     finally:
         for t in tasks:

@@ -16,6 +16,7 @@ no ``priority`` / ``priorityClassName`` unless ``with_priority=True``: on a real
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -48,6 +49,15 @@ from workloadbuilder.api import (
     Workload,
     WorkloadReference,
     WorkloadSpec,
+)
+from workloadbuilder.testing.builders import (
+    make_job,
+    make_jobset,
+    make_lws,
+    make_pod_group,
+    make_pod_group_template,
+    make_replicated_job,
+    make_workload,
 )
 
 __all__ = [
@@ -748,3 +758,91 @@ def nearly_valid_cases(draw: st.DrawFn, namespace: str = "default") -> tuple[str
 def nearly_valid_objects(namespace: str = "default") -> st.SearchStrategy[SchedulingObject]:
     """Objects one mutation away from valid (see :func:`nearly_valid_cases`)."""
     return nearly_valid_cases(namespace).map(lambda case: case[1])
+
+
+# ---- bad input for the source kinds (issue 13) ---------------------------------------------
+
+#: out-of-range and wrongly typed values for any field (issue 13)
+BAD_VALUES = st.sampled_from(
+    [
+        -1,
+        -3,
+        2**31,
+        3_000_000_000,
+        10**29,
+        1e29,
+        -(2**31) - 1,
+        "four",
+        "4",
+        "",
+        True,
+        None,
+        [],
+        [1],
+        {},
+        {"a": 1},
+        1.5,
+    ]
+)
+
+
+def source_manifests(namespace: str = "ns") -> list[dict[str, Any]]:
+    """One valid manifest of each source kind (Job, JobSet, LWS, Workload, PodGroup,
+    GenericWorkload) in ``namespace``."""
+    return [
+        make_job("j", namespace).parallelism(4).completions(4).gang().obj(),
+        make_job("j", namespace).parallelism(2).obj(),
+        make_jobset("js", namespace)
+        .replicated_job(make_replicated_job("w").replicas(2))
+        .scheduling({"schedulingPolicy": {"gang": {}}})
+        .obj(),
+        make_lws("l", namespace)
+        .replicas(2)
+        .size(3)
+        .scheduling({"schedulingPolicy": {"gang": {}}})
+        .obj(),
+        make_workload("w", namespace)
+        .pod_group_template(make_pod_group_template("a").gang(2))
+        .obj(),
+        make_pod_group("pg", namespace).gang(3).obj(),
+        {
+            "apiVersion": "workloadbuilder.io/v1alpha1",
+            "kind": "GenericWorkload",
+            "metadata": {"name": "g", "namespace": namespace},
+            "spec": {
+                "groups": [
+                    {
+                        "name": "slices",
+                        "replicas": 2,
+                        "scheduling": {"schedulingPolicy": {"gang": {}}},
+                        "podSets": [{"name": "slice", "replicas": 2, "count": 4}],
+                    }
+                ]
+            },
+        },
+    ]
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix] if prefix else []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+@st.composite
+def one_bad_field(draw: st.DrawFn, namespace: str = "ns") -> dict[str, Any]:
+    """A :func:`source_manifests` document with one ``spec``/``metadata`` value replaced by an
+    out-of-range or wrongly typed value (:data:`BAD_VALUES`)."""
+    doc = copy.deepcopy(draw(st.sampled_from(source_manifests(namespace))))
+    paths = [p for p in _paths(doc) if p[0] in ("spec", "metadata")]
+    path = draw(st.sampled_from(paths))
+    target: Any = doc
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = draw(BAD_VALUES)
+    return doc

@@ -76,10 +76,20 @@ class WorkloadBuilderError(Exception):
 class ValidationError(WorkloadBuilderError):
     """Validation failed; ``errors`` lists every FieldError found."""
 
-    def __init__(self, errors: Sequence[FieldError], *, subject: str = "") -> None:
+    def __init__(
+        self,
+        errors: Sequence[FieldError],
+        *,
+        subject: str = "",
+        causes: Sequence[FieldError] = (),
+    ) -> None:
+        #: the errors of the object that was validated (a planned object, or the input)
         self.errors = tuple(errors)
         self.subject = subject
-        lines = "; ".join(str(e) for e in self.errors)
+        #: when ``errors`` are about a derived object: the source object's fields at fault
+        #: (a Job name too long for the PodGroupTemplate name derived from it)
+        self.causes = tuple(causes)
+        lines = "; ".join(str(e) for e in (*self.causes, *self.errors))
         super().__init__(f"{subject}: {lines}" if subject else lines)
 
 

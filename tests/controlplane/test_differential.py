@@ -23,7 +23,7 @@ from typing import Any
 import attrs
 import pytest
 import strategies as S
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from controlplane._differential import SUMMARIES, Differ, Outcome
@@ -34,9 +34,18 @@ from workloadbuilder.api import (
     GangSchedulingPolicy,
     PodGroupSchedulingPolicy,
     object_from_dict,
+    object_to_dict,
 )
-from workloadbuilder.testing import DISABLED_ADMISSION_PLUGINS, ControlPlane, RestClient
-from workloadbuilder.testing.builders import make_job
+from workloadbuilder.builder import PodSet, simple_workload
+from workloadbuilder.cli import build_objects, validate_document
+from workloadbuilder.errors import ValidationError, WorkloadBuilderError
+from workloadbuilder.testing import (
+    DISABLED_ADMISSION_PLUGINS,
+    ControlPlane,
+    RestClient,
+    collection_path,
+)
+from workloadbuilder.testing.builders import make_job, make_jobset, make_lws, make_replicated_job
 from workloadbuilder.validation import validate_job_scheduling
 
 pytestmark = pytest.mark.controlplane
@@ -161,7 +170,7 @@ def test_updates(diff_run: _Run) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Fixed regression cases: upstream questions (upstream-api.md §17) and shapes worth pinning.
+# Fixed regression cases: open questions about the upstream API and shapes worth pinning.
 # Each is compared like a generated case; the server's verdict is also asserted because
 # docs/controlplane.md records it.
 
@@ -375,7 +384,7 @@ def test_workload_gang_min_count_is_mutable(diff_run: _Run) -> None:
 
 
 def test_workload_composite_min_group_count_update(diff_run: _Run) -> None:
-    """upstream-api.md §4.4: minGroupCount carries no immutability marker in a template."""
+    """minGroupCount carries no immutability marker in a template (k8s.io/api v1.37.2)."""
     doc = _wl(
         {
             "compositePodGroupTemplates": [
@@ -596,3 +605,187 @@ def test_job_regression_cases(
     outcome = diff_run.create.raw(doc, validate_job_scheduling(doc), label="job-regression")
     assert outcome.server_valid == server_accepts, outcome.describe()
     _check(outcome)
+
+
+# --------------------------------------------------------------------------------------------
+# Derived values (issue 13): what `validate` accepts in a source object (Job, JobSet, LWS,
+# simple_workload's PodSets), `build` builds, and the real server accepts every object built
+# from it -- minCount derived from parallelism / size / replicas included. What `validate`
+# refuses in a Job, the server refuses in the Job too.
+
+_COUNTS["derived"] = 120
+#: counts around the edges the issue found (int32 overflow, negative, zero)
+_EDGE_COUNTS = st.sampled_from([-3, -1, 0, 1, 2, 2**31 - 1, 2**31, 3_000_000_000]) | st.integers(
+    -2, 9
+)
+
+
+@st.composite
+def _derived_sources(draw: st.DrawFn, ns: str) -> dict[str, Any]:
+    kind = draw(st.sampled_from(("Job", "JobSet", "LeaderWorkerSet")))
+    gang = draw(st.sampled_from(({"gang": {}}, {"basic": {}}, None)))
+    scheduling = {"schedulingPolicy": gang} if gang is not None else {}
+    if kind == "Job":
+        job = make_job("derived", ns).container_name("c").field("spec.suspend", True)
+        job.field("spec.parallelism", draw(_EDGE_COUNTS))
+        if gang is not None:
+            job.scheduling(scheduling)
+        return job.obj()
+    if kind == "JobSet":
+        rjob = make_replicated_job("w").replicas(draw(st.integers(-2, 3)))
+        rjob.field("template.spec.parallelism", draw(_EDGE_COUNTS))
+        return make_jobset("derived", ns).replicated_job(rjob).scheduling(scheduling).obj()
+    lws = make_lws("derived", ns).replicas(draw(st.integers(-1, 3)))
+    lws.field("spec.leaderWorkerTemplate.size", draw(_EDGE_COUNTS))
+    return lws.scheduling(scheduling).obj()
+
+
+def _built(doc: dict[str, Any]) -> list[dict[str, Any]] | str:
+    try:
+        return build_objects(doc)
+    except WorkloadBuilderError as e:
+        return str(e)
+
+
+def test_derived_values_validate_build_and_the_server_agree(diff_run: _Run) -> None:
+    ns = diff_run.create.namespace
+    diff_run.tests_run.add("derived")
+    api = diff_run.create.api
+
+    @_settings("derived")
+    @given(_derived_sources(ns))
+    def run(doc: dict[str, Any]) -> None:
+        errors, notes = validate_document(doc)
+        built = _built(doc)
+        if isinstance(built, str):
+            # build refuses exactly what validate refuses (one reader), or a kind the
+            # controller would not manage (a note in validate)
+            assert errors or notes, f"build refused what validate accepts: {built}: {doc}"
+            if doc["kind"] == "Job" and errors:
+                resp = api.create(collection_path(doc), doc, dry_run=True)
+                spec_error = any(e.path.startswith("spec.parallelism") for e in errors)
+                if spec_error:
+                    assert resp.status in (400, 422), (resp.status, resp.message, doc)
+            return
+        assert not errors, f"validate refused what build builds: {errors}: {doc}"
+        if doc["kind"] == "Job":
+            resp = api.create(collection_path(doc), doc, dry_run=True)
+            assert resp.status == 201, (resp.status, resp.message, doc)
+        for obj in built:
+            resp = api.create(collection_path(obj), obj, dry_run=True)
+            diff_run.create.counts["total"] += 1
+            diff_run.create.counts[f"derived/{obj['kind']}"] += 1
+            assert resp.status == 201, (resp.status, resp.message, obj, doc)
+
+    run()
+
+
+@pytest.mark.parametrize(
+    "replicas", [1, 2, 2**31 - 1, 2**31, 3_000_000_000, -1, 0], ids=lambda r: f"replicas={r}"
+)
+def test_simple_workload_objects_are_accepted_or_refused_with_a_path(
+    diff_run: _Run, replicas: int
+) -> None:
+    ns = diff_run.create.namespace
+    owner = {"apiVersion": "example.com/v1", "kind": "Trainer", "metadata": {"name": "t"}}
+    owner["metadata"]["uid"] = "9c2d8a43-5e1f-4a6b-8c7d-0e9f1a2b3c4d"
+    try:
+        plan = simple_workload(
+            name="sw", namespace=ns, owner=owner, pod_sets=[PodSet(name="p", replicas=replicas)]
+        )
+    except ValidationError as e:
+        assert replicas < 0 or replicas > 2**31 - 1, e
+        assert e.errors[0].path == "podSets[0].replicas"
+        return
+    for obj in plan.objects():
+        doc = object_to_dict(obj)
+        doc["metadata"].pop("ownerReferences", None)  # the owner does not exist on the server
+        resp = api_create(diff_run, doc)
+        assert resp.status == 201, (resp.status, resp.message, doc)
+
+
+def _server_fields_of(body: dict[str, Any]) -> set[str]:
+    causes = (body.get("details") or {}).get("causes") or []
+    return {str(c.get("field", "")) for c in causes if isinstance(c, dict)}
+
+
+def api_create(diff_run: _Run, doc: dict[str, Any]) -> Any:
+    return diff_run.create.api.create(collection_path(doc), doc, dry_run=True)
+
+
+@pytest.mark.parametrize(
+    ("parallelism", "server_status"),
+    [(3_000_000_000, 400), (2**31, 400), (-3, 422), (2**31 - 1, 201), (0, 201)],
+)
+def test_job_parallelism_edges_like_the_server(
+    diff_run: _Run, parallelism: int, server_status: int
+) -> None:
+    """The issue's examples: our verdict on the Job's own field equals the server's."""
+    doc = _job_doc(diff_run.create.namespace, None, {"schedulingPolicy": {"gang": {}}})
+    doc["spec"]["parallelism"] = parallelism
+    resp = api_create(diff_run, doc)
+    assert resp.status == server_status, resp.message
+    errors, _ = validate_document(doc)
+    if server_status == 201:
+        assert not errors
+        for obj in build_objects(doc):
+            assert api_create(diff_run, obj).status == 201, obj
+    else:
+        assert [e.path for e in errors] == ["spec.parallelism"], errors
+        if server_status == 400:
+            assert "expected a 32-bit integer" in str(errors[0])
+            assert "spec.parallelism of type int32" in resp.message, resp.message
+
+
+def test_null_in_a_list_of_structs_is_rejected_by_both(diff_run: _Run) -> None:
+    """Found by the bad-input property test (issue 13): ``podGroupTemplates: [null]`` crashed
+    ``validate``; the server decodes null as the zero struct and rejects it."""
+    doc = _wl({"podGroupTemplates": [None]})
+    doc["metadata"]["namespace"] = diff_run.create.namespace
+    resp = api_create(diff_run, doc)
+    assert resp.status == 422, resp.message
+    errors, _ = validate_document(doc)
+    assert {e.path for e in errors} <= _server_fields_of(resp.body) and errors
+
+
+_COUNTS["bad_field"] = 200
+
+
+def test_what_validate_accepts_the_server_accepts(diff_run: _Run) -> None:
+    """Issue 13: a valid manifest of each source kind with one field replaced by an
+    out-of-range or wrongly typed value. Whenever ``validate`` accepts it, the server accepts
+    every object ``build`` makes from it (and a Workload / PodGroup document itself);
+    whenever ``validate`` refuses a Workload / PodGroup document, the server refuses it."""
+    ns = diff_run.create.namespace
+    diff_run.tests_run.add("bad_field")
+
+    @_settings("bad_field")
+    @given(S.one_bad_field(ns))
+    def run(doc: dict[str, Any]) -> None:
+        errors, notes = validate_document(doc, namespace=ns)
+        meta = doc.get("metadata")
+        if isinstance(meta, dict) and isinstance(meta.get("namespace"), str) and not errors:
+            # another (valid) namespace name: the server answers whether it exists (404)
+            assume(meta["namespace"] == ns)
+        if doc["kind"] in ("Workload", "PodGroup"):
+            send = copy.deepcopy(doc)
+            meta = send.get("metadata")
+            if not isinstance(meta, dict) or not isinstance(meta.get("namespace") or "", str):
+                assert errors  # no object path to send it to
+                return
+            if not meta.get("namespace"):
+                meta["namespace"] = ns  # validated in the -n namespace, like kubectl
+            resp = api_create(diff_run, send)
+            diff_run.create.counts["total"] += 1
+            diff_run.create.counts[f"bad-field/{doc['kind']}"] += 1
+            assert (resp.status == 201) == (not errors), (resp.status, resp.message, errors, doc)
+            return
+        if errors or notes:
+            return
+        for obj in build_objects(doc):
+            resp = api_create(diff_run, obj)
+            diff_run.create.counts["total"] += 1
+            diff_run.create.counts[f"bad-field/{obj['kind']}"] += 1
+            assert resp.status == 201, (resp.status, resp.message, obj, doc)
+
+    run()

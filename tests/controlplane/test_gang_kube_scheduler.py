@@ -1,4 +1,4 @@
-"""cluster-harness.md §8: the upstream kube-scheduler gang-schedules a PodGroup on fake nodes."""
+"""The harness checklist: the upstream kube-scheduler gang-schedules a PodGroup on fake nodes."""
 
 from __future__ import annotations
 

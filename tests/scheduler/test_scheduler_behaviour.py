@@ -202,7 +202,10 @@ async def test_explanation_says_what_blocked_and_by_how_much(env: Env) -> None:
 
     await env.until(s, decided)
     expected = (
-        "minCount 4: at most 3 pods fit, 1 short; 9 of 10 nodes lack nvidia.com/gpu: 8; "
+        # issue 13: which pods fit where, then what blocks the rest
+        "minCount 4: at most 3 pods fit, 1 short; 3 fit on "
+        + ", ".join(env.node_name(f"gpu-{i}") for i in range(3))
+        + "; the rest fit nowhere once those are placed: 9 of 10 nodes lack nvidia.com/gpu: 8; "
         "1 of 10 nodes are unschedulable (cordoned)"
     )
     assert s.explanations[(env.namespace, "llm")] == expected

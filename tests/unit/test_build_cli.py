@@ -178,7 +178,7 @@ def test_one_bad_document_fails_the_whole_run(
     path.write_text(Path(JOB_GANG).read_text() + "\n---\nkind: Nope\napiVersion: v1\n")
     code, out, err = run(["-f", str(path)], capsys)
     assert (code, out) == (1, "")
-    assert f"{path}[1]" in err
+    assert f"{path} document 2" in err  # issue 13: documents are numbered from 1
 
 
 def test_missing_file_and_empty_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,17 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def reported(err: str) -> str:
+    """The document errors on stderr without their ``error: FILE document N: `` prefix
+    (issue 13: errors go to stderr, prefixed, like every command's)."""
+    lines = [
+        re.sub(r"^error: .*? document \d+: ", "", line)
+        for line in err.splitlines()
+        if line.startswith("error: ")
+    ]
+    return "".join(f"{line}\n" for line in lines)
+
+
 def test_valid_manifest_exits_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "-f", write(tmp_path, VALID_WORKLOAD))
     assert code == 0
@@ -52,7 +64,8 @@ def test_invalid_manifest_one_line_per_error(
         "metadata": {"name": "pg"},
         "spec": {"schedulingPolicy": {"gang": {"minCount": 0}}},
     }
-    code, out, _ = run(capsys, "-f", write(tmp_path, bad, pg))
+    code, _, err = run(capsys, "-f", write(tmp_path, bad, pg))
+    out = reported(err)
     assert code == 1
     lines = out.splitlines()
     assert lines[0].startswith(
@@ -85,7 +98,7 @@ def test_codec_errors_are_field_errors(tmp_path: Path, capsys: pytest.CaptureFix
     code, out, err = run(capsys, "-f", write(tmp_path, bad, wrong_version))
     assert code == 1
     assert "Traceback" not in out + err
-    assert out.splitlines() == [
+    assert reported(err).splitlines() == [
         "Workload team/w: spec.podGroupTemplates[0].schedulingPolicy.gang.minCount: Invalid value: "
         "expected an integer, got 'two'",
         "Workload default/v: apiVersion: Invalid value: Workload is served as "
@@ -104,9 +117,9 @@ def test_job_scheduling_block(tmp_path: Path, capsys: pytest.CaptureFixture[str]
             "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}},
         },
     }
-    code, out, _ = run(capsys, "-q", "-f", write(tmp_path, job))
+    code, _, err = run(capsys, "-q", "-f", write(tmp_path, job))
     assert code == 1
-    assert out == (
+    assert reported(err) == (
         "Job ns/j: spec.scheduling.schedulingPolicy.gang.minCount: Invalid value: 3: must not be "
         "greater than parallelism (2)\n"
     )
@@ -127,9 +140,9 @@ def test_feature_gates_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     }
     path = write(tmp_path, doc)
     assert run(capsys, "-f", path)[0] == 0
-    code, out, _ = run(capsys, "--feature-gates", "CompositePodGroup=false", "-f", path)
+    code, _, err = run(capsys, "--feature-gates", "CompositePodGroup=false", "-f", path)
     assert code == 1
-    assert "must specify one of: `podGroupTemplates`, `compositePodGroupTemplates`" in out
+    assert "must specify one of: `podGroupTemplates`, `compositePodGroupTemplates`" in err
     code, _, err = run(capsys, "--feature-gates", "Nope=true", "-f", path)
     assert code == 2
     assert "invalid feature gate" in err
@@ -158,7 +171,7 @@ def test_usage_errors_exit_two(tmp_path: Path, capsys: pytest.CaptureFixture[str
         main(["validate"])
     assert exc.value.code == 2
     code, _, err = run(capsys, "-f", str(tmp_path / "missing.yaml"))
-    assert code == 2
+    assert code == 1  # issue 13: a missing file is invalid input (exit 1), as in `build`
     assert "missing.yaml" in err
 
 
@@ -174,9 +187,10 @@ def test_unparseable_yaml_exits_one(tmp_path: Path, capsys: pytest.CaptureFixtur
 def test_non_object_document(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "s.yaml"
     path.write_text("just a string\n")
-    code, out, _ = run(capsys, "-f", str(path))
+    code, _, err = run(capsys, "-f", str(path))
     assert code == 1
-    assert out.endswith("document 0: Invalid value: document is not an object\n")
+    # issue 13: documents are numbered from 1, the message is build's
+    assert err.endswith("document 1: expected a Kubernetes object (a mapping), got a string\n")
 
 
 @pytest.mark.parametrize("name", ["job-gang.yaml", "job-basic.yaml", "jobset.yaml", "lws.yaml"])
@@ -194,9 +208,9 @@ def test_lws_gang_with_leader_ready_is_invalid(
     lws = next(d for d in docs if d.get("kind") == "LeaderWorkerSet")
     lws["spec"]["startupPolicy"] = "LeaderReady"
     lws["spec"].setdefault("scheduling", {})["schedulingPolicy"] = {"gang": {}}
-    code, out, _ = run(capsys, "-f", write(tmp_path, lws))
+    code, _, err = run(capsys, "-f", write(tmp_path, lws))
     assert code == 1
-    assert "LeaderReady" in out
+    assert "LeaderReady" in err
 
 
 def test_missing_scheduling_policy_reports_the_union_error(
@@ -205,9 +219,9 @@ def test_missing_scheduling_policy_reports_the_union_error(
     doc = json.loads(json.dumps(VALID_WORKLOAD))
     del doc["spec"]["podGroupTemplates"][0]["schedulingPolicy"]
     pg = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "p"}}
-    code, out, _ = run(capsys, "-f", write(tmp_path, doc, pg))
+    code, _, err = run(capsys, "-f", write(tmp_path, doc, pg))
     assert code == 1
-    assert out.splitlines() == [
+    assert reported(err).splitlines() == [
         'Workload team/w: spec.podGroupTemplates[0].schedulingPolicy: Invalid value: "": must '
         "specify one of: `basic`, `gang`",
         'PodGroup default/p: spec.schedulingPolicy: Invalid value: "": must specify one of: '
@@ -231,16 +245,17 @@ def test_bad_input_is_one_line_and_never_a_traceback(
     assert err.startswith(f"error: {unclosed}: not valid YAML or JSON: ")
     assert err.count("\n") == 1
 
-    code, out, _ = run(capsys, "-f", write(tmp_path, {"kind": ["Workload"]}))
-    assert (code, out) == (
+    code, _, err = run(capsys, "-f", write(tmp_path, {"kind": ["Workload"]}))
+    assert (code, reported(err)) == (
         1,
         "<unknown kind> default/<unnamed>: kind: Invalid value: expected a string\n",
     )
-    code, out, _ = run(capsys, "-f", write(tmp_path, {"metadata": {"name": "x"}}))
-    assert (code, out) == (1, "<unknown kind> default/x: kind: Required value\n")
+    code, _, err = run(capsys, "-f", write(tmp_path, {"metadata": {"name": "x"}}))
+    assert (code, reported(err)) == (1, "<unknown kind> default/x: kind: Required value\n")
 
     code, out, err = run(capsys, "-f", str(tmp_path))
-    assert (code, out, err) == (2, "", f"error: cannot read {tmp_path}: not a regular file\n")
+    # issue 13: a directory is invalid input (exit 1) with build's message
+    assert (code, out, err) == (1, "", f"error: cannot read {tmp_path}: is a directory\n")
 
 
 def test_no_documents_is_an_error(
@@ -257,8 +272,8 @@ def test_job_spec_that_is_not_an_object_is_invalid(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}, "spec": [1]}
-    code, out, _ = run(capsys, "-f", write(tmp_path, job))
-    assert (code, out) == (1, "Job default/j: spec: Invalid value: expected an object\n")
+    code, _, err = run(capsys, "-f", write(tmp_path, job))
+    assert (code, reported(err)) == (1, "Job default/j: spec: Invalid value: expected an object\n")
 
 
 def test_generic_workload_is_checked_like_build_checks_it(
@@ -270,8 +285,8 @@ def test_generic_workload_is_checked_like_build_checks_it(
         "metadata": {"name": "g"},
         "spec": [1],
     }
-    code, out, _ = run(capsys, "-f", write(tmp_path, generic))
-    assert (code, out) == (
+    code, _, err = run(capsys, "-f", write(tmp_path, generic))
+    assert (code, reported(err)) == (
         1,
         "GenericWorkload default/g: spec: Invalid value: expected an object, got a list\n",
     )
@@ -279,9 +294,11 @@ def test_generic_workload_is_checked_like_build_checks_it(
     assert run(capsys, "-f", example)[:2] == (0, "GenericWorkload default/llm-pretrain: valid\n")
     # Other gates than the defaults the adapter validated with: the planned objects are
     # validated again (the example's hierarchy needs CompositePodGroup).
-    code, out, _ = run(capsys, "-f", example, "--feature-gates", "CompositePodGroup=false")
+    code, _, err = run(capsys, "-f", example, "--feature-gates", "CompositePodGroup=false")
     assert code == 1
-    assert out.startswith("GenericWorkload default/llm-pretrain: Workload default/llm-pretrain: ")
+    assert reported(err).startswith(
+        "GenericWorkload default/llm-pretrain: Workload default/llm-pretrain: "
+    )
 
 
 def test_an_unexpected_exception_is_one_line_not_a_traceback(

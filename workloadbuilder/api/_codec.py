@@ -128,6 +128,8 @@ def _structure_value(value: Any, tp: Any) -> Any:
             raise TypeError(f"expected a list, got {type(value).__name__}")
         items = []
         for i, v in enumerate(value):
+            if v is None and isinstance(item_tp, type) and attrs.has(item_tp):
+                v = {}  # JSON null in a list of structs decodes to the zero struct (Go)
             try:
                 items.append(_structure_value(v, item_tp))
             except CodecError as e:

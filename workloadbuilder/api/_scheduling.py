@@ -1,9 +1,9 @@
 """``scheduling.k8s.io`` v1beta1 Workload/PodGroup and v1alpha3 CompositePodGroup.
 
 Field names, optionality and nesting follow ``k8s.io/api/scheduling/v1beta1`` and
-``v1alpha3`` at v1.37 (see docs/upstream-api.md §§4-7). The v1beta1 and v1alpha3 schemas of
-Workload and PodGroup are identical, so one model serves both; ``api_version`` says which one a
-document is.
+``v1alpha3`` at v1.37 (``staging/src/k8s.io/api/scheduling`` of kubernetes v1.37.2). The
+v1beta1 and v1alpha3 schemas of Workload and PodGroup are identical, so one model serves
+both; ``api_version`` says which one a document is.
 """
 
 from __future__ import annotations

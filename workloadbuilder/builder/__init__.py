@@ -26,6 +26,7 @@ from workloadbuilder.builder._plan import (
     Plan,
     PodSetKeyFunc,
     annotated_pod_set_key,
+    check_planned,
     pod_group_min_count_patch,
     workload_min_count_patch,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "WorkloadItem",
     "annotated_pod_set_key",
     "build_flat_workload",
+    "check_planned",
     "controller_ref",
     "iter_composite_templates",
     "iter_leaf_templates",

@@ -40,6 +40,7 @@ from workloadbuilder.builder._builder import Builder, build_flat_workload
 from workloadbuilder.builder._plan import (
     Plan,
     annotated_pod_set_key,
+    check_planned,
     pod_group_min_count_patch,
     workload_min_count_patch,
 )
@@ -58,6 +59,8 @@ from workloadbuilder.naming import pod_group_name
 from workloadbuilder.validation import content_dns1123_label
 
 __all__ = ["PodSet", "controller_ref", "simple_workload"]
+
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
 def controller_ref(obj: Mapping[str, Any] | OwnerReference) -> OwnerReference:
@@ -150,6 +153,76 @@ def _default_min_count(replicas: int) -> SchedulingConfigFunc:
     return callback
 
 
+def _owner_ref(owner: Mapping[str, Any] | OwnerReference) -> OwnerReference:
+    """The controller reference to ``owner``; an owner without a UID cannot own objects on
+    the API server (``ownerReferences[0].uid: Required value``), so it is refused here."""
+    if not isinstance(owner, (Mapping, OwnerReference)):
+        raise ValidationError(
+            [FieldError(path="owner", type="Invalid value", detail="expected an object")]
+        )
+    try:
+        ref = controller_ref(owner)
+    except BuildError as e:
+        raise ValidationError(
+            [FieldError(path="owner", type="Invalid value", detail=str(e))]
+        ) from None
+    if not ref.uid:
+        path = "owner.uid" if isinstance(owner, OwnerReference) else "owner.metadata.uid"
+        raise ValidationError(
+            [
+                FieldError(
+                    path=path,
+                    type="Required value",
+                    detail="the owner must exist (have a UID) before objects can be owned by it",
+                )
+            ]
+        )
+    return ref
+
+
+def _int_error(path: str, value: Any, detail: str) -> FieldError:
+    return FieldError(path=path, type="Invalid value", value=value, has_value=True, detail=detail)
+
+
+def _check_pod_set_types(pod_sets: Sequence[PodSet]) -> None:
+    """Wrong Python types in a PodSet become field errors, not a TypeError further down."""
+    errors: list[FieldError] = []
+    for i, ps in enumerate(pod_sets):
+        path = f"podSets[{i}]"
+        if not isinstance(ps, PodSet):
+            errors.append(FieldError(path=path, type="Invalid value", detail="expected a PodSet"))
+            continue
+        if not isinstance(ps.name, str):
+            errors.append(_int_error(f"{path}.name", ps.name, "expected a string"))
+        for attr, json_name in (
+            ("replicas", "replicas"),
+            ("min_count", "schedulingPolicy.gang.minCount"),
+        ):
+            value = getattr(ps, attr)
+            if value is None and attr == "min_count":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                errors.append(_int_error(f"{path}.{json_name}", value, "expected an integer"))
+            elif not _INT32_MIN <= value <= _INT32_MAX:
+                errors.append(_int_error(f"{path}.{json_name}", value, "expected a 32-bit integer"))
+        for attr in ("topology_key", "disruption_mode"):
+            value = getattr(ps, attr)
+            if value is not None and not isinstance(value, str):
+                errors.append(_int_error(f"{path}.{attr}", value, "expected a string"))
+        if ps.disruption_mode not in (None, "single", "all"):
+            errors.append(
+                FieldError(
+                    path=f"{path}.disruptionMode",
+                    type="Unsupported value",
+                    value=ps.disruption_mode,
+                    has_value=True,
+                    detail='supported values: "single", "all"',
+                )
+            )
+    if errors:
+        raise ValidationError(errors)
+
+
 def simple_workload(
     *,
     name: str,
@@ -172,7 +245,8 @@ def simple_workload(
     """
     if not pod_sets:
         raise ValidationError([FieldError(path="podSets", type="Required value")])
-    ref = controller_ref(owner)
+    ref = _owner_ref(owner)
+    _check_pod_set_types(pod_sets)
     opts = BuildOptions(
         name=name,
         namespace=namespace,
@@ -241,6 +315,9 @@ def simple_workload(
     materializer = Builder.from_existing_workload(workload, opts)
     names = {ps.name: pod_group_name(name, ps.name) for ps in pod_sets}
     groups = tuple(materializer.new_pod_group(names[ps.name], ps.name) for ps in pod_sets)
+    check_planned(workload)
+    for pg in groups:
+        check_planned(pg)
     patches = {
         pg.metadata.name or "": body
         for pg in groups

@@ -16,6 +16,8 @@ from workloadbuilder.api import (
     Workload,
     to_dict,
 )
+from workloadbuilder.errors import ValidationError
+from workloadbuilder.validation import validate_object
 
 __all__ = [
     "POD_SET_ANNOTATION",
@@ -24,6 +26,7 @@ __all__ = [
     "Plan",
     "PodSetKeyFunc",
     "annotated_pod_set_key",
+    "check_planned",
     "pod_group_min_count_patch",
     "workload_min_count_patch",
 ]
@@ -36,6 +39,26 @@ PodSetKeyFunc = Callable[[Mapping[str, Any]], "str | None"]
 POD_SET_ANNOTATION = "workloadbuilder.io/pod-set"
 #: Optional pod annotation naming the Workload; when present it must match.
 WORKLOAD_ANNOTATION = "workloadbuilder.io/workload"
+
+
+def check_planned(
+    obj: Workload | PodGroup | CompositePodGroup, *, subject: str | None = None
+) -> None:
+    """The last safety net of every plan: ``obj`` must pass the API server's decoding and
+    validation (all gates on), or :class:`ValidationError` is raised with the field paths of
+    the planned object (``spec.schedulingPolicy.gang.minCount: Invalid value: expected a
+    32-bit integer, ...``). ownerReferences without a UID are placeholders (the owner, or
+    the Workload, does not exist yet) and are not checked."""
+    refs = obj.metadata.owner_references
+    if any(not r.uid for r in refs):
+        kept = tuple(r for r in refs if r.uid)
+        obj = attrs.evolve(obj, metadata=attrs.evolve(obj.metadata, owner_references=kept))
+    errors = validate_object(obj)
+    if errors:
+        short = [attrs.evolve(e, value=None, has_value=False) for e in errors]
+        raise ValidationError(
+            short, subject=subject or f"the planned {obj.kind} {obj.metadata.name}"
+        )
 
 
 def annotated_pod_set_key(workload: str) -> PodSetKeyFunc:

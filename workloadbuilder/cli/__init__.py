@@ -28,10 +28,27 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from workloadbuilder.cli._build import build_objects
-from workloadbuilder.cli._common import one_line
+from workloadbuilder.cli._common import (
+    Document,
+    InputError,
+    add_filename_flag,
+    one_line,
+    parse_manifests,
+    read_manifests,
+)
+from workloadbuilder.cli._validate import validate_document
 from workloadbuilder.errors import WorkloadBuilderError
 
-__all__ = ["build_objects", "main"]
+__all__ = [
+    "Document",
+    "InputError",
+    "add_filename_flag",
+    "build_objects",
+    "main",
+    "parse_manifests",
+    "read_manifests",
+    "validate_document",
+]
 
 _BUILTIN = ("_build", "_validate", "_lint", "_controlplane")
 #: top-level module -> the extra of pyproject.toml that installs it (for the CLI's hint)
@@ -128,6 +145,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except (WorkloadBuilderError, OSError) as e:
         print(f"error: {one_line(e)}", file=sys.stderr)
+        return 1
+    except UnicodeDecodeError as e:  # input read outside read_manifests (a command's own file)
+        print(f"error: input is not UTF-8 text: {one_line(e)}", file=sys.stderr)
         return 1
     except Exception as e:  # a bug: still one line; -v logs the traceback
         _log.info("internal error", exc_info=True)

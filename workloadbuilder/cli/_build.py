@@ -6,8 +6,9 @@ a ``kind: List`` is expanded. Output: the objects in creation order (Workload, t
 CompositePodGroups root first, then PodGroups) as multi-document YAML, or with ``-o json`` one
 ``{"apiVersion": "v1", "kind": "List", "items": [...]}``.
 
-Exit codes: 0 success, 1 invalid input (one ``error:`` line per failing document on stderr,
-nothing on stdout), 2 usage error.
+Exit codes: 0 success, 1 invalid or unreadable input (one ``error: FILE document N: Kind
+namespace/name: ...`` line per failing document on stderr, nothing on stdout; input is read
+by :func:`workloadbuilder.cli.read_manifests`), 2 usage error.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from typing import Any
 from workloadbuilder.api import GROUP, CompositePodGroup, object_to_dict
 from workloadbuilder.cli._common import (
     InputError,
+    add_filename_flag,
     add_output_flag,
     dump,
     one_line,
-    read_documents,
+    read_manifests,
 )
 from workloadbuilder.errors import WorkloadBuilderError
 from workloadbuilder.kinds import IntegrationRegistry, default_registry
@@ -44,14 +46,7 @@ def register(subparsers: Any) -> None:
             "the namespace defaults to 'default' (see docs/sdk.md, 'Naming')."
         ),
     )
-    parser.add_argument(
-        "-f",
-        "--filename",
-        action="append",
-        required=True,
-        metavar="FILE",
-        help="manifest file (YAML or JSON, multi-document; '-' for stdin); repeatable",
-    )
+    add_filename_flag(parser)
     add_output_flag(parser)
     parser.add_argument(
         "--api-version",
@@ -64,27 +59,20 @@ def register(subparsers: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        docs = list(read_documents(args.filename))
+        docs = read_manifests(args.filename, command="build")
     except InputError as e:
         print(f"error: {one_line(e)}", file=sys.stderr)
         return 1
-    if not docs:
-        print("error: no objects passed to build", file=sys.stderr)
-        return 1
     objects: list[dict[str, Any]] = []
     failed = False
-    for source, index, doc in docs:
+    for doc in docs:
         try:
-            objects.extend(build_objects(doc, api_version=args.api_version))
+            objects.extend(build_objects(doc.require_object(), api_version=args.api_version))
         except (WorkloadBuilderError, ValueError) as e:
-            print(f"error: {_where(source, index, doc)}: {one_line(e)}", file=sys.stderr)
+            print(doc.error(e), file=sys.stderr)
             failed = True
         except Exception as e:  # a bug must still not print a traceback at the CLI
-            print(
-                f"error: {_where(source, index, doc)}: internal error: {type(e).__name__}: "
-                f"{one_line(e)}",
-                file=sys.stderr,
-            )
+            print(doc.error(f"internal error: {type(e).__name__}: {one_line(e)}"), file=sys.stderr)
             failed = True
     if failed:
         return 1
@@ -125,14 +113,3 @@ def _sendable(obj: dict[str, Any]) -> dict[str, Any]:
     else:
         meta.pop("ownerReferences", None)
     return obj
-
-
-def _where(source: str, index: int, doc: Any) -> str:
-    where = f"{source}[{index}]" if index else source
-    meta = doc.get("metadata") if isinstance(doc, dict) else None
-    if not isinstance(meta, dict):
-        return where
-    kind, name, ns = doc.get("kind"), meta.get("name"), meta.get("namespace")
-    if kind and name:
-        where += f": {kind} {ns}/{name}" if ns else f": {kind} {name}"
-    return where

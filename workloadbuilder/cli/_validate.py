@@ -6,22 +6,24 @@ a ``kind: List`` is expanded. What is checked per ``kind``:
 * ``Workload`` / ``PodGroup`` / ``CompositePodGroup`` (``scheduling.k8s.io``): the full create
   validation of :mod:`workloadbuilder.validation`. Like ``kubectl``, a document without
   ``metadata.namespace`` is validated in the ``-n`` namespace (default ``default``).
-* ``Job`` (``batch/v1``): the ``spec.scheduling`` rules (:func:`validate_job_scheduling`).
+* ``Job`` (``batch/v1``): the ``spec.scheduling`` rules (:func:`validate_job_scheduling`),
+  then the same reader as ``build`` (counts in the int32 range and not negative, the name
+  the Job controller derives its template from, every object it would create).
 * ``JobSet`` / ``LeaderWorkerSet`` / ``GenericWorkload``: the controller-side checks of the
   kind adapters (:func:`workloadbuilder.kinds.plan_for`) and the API validation of every
   object the controller would create from the manifest. A manifest the controller would not manage
   (e.g. no ``spec.scheduling``) is reported on stderr and counts as valid.
 
-Output: one ``<Kind> <namespace>/<name>: <field error>`` line per error on stdout (and
-``<Kind> <namespace>/<name>: valid`` for valid documents); unknown fields are reported as
-``Warning:`` lines on stderr, as the API server does. Exit codes: 0 all valid, 1 anything
-invalid, 2 usage error (bad flags, unreadable file).
+Input is read by :func:`workloadbuilder.cli.read_manifests`, as in every command. Output:
+``<Kind> <namespace>/<name>: valid`` on stdout for valid documents; one ``error: FILE
+document N: <Kind> <namespace>/<name>: <field error>`` line per error on stderr; unknown
+fields are reported as ``Warning:`` lines on stderr, as the API server does. Exit codes: 0
+all valid, 1 anything invalid or unreadable, 2 usage error (bad flags, unknown feature gate).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -29,7 +31,7 @@ from typing import Any
 import attrs
 
 from workloadbuilder.api import KINDS, CodecError, json_field_name, object_from_dict
-from workloadbuilder.cli._common import InputError, read_documents
+from workloadbuilder.cli._common import InputError, add_filename_flag, one_line, read_manifests
 from workloadbuilder.errors import BuildError, FieldError, ValidationError, WorkloadBuilderError
 from workloadbuilder.kinds import default_registry, plan_for
 from workloadbuilder.validation import (
@@ -60,17 +62,10 @@ def register(subparsers: Any) -> None:
             "Validate Workload, PodGroup and CompositePodGroup manifests (and the scheduling "
             "blocks of Job, JobSet, LeaderWorkerSet and GenericWorkload manifests) exactly "
             "like kube-apiserver v1.37 validates a create. Exit 0 if everything is valid, 1 if "
-            "anything is invalid, 2 on usage errors."
+            "anything is invalid or unreadable, 2 on usage errors."
         ),
     )
-    parser.add_argument(
-        "-f",
-        "--filename",
-        action="append",
-        required=True,
-        metavar="FILE",
-        help="manifest file (YAML or JSON, multi-document; '-' for stdin); repeatable",
-    )
+    add_filename_flag(parser)
     parser.add_argument(
         "-n",
         "--namespace",
@@ -98,7 +93,15 @@ def parse_feature_gates(text: str) -> FeatureGates:
     for item in filter(None, (p.strip() for p in text.split(","))):
         name, sep, value = item.partition("=")
         if not sep or name not in _GATE_FIELDS or value.lower() not in ("true", "false"):
-            raise ValueError(f"invalid feature gate {item!r}")
+            why = (
+                f"unknown feature gate {name!r}"
+                if sep and name not in _GATE_FIELDS
+                else "expected Name=true or Name=false"
+            )
+            raise ValueError(
+                f"invalid feature gate {item!r}: {why}; known gates: "
+                f"{', '.join(sorted(_GATE_FIELDS))}"
+            )
         changes[_GATE_FIELDS[name]] = value.lower() == "true"
     return FeatureGates(**changes)
 
@@ -140,6 +143,8 @@ def _zero_fill(doc: dict[str, Any]) -> dict[str, Any]:
     without ``schedulingPolicy`` gets the server's union error instead of a decode error."""
 
     def policy(node: Any) -> Any:
+        if node is None:
+            node = {}  # null in a list of structs: the zero struct, as the server decodes it
         if isinstance(node, Mapping) and "schedulingPolicy" not in node:
             return {**node, "schedulingPolicy": {}}
         return node
@@ -190,7 +195,12 @@ def validate_document(
         notes = [f'unknown field "{p}"' for p in _unknown_fields(obj, "")]
         return validate_object(obj, gates=gates), notes
     if kind == "Job":
-        return validate_job_scheduling(doc, gates=gates), []
+        # the API server's spec.scheduling rules, then the same reader as `build` (the Job
+        # controller's view: counts, names and every object it would create)
+        errors = validate_job_scheduling(doc, gates=gates)
+        if errors:
+            return errors, []
+        return _validate_via_plan(doc, gates)
     if kind in default_registry().kinds():
         return _validate_via_plan(doc, gates)
     return [], [f"kind {kind!r} is not checked (nothing to validate)"]
@@ -202,7 +212,7 @@ def _validate_via_plan(
     try:
         planned = plan_for(doc)
     except ValidationError as e:
-        return list(e.errors), []
+        return [*e.causes, *e.errors], []
     except BuildError as e:
         return [], [f"not checked: {e}"]
     except (CodecError, TypeError, KeyError) as e:
@@ -224,34 +234,30 @@ def _run(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    for path in args.filename:
-        if path != "-" and not os.path.isfile(path):
-            problem = "not a regular file" if os.path.exists(path) else "no such file"
-            print(f"error: cannot read {path}: {problem}", file=sys.stderr)
-            return 2
-    invalid = False
     try:
-        documents = list(read_documents(args.filename))
+        documents = read_manifests(args.filename, command="validate")
     except InputError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {one_line(e)}", file=sys.stderr)
         return 1
-    if not documents:
-        print("error: no objects passed to validate", file=sys.stderr)
-        return 1
-    for source, idx, doc in documents:
+    invalid = False
+    for doc in documents:
+        if not isinstance(doc.obj, Mapping):
+            try:
+                doc.require_object()
+            except InputError as e:
+                print(doc.error(e), file=sys.stderr)
+            invalid = True
+            continue
         try:
-            errors, notes = validate_document(doc, gates=gates, namespace=args.namespace)
+            errors, notes = validate_document(doc.obj, gates=gates, namespace=args.namespace)
         except WorkloadBuilderError as e:
             errors, notes = [FieldError(path="", type="Invalid value", detail=str(e))], []
-        if isinstance(doc, Mapping):
-            kind, ident = _identity(doc, args.namespace)
-            subject = f"{kind} {ident}"
-        else:
-            subject = f"{source} document {idx}"
+        kind, ident = _identity(doc.obj, args.namespace)
+        subject = f"{kind} {ident}"
         for note in notes:
             print(f"Warning: {subject}: {note}", file=sys.stderr)
         for err in errors:
-            print(f"{subject}: {err}")
+            print(f"error: {doc.source} document {doc.number}: {subject}: {err}", file=sys.stderr)
         if errors:
             invalid = True
         elif not args.quiet:

@@ -29,23 +29,28 @@ from workloadbuilder.builder import (
     SchedulingConfig,
     WorkloadInput,
     WorkloadItem,
+    check_planned,
     pod_group_min_count_patch,
     workload_min_count_patch,
 )
 from workloadbuilder.errors import FieldError, ValidationError
-from workloadbuilder.validation import validate_object
 
 __all__ = [
+    "INT32_MAX",
+    "INT32_MIN",
+    "MAX_PLANNED_OBJECTS",
     "LeafSpec",
     "Owner",
     "as_int",
     "as_list",
     "as_map",
     "build_workload",
+    "check_object_count",
     "compile_leaves",
     "leaf_item",
     "make_plan",
     "min_count_default",
+    "namespace_of",
     "parse_block",
     "parse_claims",
     "parse_pod_group_blocks",
@@ -53,6 +58,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 _Obj = TypeVar("_Obj", Workload, PodGroup, CompositePodGroup)
 
 
@@ -84,8 +90,21 @@ def as_list(value: Any, path: str) -> list[Any]:
     return value
 
 
-def as_int(value: Any, path: str, *, default: int) -> int:
-    """``value`` as an integer (``None`` -> ``default``); raises ValidationError at ``path``."""
+def namespace_of(meta: Mapping[str, Any]) -> str:
+    """``metadata.namespace`` of a source object (missing or empty: ``default``); anything
+    but a string raises ValidationError at ``metadata.namespace``."""
+    namespace = meta.get("namespace")
+    if namespace is None or namespace == "":
+        return "default"
+    if not isinstance(namespace, str):
+        raise _not_a("metadata.namespace", "a string", namespace)
+    return namespace
+
+
+def as_int(value: Any, path: str, *, default: int, minimum: int | None = None) -> int:
+    """``value`` as an ``int32`` (``None`` -> ``default``), as the API server decodes a count
+    of the source object: not an integer, outside the 32-bit range (``expected a 32-bit
+    integer``) or below ``minimum`` raises ValidationError at ``path``."""
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int):
@@ -100,7 +119,54 @@ def as_int(value: Any, path: str, *, default: int) -> int:
                 )
             ]
         )
+    if not INT32_MIN <= value <= INT32_MAX:
+        raise ValidationError(
+            [
+                FieldError(
+                    path=path,
+                    type="Invalid value",
+                    detail="expected a 32-bit integer",
+                    value=value,
+                    has_value=True,
+                )
+            ]
+        )
+    if minimum is not None and value < minimum:
+        raise ValidationError(
+            [
+                FieldError(
+                    path=path,
+                    type="Invalid value",
+                    detail=f"must be greater than or equal to {minimum}",
+                    value=value,
+                    has_value=True,
+                )
+            ]
+        )
     return value
+
+
+#: The most runtime groups (PodGroups or child Jobs) one plan materialises; a source object
+#: asking for more is refused instead of exhausting memory and time.
+MAX_PLANNED_OBJECTS = 10_000
+
+
+def check_object_count(count: int, path: str, what: str = "PodGroups") -> None:
+    """Refuse (ValidationError at ``path``) a source object that would make more than
+    :data:`MAX_PLANNED_OBJECTS` objects."""
+    if count > MAX_PLANNED_OBJECTS:
+        raise ValidationError(
+            [
+                FieldError(
+                    path=path,
+                    type="Invalid value",
+                    value=count,
+                    has_value=True,
+                    detail=f"would create {count} {what}; at most {MAX_PLANNED_OBJECTS} "
+                    "are planned by workloadbuilder",
+                )
+            ]
+        )
 
 
 def _jtype(value: Any) -> str:
@@ -365,7 +431,4 @@ def _check_object(obj: Workload | PodGroup | CompositePodGroup) -> None:
 
     The adapters check their own input with paths into it; this catches what only shows on
     the compiled object (e.g. a hierarchy deeper than the Workload allows)."""
-    errors = validate_object(obj)
-    if errors:
-        short = [attrs.evolve(e, value=None, has_value=False) for e in errors]
-        raise ValidationError(short, subject=f"the planned {obj.kind} {obj.metadata.name}")
+    check_planned(obj)

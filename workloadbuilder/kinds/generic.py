@@ -63,6 +63,9 @@ from workloadbuilder.builder import (
 )
 from workloadbuilder.errors import BuildError, FieldError, ValidationError
 from workloadbuilder.kinds._common import (
+    INT32_MAX,
+    INT32_MIN,
+    MAX_PLANNED_OBJECTS,
     LeafSpec,
     Owner,
     as_map,
@@ -70,6 +73,7 @@ from workloadbuilder.kinds._common import (
     leaf_item,
     make_plan,
     min_count_default,
+    namespace_of,
     parse_block,
     strip_owner,
 )
@@ -175,7 +179,7 @@ class GenericSpec:
         name = meta.get("name")
         if not isinstance(name, str) or not name:
             raise ValidationError([FieldError(path="metadata.name", type="Required value")])
-        namespace = meta.get("namespace") or "default"
+        namespace = namespace_of(meta)
         spec = as_map(doc.get("spec"), "spec")
         body = parse_block(spec, "spec", _SpecBody)
         assert body is not None
@@ -299,10 +303,23 @@ def _check_spec(spec: GenericSpec) -> list[FieldError]:
             )
         seen.setdefault(name, f"{path}.name")
 
-    def walk(sets: Iterable[GenericPodSet], groups: Iterable[GenericGroup], path: str) -> None:
+    total = [0]  # objects the plan would make (PodGroups and CompositePodGroups)
+
+    def in_range(value: int, path: str) -> bool:
+        if INT32_MIN <= value <= INT32_MAX:
+            return True
+        errors.append(_bad(path, value, "expected a 32-bit integer"))
+        return False
+
+    def walk(
+        sets: Iterable[GenericPodSet], groups: Iterable[GenericGroup], path: str, mult: int = 1
+    ) -> None:
         for i, ps in enumerate(sets):
             p = f"{path}.podSets[{i}]"
             check_name(ps.name, p)
+            if not (in_range(ps.count, f"{p}.count") and in_range(ps.replicas, f"{p}.replicas")):
+                continue
+            total[0] += mult * max(0, ps.replicas)
             if ps.count < 1:
                 errors.append(_bad(f"{p}.count", ps.count, "must be greater than or equal to 1"))
             if ps.replicas < 0:
@@ -322,6 +339,9 @@ def _check_spec(spec: GenericSpec) -> list[FieldError]:
         for i, g in enumerate(groups):
             p = f"{path}.groups[{i}]"
             check_name(g.name, p)
+            if not in_range(g.replicas, f"{p}.replicas"):
+                continue
+            total[0] += mult * max(0, g.replicas)
             if g.replicas < 0:
                 errors.append(
                     _bad(f"{p}.replicas", g.replicas, "must be greater than or equal to 0")
@@ -332,9 +352,19 @@ def _check_spec(spec: GenericSpec) -> list[FieldError]:
                         path=p, type="Required value", detail="a group needs podSets or groups"
                     )
                 )
-            walk(g.pod_sets, g.groups, p)
+            if total[0] <= MAX_PLANNED_OBJECTS:  # deeper levels multiply: stop early
+                walk(g.pod_sets, g.groups, p, mult * max(0, g.replicas))
 
     walk(spec.pod_sets, spec.groups, "spec")
+    if total[0] > MAX_PLANNED_OBJECTS:
+        errors.append(
+            _bad(
+                "spec",
+                total[0],
+                f"would create at least {total[0]} PodGroups and CompositePodGroups; at most "
+                f"{MAX_PLANNED_OBJECTS} are planned by workloadbuilder",
+            )
+        )
     return errors
 
 

@@ -57,10 +57,12 @@ from workloadbuilder.builder import (
     SchedulingConfigFunc,
     WorkloadInput,
     WorkloadItem,
+    check_planned,
     pod_group_min_count_patch,
     workload_min_count_patch,
 )
 from workloadbuilder.errors import BuildError, FieldError, ValidationError
+from workloadbuilder.kinds._common import as_int, namespace_of
 from workloadbuilder.naming import job_template_name, pod_group_name, workload_name
 from workloadbuilder.validation import content_dns1123_label
 
@@ -86,6 +88,8 @@ ManagementMode = Literal["none", "both", "pod-group-only"]
 
 _SCHEDULING_PATH = "spec.scheduling"
 _COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+#: The longest Job name whose template name ``<job>-pgt-0`` is still a DNS label (63).
+_MAX_JOB_NAME = 63 - len("-pgt-0")
 
 
 class NotManagedError(BuildError):
@@ -124,24 +128,12 @@ def _parse(job: Mapping[str, Any]) -> _Job:
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise ValidationError([FieldError(path="metadata.name", type="Required value")])
-    namespace = meta.get("namespace") or "default"
+    namespace = namespace_of(meta)
     uid = meta.get("uid") or None
     spec = _mapping(job.get("spec"), "spec")
     parallelism = spec.get("parallelism")
-    if parallelism is not None and (
-        isinstance(parallelism, bool) or not isinstance(parallelism, int)
-    ):
-        raise ValidationError(
-            [
-                FieldError(
-                    path="spec.parallelism",
-                    type="Invalid value",
-                    value=parallelism,
-                    has_value=True,
-                    detail="must be an integer",
-                )
-            ]
-        )
+    if parallelism is not None:
+        parallelism = as_int(parallelism, "spec.parallelism", default=1, minimum=0)
     template = _mapping(spec.get("template"), "spec.template")
     pod_spec = _mapping(template.get("spec"), "spec.template.spec")
     pcn = pod_spec.get("priorityClassName") or None
@@ -408,6 +400,9 @@ def plan_job(
     workload = Builder(item, opts).build_workload()
     # The real controller cannot create a Workload whose template name is not a DNS label
     # (Job names > 57 characters): it records FailedWorkloadCreate and creates nothing.
+    # The real controller cannot create a Workload whose template name is not a DNS label
+    # (Job names > 57 characters): it records FailedWorkloadCreate and creates nothing. The
+    # errors are the Workload validation's own; the subject names the Job's field at fault.
     name_errors = [
         FieldError(
             path="spec.podGroupTemplates[0].name",
@@ -419,7 +414,15 @@ def plan_job(
         for detail in content_dns1123_label(template)
     ]
     if name_errors:
-        raise ValidationError(name_errors, subject=f"Job {j.namespace}/{j.name}")
+        cause = FieldError(
+            path="metadata.name",
+            type="Too long",
+            detail=(
+                f"must have at most {_MAX_JOB_NAME} characters for the Job controller to create "
+                f"its Workload (its PodGroupTemplate is named {template!r})"
+            ),
+        )
+        raise ValidationError(name_errors, subject=f"Job {j.namespace}/{j.name}", causes=[cause])
     pg_name = pod_group_name(wl_name, template)
     pg = Builder.from_existing_workload(workload, BuildOptions(owner=owner)).new_pod_group(
         pg_name, template
@@ -433,6 +436,9 @@ def plan_job(
             pg.metadata, owner_references=(*pg.metadata.owner_references, workload_ref)
         ),
     )
+    if validate:
+        check_planned(workload)
+        check_planned(pg)
     return _plan(j, workload, pg, owns_workload=True)
 
 

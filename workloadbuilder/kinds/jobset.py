@@ -51,6 +51,7 @@ from workloadbuilder.kinds._common import (
     as_int,
     as_list,
     as_map,
+    check_object_count,
     compile_leaves,
     parse_pod_group_blocks,
 )
@@ -207,9 +208,12 @@ def _parse_rjobs(spec: Mapping[str, Any], js_exclusive: str | None) -> list[_RJo
             _RJob(
                 index=i,
                 name=name,
-                replicas=as_int(rj.get("replicas"), f"{path}.replicas", default=1),
+                replicas=as_int(rj.get("replicas"), f"{path}.replicas", default=1, minimum=0),
                 parallelism=as_int(
-                    job_spec.get("parallelism"), f"{path}.template.spec.parallelism", default=1
+                    job_spec.get("parallelism"),
+                    f"{path}.template.spec.parallelism",
+                    default=1,
+                    minimum=0,
                 ),
                 priority_class_name=pcn if isinstance(pcn, str) and pcn else None,
                 depends_on=bool(as_list(rj.get("dependsOn"), f"{path}.dependsOn")),
@@ -218,6 +222,7 @@ def _parse_rjobs(spec: Mapping[str, Any], js_exclusive: str | None) -> list[_RJo
                 job_spec=job_spec,
             )
         )
+        check_object_count(sum(r.replicas for r in out), f"{path}.replicas", "Jobs")
     return out
 
 
@@ -661,7 +666,8 @@ def jobset_child_job_manifests(jobset: Mapping[str, Any]) -> list[dict[str, Any]
         rj_name = rj.get("name")
         if not isinstance(rj_name, str) or not rj_name:
             raise ValidationError([FieldError(path=f"{path}.name", type="Required value")])
-        replicas = as_int(rj.get("replicas"), f"{path}.replicas", default=1)
+        replicas = as_int(rj.get("replicas"), f"{path}.replicas", default=1, minimum=0)
+        check_object_count(global_index + replicas, f"{path}.replicas", "Jobs")
         template = as_map(rj.get("template"), f"{path}.template")
         for index in range(replicas):
             name = f"{js_name}-{rj_name}-{index}"

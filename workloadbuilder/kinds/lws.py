@@ -71,9 +71,11 @@ from workloadbuilder.kinds._common import (
     as_int,
     as_map,
     build_workload,
+    check_object_count,
     compile_leaves,
     make_plan,
     min_count_default,
+    namespace_of,
     parse_pod_group_blocks,
     strip_owner,
 )
@@ -151,7 +153,7 @@ def _parse(lws: Mapping[str, Any]) -> _Lws:
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise ValidationError([FieldError(path="metadata.name", type="Required value")])
-    namespace = str(meta.get("namespace") or "default")
+    namespace = namespace_of(meta)
     ann = as_map(meta.get("annotations"), "metadata.annotations")
     spec = as_map(lws.get("spec"), "spec")
     if spec.get("scheduling") is None:
@@ -171,8 +173,9 @@ def _parse(lws: Mapping[str, Any]) -> _Lws:
     if policy is not None and policy.basic is None and policy.gang is None:
         policy = None  # LWS: an empty policy means the default (gang)
     lwt = as_map(spec.get("leaderWorkerTemplate"), "spec.leaderWorkerTemplate")
-    size = as_int(lwt.get("size"), "spec.leaderWorkerTemplate.size", default=1)
-    replicas = as_int(spec.get("replicas"), "spec.replicas", default=1)
+    size = as_int(lwt.get("size"), "spec.leaderWorkerTemplate.size", default=1, minimum=1)
+    replicas = as_int(spec.get("replicas"), "spec.replicas", default=1, minimum=0)
+    check_object_count(replicas, "spec.replicas")
     worker = as_map(lwt.get("workerTemplate"), "spec.leaderWorkerTemplate.workerTemplate")
     worker_spec = as_map(worker.get("spec"), "spec.leaderWorkerTemplate.workerTemplate.spec")
     leader_raw = lwt.get("leaderTemplate")
@@ -534,11 +537,12 @@ def lws_pods(lws: Mapping[str, Any]) -> list[dict[str, Any]]:
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise ValidationError([FieldError(path="metadata.name", type="Required value")])
-    ns = str(meta.get("namespace") or "default")
+    ns = namespace_of(meta)
     spec = as_map(lws.get("spec"), "spec")
     lwt = as_map(spec.get("leaderWorkerTemplate"), "spec.leaderWorkerTemplate")
-    size = max(1, as_int(lwt.get("size"), "spec.leaderWorkerTemplate.size", default=1))
-    replicas = as_int(spec.get("replicas"), "spec.replicas", default=1)
+    size = max(1, as_int(lwt.get("size"), "spec.leaderWorkerTemplate.size", default=1, minimum=1))
+    replicas = as_int(spec.get("replicas"), "spec.replicas", default=1, minimum=0)
+    check_object_count(replicas, "spec.replicas")
     worker = as_map(lwt.get("workerTemplate"), "spec.leaderWorkerTemplate.workerTemplate")
     leader = as_map(lwt.get("leaderTemplate"), "spec.leaderWorkerTemplate.leaderTemplate")
     leader = leader or worker

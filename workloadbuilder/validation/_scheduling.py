@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from workloadbuilder.api import (
+    CodecError,
     CompositePodGroup,
     CompositePodGroupSchedulingPolicy,
     CompositePodGroupSpec,
@@ -30,6 +31,8 @@ from workloadbuilder.api import (
     Workload,
     WorkloadReference,
     WorkloadSpec,
+    from_dict,
+    to_dict,
 )
 from workloadbuilder.errors import FieldError
 from workloadbuilder.validation._blocks import (
@@ -43,6 +46,7 @@ from workloadbuilder.validation._common import (
     attr_name,
     attr_of,
     child,
+    codec_error,
     duplicate,
     each_val,
     forbidden,
@@ -680,6 +684,21 @@ def _prepare(obj: Any, old: Any, gates: FeatureGates) -> tuple[Any, Any]:
     return obj, old
 
 
+def wire_errors(obj: Any) -> list[FieldError]:
+    """What the API server's decoder refuses before any validation runs (400 BadRequest):
+    an ``int32`` field outside the 32-bit range (``expected a 32-bit integer``), or a field
+    of the wrong JSON type. Objects parsed from JSON cannot have these; objects built in
+    Python (derived counts, ``PodSet(replicas=3_000_000_000)``) can, so they are re-read
+    through the codec the way the server would read the JSON body."""
+    try:
+        from_dict(to_dict(obj), type(obj))
+    except CodecError as e:
+        return [codec_error(e)]
+    except (TypeError, ValueError) as e:
+        return [FieldError(path="", type="Invalid value", detail=str(e))]
+    return []
+
+
 # --- public entry points --------------------------------------------------------------------
 
 
@@ -693,6 +712,9 @@ def _validate(
     """Defaults and gate dropping, then metadata, the kind's hand-written spec rules and the
     declarative rules of ``spec``, in the server's order."""
     gates = gates or FeatureGates()
+    wire = wire_errors(obj)
+    if wire:
+        return wire  # the server cannot even decode the body (400 BadRequest)
     obj, old = _prepare(obj, old, gates)
     op = Op(update=old is not None, options=gates.options())
     if old is None:
