@@ -6,15 +6,15 @@ from __future__ import annotations
 import copy
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
-import yaml
 
 from simulator._controllers import controls
 from simulator._units import parse_duration, parse_quantity
 from workloadbuilder.api import CodecError, object_from_dict
+from workloadbuilder.cli import InputError, parse_manifests, read_manifests
 from workloadbuilder.cluster import resource_info
 from workloadbuilder.errors import WorkloadBuilderError
 
@@ -33,6 +33,7 @@ __all__ = [
     "expand_node_pool",
     "load_scenario",
     "parse_scenario",
+    "scenario_from_documents",
 ]
 
 ARRIVAL_ANNOTATION = "sim.workloadbuilder.io/arrival"
@@ -70,11 +71,12 @@ class ScenarioError(WorkloadBuilderError):
         self.what = what
         self.path = path
         self.detail = message
+        # the CLI's one message shape: ``FILE document N: Kind ns/name: path: message``
         where = source
         if document is not None:
-            where += f"{': ' if where else ''}document {document}"
+            where += f"{' ' if where else ''}document {document}"
             if what:
-                where += f" ({what})"
+                where += f": {what}"
         text = f"{path}: {message}" if path else message
         super().__init__(f"{where}: {text}" if where else text)
 
@@ -131,30 +133,28 @@ class Scenario:
 
 
 def load_scenario(path: str) -> Scenario:
-    """Read and parse a scenario file (``-`` reads stdin)."""
-    import sys
-
+    """Read and parse a scenario file (``-`` reads stdin) with the CLI's one manifest reader:
+    a missing file, a directory, bytes that are not UTF-8, malformed YAML and empty input are
+    :class:`ScenarioError`\\ s with the same messages as in every other command."""
     try:
-        if path == "-":
-            text = sys.stdin.read()
-        else:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-    except OSError as e:
-        raise ScenarioError(f"cannot read the scenario: {e.strerror or e}", source=path) from None
-    return parse_scenario(text, source="<stdin>" if path == "-" else path)
+        docs = read_manifests([path], command="simulate")
+    except InputError as e:
+        raise ScenarioError(str(e)) from None
+    return scenario_from_documents([d.obj for d in docs], source=docs[0].source)
 
 
 def parse_scenario(text: str, *, source: str = "<scenario>") -> Scenario:
     """Parse scenario YAML. Raises :class:`ScenarioError` naming the document (1-based) and
     the field path of the first problem."""
     try:
-        raw = list(yaml.safe_load_all(text))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e)
-        raise ScenarioError(f"not valid YAML{where}: {problem}", source=source) from None
+        docs = parse_manifests(text.encode("utf-8"), source)
+    except InputError as e:
+        raise ScenarioError(str(e)) from None
+    return scenario_from_documents([d.obj for d in docs], source=source)
+
+
+def scenario_from_documents(raw: Sequence[Any], *, source: str = "<scenario>") -> Scenario:
+    """Build a scenario from its documents (1-based numbering, in order)."""
     objects: list[ScenarioObject] = []
     topology_keys: list[str] = []
     seen: dict[tuple[str, str | None, str], tuple[int, ScenarioObject]] = {}

@@ -49,13 +49,13 @@ def test_until(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         (
             "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n"
             "    sim.workloadbuilder.io/arrival: soon\nspec: {containers: [{name: c}]}\n",
-            "document 2 (Pod default/p): metadata.annotations[sim.workloadbuilder.io/arrival]",
+            "document 2: Pod default/p: metadata.annotations[sim.workloadbuilder.io/arrival]",
         ),
         ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n", "document 2"),
         (
             "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
             "spec: {priorityClassName: missing, containers: [{name: c}]}\n",
-            "document 2 (Pod default/p)",
+            "document 2: Pod default/p",
         ),
         ("key: [unclosed\n", "not valid YAML"),
     ],
@@ -110,3 +110,34 @@ def test_examples_run_and_keep_the_invariant(name: str, capsys: pytest.CaptureFi
         by_owner = {g["owner"]: g for g in groups}
         assert by_owner["Job/high-gang"]["scheduledAt"] < by_owner["Job/low-gang"]["scheduledAt"]
         assert by_owner["Job/high-gang"]["arrival"] > by_owner["Job/low-gang"]["arrival"]
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (b"", "no objects passed to simulate"),
+        (b"---\n---\n", "no objects passed to simulate"),
+        (b"\xff\xfe\x00junk", "not UTF-8 text"),
+        (b"kind: [unclosed\n", "not valid YAML or JSON: line 2, column 1"),
+    ],
+)
+def test_simulate_reads_input_like_every_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, words: str
+) -> None:
+    path = tmp_path / "scenario.yaml"
+    path.write_bytes(content)
+    assert main(["simulate", "-f", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and words in err and "Traceback" not in err
+    # the same input gives the same message from build
+    assert main(["build", "-f", str(path)]) == 1
+    assert words.replace("simulate", "build") in capsys.readouterr().err
+
+
+def test_simulate_missing_file_and_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["simulate", "-f", str(tmp_path / "nope.yaml")]) == 1
+    assert "error: " in capsys.readouterr().err
+    assert main(["simulate", "-f", str(tmp_path)]) == 1
+    assert "is a directory" in capsys.readouterr().err

@@ -149,7 +149,7 @@ def test_error_names_document_and_field_path() -> None:
     err = _error(scenario(nodes(1), bad))
     assert err.document == 2
     assert err.path == "metadata.annotations[sim.workloadbuilder.io/arrival]"
-    assert str(err).startswith("s.yaml: document 2 (PodGroup default/g): metadata.annotations[")
+    assert str(err).startswith("s.yaml document 2: PodGroup default/g: metadata.annotations[")
     assert '"3x"' in str(err)
 
 

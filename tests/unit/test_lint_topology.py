@@ -365,20 +365,20 @@ def test_cli_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[s
         (
             "apiVersion: batch/v1\nkind: Job\nmetadata: {name: a}\nspec: {}\n---\n"
             "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n",
-            "document 2 (Deployment default/d): kind: unsupported kind",
+            "document 2: Deployment default/d: kind: unsupported kind",
         ),
         (
             "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {schedulingGroup: x}\n",
-            "document 1 (Pod default/p): spec.schedulingGroup: Invalid value",
+            "document 1: Pod default/p: spec.schedulingGroup: Invalid value",
         ),
         (
             "apiVersion: batch/v1\nkind: Job\nmetadata: {name: a}\nspec: {parallelism: four}\n",
-            "document 1 (Job default/a): spec.parallelism: Invalid value",
+            "document 1: Job default/a: spec.parallelism: Invalid value",
         ),
         (
             "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: p}\n"
             "spec: {schedulingPolicy: {gang: {minCount: many}}}\n",
-            "document 1 (PodGroup default/p): spec.schedulingPolicy.gang.minCount",
+            "document 1: PodGroup default/p: spec.schedulingPolicy.gang.minCount",
         ),
     ],
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,6 @@ __all__ = [
     "dump",
     "one_line",
     "parse_manifests",
-    "read_documents",
     "read_manifests",
 ]
 
@@ -191,13 +190,6 @@ def read_manifests(paths: Sequence[str], *, command: str = "") -> list[Document]
     if command and not docs:
         raise InputError(f"no objects passed to {command}")
     return docs
-
-
-def read_documents(paths: Sequence[str]) -> Iterator[tuple[str, int, Any]]:
-    """``(source, index, document)`` for every document in ``paths`` (0-based index; kept
-    for callers of the older interface, see :func:`read_manifests`)."""
-    for doc in read_manifests(paths):
-        yield doc.source, doc.number - 1, doc.obj
 
 
 def one_line(e: BaseException) -> str:

@@ -12,10 +12,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping
 from typing import Any
 
-from workloadbuilder.cli._common import InputError, read_documents
+from workloadbuilder.cli._common import InputError, read_manifests
 from workloadbuilder.lint import FINDING_TYPES, LintInputError, TopologyLintResult, lint_topology
 from workloadbuilder.runtime import add_kube_flags, kube_cluster
 
@@ -74,18 +73,6 @@ def _usage(message: str) -> int:
     return 2
 
 
-def _describe(doc: Any) -> str:
-    if not isinstance(doc, Mapping):
-        return ""
-    meta = doc.get("metadata")
-    meta = meta if isinstance(meta, Mapping) else {}
-    kind, name = doc.get("kind"), meta.get("name")
-    if not kind:
-        return ""
-    ns = meta.get("namespace") or ("default" if kind not in ("Node", "Namespace") else "")
-    return f" ({kind} {ns + '/' if ns else ''}{name})"
-
-
 async def _cluster_nodes(args: argparse.Namespace) -> list[dict[str, Any]]:
     cluster = kube_cluster(args)
     try:
@@ -110,16 +97,13 @@ async def _run(args: argparse.Namespace) -> int:
     if args.nodes is None and not from_cluster:
         return _usage("give the nodes: --nodes FILE or --kubeconfig FILE [--context NAME]")
     try:
-        documents = list(read_documents(args.filename))
+        documents = read_manifests(args.filename, command="lint")
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    if not documents:
-        print("error: no objects passed to lint", file=sys.stderr)
-        return 1
     if args.nodes is not None:
         try:
-            nodes = [doc for _, _, doc in read_documents([args.nodes])]
+            nodes = [doc.obj for doc in read_manifests([args.nodes])]
         except InputError as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
@@ -129,14 +113,12 @@ async def _run(args: argparse.Namespace) -> int:
     else:
         nodes = await _cluster_nodes(args)
     try:
-        result = lint_topology([doc for _, _, doc in documents], nodes)
+        result = lint_topology([doc.obj for doc in documents], nodes)
     except LintInputError as e:
-        where = ""
         if e.document is not None and 1 <= e.document <= len(documents):
-            source, _, doc = documents[e.document - 1]
-            number = sum(1 for s, _, _ in documents[: e.document] if s == source)
-            where = f"{source}: document {number}{_describe(doc)}: "
-        print(f"error: {where}{e.detail if where else e}", file=sys.stderr)
+            print(documents[e.document - 1].error(e.detail), file=sys.stderr)
+        else:
+            print(f"error: {e}", file=sys.stderr)
         return 1
     if args.output == "json":
         sys.stdout.write(json.dumps(result.to_json(), indent=2) + "\n")
