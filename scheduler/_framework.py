@@ -20,6 +20,7 @@ import numpy.typing as npt
 from scheduler._interface import (
     SUCCESS,
     BindPlugin,
+    BoundedPlacementScorePlugin,
     ClusterEvent,
     ClusterEventWithHint,
     Code,
@@ -47,6 +48,11 @@ if TYPE_CHECKING:
 __all__ = ["Diagnosis", "Framework", "StaticFilterCache"]
 
 _log = logging.getLogger(__name__)
+
+
+def _placement_weight(p: PlacementScorePlugin) -> int:
+    """A plugin's PlacementScore weight (``placement_weight`` when it also scores nodes)."""
+    return int(getattr(p, "placement_weight", p.weight))
 
 
 def _safe(plugin: str, hint: QueueingHint) -> QueueingHint:
@@ -122,6 +128,8 @@ class Framework:
     bind: list[BindPlugin] = attrs.field(factory=list)
     #: the profile's schedulerName (informational; the scheduler's config decides)
     profile: str = ""
+    #: seed of the deterministic tie-break between equally scored placements
+    placement_seed: int = 0
     static_cache: StaticFilterCache = attrs.field(factory=StaticFilterCache)
     _static: list[FilterPlugin] = attrs.field(init=False, factory=list)
     _usage: list[FilterPlugin] = attrs.field(init=False, factory=list)
@@ -283,15 +291,24 @@ class Framework:
 
     # ---- placements ------------------------------------------------------------------
 
-    def run_placement_generate(self, group: GroupInfo, lister: SharedLister) -> list[Placement]:
-        """Every PlacementGenerate plugin's candidates; all nodes when none has an opinion."""
+    def run_placement_generate(
+        self, group: GroupInfo, lister: SharedLister
+    ) -> list[Placement] | Status:
+        """Every PlacementGenerate plugin's candidates; all nodes when none has an opinion.
+        The first plugin that answers with a non-success Status decides: no placement."""
         out: list[Placement] = []
         for p in self.placement_generate:
-            out.extend(p.generate(group, lister))
+            got = p.generate(group, lister)
+            if isinstance(got, Status):
+                if not got.ok:
+                    return attrs.evolve(got, plugin=p.name)
+                continue
+            out.extend(got)
         return out or [Placement()]
 
     def run_placement_score(
         self,
+        group: GroupInfo,
         placement: Placement,
         assigned: Sequence[tuple[PodInfo, int]],
         lister: SharedLister,
@@ -302,8 +319,30 @@ class Framework:
         if not self.placement_score:
             return default
         return sum(
-            p.weight * p.score_placement(placement, assigned, lister) for p in self.placement_score
+            _placement_weight(p) * p.score_placement(group, placement, assigned, lister)
+            for p in self.placement_score
         )
+
+    def run_placement_score_bound(
+        self,
+        group: GroupInfo,
+        placement: Placement,
+        upper: Sequence[tuple[npt.NDArray[np.int64], int]],
+        lister: SharedLister,
+        *,
+        default: float,
+    ) -> float | None:
+        """An upper bound of :meth:`run_placement_score` when at most ``n`` pods of each
+        request vector in ``upper`` are placed; None when some enabled PlacementScore plugin
+        cannot bound its score (the cycle then simulates every candidate)."""
+        if not self.placement_score:
+            return default
+        total = 0.0
+        for p in self.placement_score:
+            if not isinstance(p, BoundedPlacementScorePlugin):
+                return None
+            total += _placement_weight(p) * p.score_placement_bound(group, placement, upper, lister)
+        return total
 
     def run_placement_feasible(self, min_count: int, scheduled: int, remaining: int) -> Status:
         """All PlacementFeasible plugins; the first non-success wins."""

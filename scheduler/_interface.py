@@ -32,6 +32,7 @@ __all__ = [
     "SUCCESS",
     "ActionType",
     "BindPlugin",
+    "BoundedPlacementScorePlugin",
     "ClusterEvent",
     "ClusterEventWithHint",
     "Code",
@@ -85,10 +86,16 @@ SUCCESS = Status()
 
 @attrs.frozen(kw_only=True)
 class Placement:
-    """A candidate set of nodes for a pod group (all nodes when ``mask`` is None)."""
+    """A candidate set of nodes for a pod group (all nodes when ``mask`` is None).
+
+    A topology placement also names its domain (``domain``: the constraint's ``(key,
+    value)`` pairs) and carries the rows of its nodes (``rows``, ascending), so the cycle can
+    bound what fits in it without simulating it."""
 
     name: str = "all-nodes"
     mask: Mask | None = attrs.field(default=None, eq=False)
+    rows: Rows | None = attrs.field(default=None, eq=False)
+    domain: tuple[tuple[str, str], ...] = ()
 
 
 # ---- what plugins see -------------------------------------------------------------------
@@ -248,8 +255,10 @@ class PlacementGeneratePlugin(Protocol):
 
     name: str
 
-    def generate(self, group: GroupInfo, lister: SharedLister) -> list[Placement]:
-        """Candidate placements; an empty list means "no opinion"."""
+    def generate(self, group: GroupInfo, lister: SharedLister) -> list[Placement] | Status:
+        """Candidate placements; an empty list means "no opinion". A non-success
+        :class:`Status` means the group cannot be placed at all (e.g. no node carries the
+        topology label): the cycle fails with its message."""
         ...
 
 
@@ -260,9 +269,35 @@ class PlacementScorePlugin(Protocol):
     weight: int
 
     def score_placement(
-        self, placement: Placement, assigned: Sequence[tuple[PodInfo, int]], lister: SharedLister
+        self,
+        group: GroupInfo,
+        placement: Placement,
+        assigned: Sequence[tuple[PodInfo, int]],
+        lister: SharedLister,
     ) -> float:
-        """Higher is better."""
+        """Score of the placement with ``assigned`` tentatively placed in the lister (0..100,
+        higher is better)."""
+        ...
+
+
+@runtime_checkable
+class BoundedPlacementScorePlugin(Protocol):
+    """A PlacementScore plugin that can also bound its score without a simulation. When every
+    enabled PlacementScore plugin can, the cycle simulates placements best bound first and
+    stops as soon as no remaining placement can beat the best one found."""
+
+    name: str
+    weight: int
+
+    def score_placement_bound(
+        self,
+        group: GroupInfo,
+        placement: Placement,
+        upper: Sequence[tuple[npt.NDArray[np.int64], int]],
+        lister: SharedLister,
+    ) -> float:
+        """An upper bound of :meth:`score_placement` over every assignment that places at most
+        ``n`` pods of each request vector ``vec`` in ``upper`` (``(vec, n)`` items)."""
         ...
 
 

@@ -43,8 +43,11 @@ __all__ = [
     "NodeName",
     "NodeResourcesFit",
     "NodeUnschedulable",
+    "PodGroupPodsCount",
     "TaintToleration",
+    "TopologyPlacementGenerator",
     "default_framework",
+    "topology_key",
 ]
 
 _log = logging.getLogger(__name__)
@@ -380,6 +383,7 @@ class NodeResourcesFit:
         single_strategy: str = "LeastAllocated",
         resources: Sequence[tuple[str, int]] = ((CPU, 1), (MEMORY, 1)),
         weight: int = 1,
+        placement_weight: int = 1,
     ) -> None:
         for s in (gang_strategy, single_strategy):
             if s not in ("MostAllocated", "LeastAllocated"):
@@ -388,6 +392,8 @@ class NodeResourcesFit:
         self.single_strategy = single_strategy
         self.resources = tuple(resources)
         self.weight = weight
+        #: weight at the PlacementScore extension point (``weight`` is the Score one)
+        self.placement_weight = placement_weight
 
     def filter(
         self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, rows: Rows
@@ -445,15 +451,227 @@ class NodeResourcesFit:
             total *= 100.0 / weights
         return total
 
+    def _placement_share(
+        self, table: NodeTable, rows: Rows, extra: npt.NDArray[np.int64] | None
+    ) -> float:
+        total = 0.0
+        weights = 0
+        for name, w in self.resources:
+            col = table.columns.get(name)
+            if col is None:
+                continue
+            alloc = int(table.alloc[rows, col].sum())
+            used = int(table.used[rows, col].sum())
+            if extra is not None and col < extra.size:
+                used += int(extra[col])
+            share = min(used / alloc, 1.0) if alloc > 0 else 0.0
+            total += w * (share if self.gang_strategy == "MostAllocated" else 1.0 - share)
+            weights += w
+        return 100.0 * total / weights if weights else 0.0
+
+    def score_placement(
+        self,
+        group: GroupInfo,
+        placement: Placement,
+        assigned: Sequence[tuple[PodInfo, int]],
+        lister: SharedLister,
+    ) -> float:
+        """The domain's allocated share after placing, ``(used + placed) / allocatable``
+        summed over its nodes (weighted over ``resources``, 0..100); ``LeastAllocated`` for
+        groups scores ``1 -`` that share. With MostAllocated a fuller domain that fits wins."""
+        table = lister.table
+        return self._placement_share(table, _rows_of(placement, table), None)
+
+    def score_placement_bound(
+        self,
+        group: GroupInfo,
+        placement: Placement,
+        upper: Sequence[tuple[npt.NDArray[np.int64], int]],
+        lister: SharedLister,
+    ) -> float:
+        """The share with every pod of ``upper`` placed (MostAllocated), or with none
+        (LeastAllocated)."""
+        table = lister.table
+        rows = _rows_of(placement, table)
+        if self.gang_strategy != "MostAllocated":
+            return self._placement_share(table, rows, None)
+        extra = np.zeros(len(table.column_names), dtype=np.int64)
+        for vec, n in upper:
+            extra[: vec.size] += vec * n
+        return self._placement_share(table, rows, extra)
+
 
 class DefaultPlacement:
-    """One placement: every node (topology-aware generators come later)."""
+    """One placement: every node, whatever the group's constraints (not a default plugin:
+    TopologyPlacementGenerator gives all nodes to unconstrained groups)."""
 
     name = "DefaultPlacement"
 
     def generate(self, group: GroupInfo, lister: SharedLister) -> list[Placement]:
         """``[all nodes]``."""
         return [Placement()]
+
+
+def topology_key(group: GroupInfo) -> str | None:
+    """The group's ``schedulingConstraints.topology[0].key`` (None without a constraint)."""
+    pg = group.pod_group
+    if pg is None or pg.spec.scheduling_constraints is None:
+        return None
+    topology = pg.spec.scheduling_constraints.topology
+    return topology[0].key if topology else None
+
+
+def _rows_of(placement: Placement, table: NodeTable) -> Rows:
+    if placement.rows is not None:
+        return placement.rows
+    if placement.mask is not None:
+        return np.flatnonzero(placement.mask[: table.capacity] & table.present)
+    return table.present_rows()
+
+
+def _in_placement(placement: Placement, row: int | None) -> bool:
+    if row is None:
+        return False
+    return placement.mask is None or bool(placement.mask[row])
+
+
+class TopologyPlacementGenerator:
+    """PlacementGenerate for topology constraints (``TopologyAwareWorkloadScheduling``): one
+    placement per distinct value of ``schedulingConstraints.topology[0].key`` among the
+    nodes (nodes without the label are in none), in value order. A group with pods already
+    bound (or assumed) gets only the domain of those pods. Without a constraint: all nodes."""
+
+    name = "TopologyPlacementGenerator"
+
+    def __init__(self, *, tie_break_seed: int = 0) -> None:
+        #: seed of the deterministic tie-break between equally scored placements (copied to
+        #: ``Framework.placement_seed`` by the profile loader)
+        self.tie_break_seed = tie_break_seed
+        self._cache: dict[str, tuple[int, int, dict[str, Placement]]] = {}
+        #: the groups with a topology constraint this plugin generated placements for
+        self._constrained: set[tuple[str, str]] = set()
+
+    def _is_constrained(self, key: tuple[str, str, str], old: Any, new: Any) -> bool:
+        return key[0] == "PodGroup" and (key[1], key[2]) in self._constrained
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """For groups with a topology constraint: nodes added or relabelled (a domain may
+        appear or grow), a bound member deleted (the group is no longer held in its
+        domain)."""
+        return [
+            ClusterEventWithHint(
+                ClusterEvent("Node", ActionType.ADD | ActionType.UPDATE_NODE), self._is_constrained
+            ),
+            ClusterEventWithHint(ClusterEvent("AssignedPod", ActionType.DELETE), _same_group),
+        ]
+
+    def domains(self, key: str, table: NodeTable) -> dict[str, Placement]:
+        """``{value: placement}`` of every value of ``key`` (cached per node epoch)."""
+        cached = self._cache.get(key)
+        if cached is not None and cached[0] == table.epoch and cached[1] == table.capacity:
+            return cached[2]
+        by_value: dict[str, list[int]] = {}
+        for row in table.present_rows():
+            value = table.labels[row].get(key)
+            if value is not None:
+                by_value.setdefault(value, []).append(int(row))
+        out: dict[str, Placement] = {}
+        for value in sorted(by_value):
+            rows = np.array(by_value[value], dtype=np.intp)
+            mask = np.zeros(table.capacity, dtype=bool)
+            mask[rows] = True
+            out[value] = Placement(
+                name=f"{key}={value}", mask=mask, rows=rows, domain=((key, value),)
+            )
+        self._cache[key] = (table.epoch, table.capacity, out)
+        return out
+
+    def generate(self, group: GroupInfo, lister: SharedLister) -> list[Placement] | Status:
+        """The candidate domains of the group."""
+        key = topology_key(group)
+        if key is None:
+            self._constrained.discard(group.key)
+            return [Placement()]
+        self._constrained.add(group.key)
+        if len(self._constrained) > 100_000:  # bound the set in long-running schedulers
+            self._constrained = {group.key}
+        table = lister.table
+        domains = self.domains(key, table)
+        held: set[str] = set()
+        for p in lister.group_members(group):
+            node = p.node_name or p.assumed_node
+            row = table.index.get(node) if node is not None else None
+            if row is None:
+                continue
+            value = table.labels[row].get(key)
+            if value is None:
+                return Status(
+                    code=Code.ERROR,
+                    message=(
+                        f"pod {p.name!r} of pod group {group.name!r} is on node {node!r}, "
+                        f"which has no {key!r} label"
+                    ),
+                )
+            held.add(value)
+        if len(held) > 1:
+            return Status(
+                code=Code.ERROR,
+                message=(
+                    f"pods of pod group {group.name!r} are already in {len(held)} {key} "
+                    f"domains ({', '.join(sorted(held))})"
+                ),
+            )
+        if held:
+            return [domains[held.pop()]]
+        if not domains:
+            return Status(
+                code=Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                message=f"{key}: no node has the topology label {key!r}",
+            )
+        return list(domains.values())
+
+
+class PodGroupPodsCount:
+    """PlacementScore: the share of the group's pods that the placement holds (bound,
+    assumed and proposed), 0..100 — placements where more of a basic group fits win."""
+
+    name = "PodGroupPodsCount"
+
+    def __init__(self, *, weight: int = 1) -> None:
+        self.weight = weight
+
+    def _inside(self, group: GroupInfo, placement: Placement, lister: SharedLister) -> int:
+        return sum(
+            1
+            for p in lister.group_members(group)
+            if p.scheduled and _in_placement(placement, p.counted_node)
+        )
+
+    def score_placement(
+        self,
+        group: GroupInfo,
+        placement: Placement,
+        assigned: Sequence[tuple[PodInfo, int]],
+        lister: SharedLister,
+    ) -> float:
+        """``100 * pods in the placement / pods of the group``."""
+        total = max(1, lister.quorum_pods(group))
+        inside = self._inside(group, placement, lister) + sum(
+            1 for p, row in assigned if not p.scheduled and _in_placement(placement, row)
+        )
+        return 100.0 * min(inside, total) / total
+
+    def score_placement_bound(
+        self,
+        group: GroupInfo,
+        placement: Placement,
+        upper: Sequence[tuple[npt.NDArray[np.int64], int]],
+        lister: SharedLister,
+    ) -> float:
+        """As if every pod that could fit did."""
+        total = max(1, lister.quorum_pods(group))
+        inside = self._inside(group, placement, lister) + sum(n for _, n in upper)
+        return 100.0 * min(inside, total) / total
 
 
 class DefaultBinder:
@@ -481,8 +699,8 @@ DEFAULT_PLUGINS: dict[str, tuple[str, ...]] = {
         "NodeResourcesFit",
     ),
     "score": ("NodeResourcesFit",),
-    "placementGenerate": ("DefaultPlacement",),
-    "placementScore": (),
+    "placementGenerate": ("TopologyPlacementGenerator",),
+    "placementScore": ("PodGroupPodsCount", "NodeResourcesFit"),
     "placementFeasible": ("GangScheduling",),
     "podGroupPostFilter": (),
     "bind": ("DefaultBinder",),
@@ -499,6 +717,8 @@ IN_TREE: dict[str, type[Any]] = {
         TaintToleration,
         NodeResourcesFit,
         DefaultPlacement,
+        TopologyPlacementGenerator,
+        PodGroupPodsCount,
         DefaultBinder,
     )
 }
@@ -519,7 +739,8 @@ def default_framework(
         pre_enqueue=[gang],
         filters=[NodeUnschedulable(), NodeName(), TaintToleration(), NodeAffinity(), fit],
         scores=[fit],
-        placement_generate=[DefaultPlacement()],
+        placement_generate=[TopologyPlacementGenerator()],
+        placement_score=[PodGroupPodsCount(), fit],
         placement_feasible=[gang],
         bind=[DefaultBinder()],
     )

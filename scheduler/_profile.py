@@ -17,7 +17,12 @@ import yaml
 
 from scheduler._config import DEFAULT_SCHEDULER_NAME, SchedulerConfig
 from scheduler._framework import Framework
-from scheduler._plugins import DEFAULT_PLUGINS, IN_TREE, NodeResourcesFit
+from scheduler._plugins import (
+    DEFAULT_PLUGINS,
+    IN_TREE,
+    NodeResourcesFit,
+    TopologyPlacementGenerator,
+)
 from workloadbuilder.errors import WorkloadBuilderError
 
 __all__ = [
@@ -210,6 +215,14 @@ def _fit_args(f: _Fields, defaults: SchedulerConfig) -> dict[str, Any]:
     return kwargs
 
 
+def _topology_args(f: _Fields) -> dict[str, Any]:
+    """TopologyPlacementGenerator: ``tieBreakSeed`` (our extension; default 0)."""
+    seed = f.get("tieBreakSeed")
+    if seed is None:
+        return {}
+    return {"tie_break_seed": _int(seed, f.at("tieBreakSeed"), minimum=0)}
+
+
 def _plugin_args(entries: Any, path: str, defaults: SchedulerConfig) -> dict[str, dict[str, Any]]:
     """``pluginConfig[]`` -> constructor keyword arguments per plugin name."""
     out: dict[str, dict[str, Any]] = {}
@@ -225,7 +238,12 @@ def _plugin_args(entries: Any, path: str, defaults: SchedulerConfig) -> dict[str
         kind = args.get("kind")
         if kind is not None and kind != f"{name}Args":
             raise ConfigError(f"{args.at('kind')}: expected {name}Args, not {kind!r}")
-        out[name] = _fit_args(args, defaults) if name == NodeResourcesFit.name else {}
+        if name == NodeResourcesFit.name:
+            out[name] = _fit_args(args, defaults)
+        elif name == TopologyPlacementGenerator.name:
+            out[name] = _topology_args(args)
+        else:
+            out[name] = {}
         args.done()
         e.done()
     return out
@@ -323,10 +341,16 @@ def _framework(profile: _Fields, defaults: SchedulerConfig, name: str) -> Framew
         for p in points[point]:
             w = weights.get((point, p))
             if w is not None:
-                instances[p].weight = w
+                attr_name = "weight"
+                if point == "placementScore" and hasattr(instances[p], "placement_weight"):
+                    attr_name = "placement_weight"  # NodeResourcesFit: its own weight here
+                setattr(instances[p], attr_name, w)
     fw = Framework(profile=name)
     for attr, lst in fw_lists.items():
         setattr(fw, attr, lst)
+    for generator in fw.placement_generate:
+        if isinstance(generator, TopologyPlacementGenerator):
+            fw.placement_seed = generator.tie_break_seed
     fw.refresh()
     return fw
 

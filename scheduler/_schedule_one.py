@@ -14,7 +14,7 @@ from scheduler._config import SchedulerConfig
 from scheduler._cycle import CycleResult, run_pod_group_cycle
 from scheduler._enqueue import Enqueuer
 from scheduler._framework import Framework
-from scheduler._interface import Code
+from scheduler._interface import Code, Status
 from scheduler._metrics import (
     ATTEMPT_DURATION,
     POD_ATTEMPTS,
@@ -108,6 +108,17 @@ class ScheduleOne:
                 )
         return None
 
+    def _group_error(
+        self, e: QueuedEntity, g: GroupInfo, pending: Sequence[PodInfo], error: str
+    ) -> None:
+        """``SchedulerError`` on the group and its pending pods; back off."""
+        PODGROUP_ATTEMPTS.labels(result="error").inc()
+        self.explanations[g.key] = error
+        self.status.group_condition(g, "False", REASON_SCHEDULER_ERROR, error)
+        for p in pending:
+            self.status.pod_failed(p, REASON_SCHEDULER_ERROR, error)
+        self.queue.done(e, "error")
+
     def schedule_group(self, e: QueuedEntity) -> None:
         """The pod-group cycle: every pending member at once, all-or-nothing to minCount."""
         gk = (e.key[1], e.key[2])
@@ -126,12 +137,7 @@ class ScheduleOne:
         live = [p for p in members if not p.deleting and self.cache.visible(p)]
         error = self._validate_group(g, live)
         if error is not None:
-            PODGROUP_ATTEMPTS.labels(result="error").inc()
-            self.explanations[gk] = error
-            self.status.group_condition(g, "False", REASON_SCHEDULER_ERROR, error)
-            for p in pending:
-                self.status.pod_failed(p, REASON_SCHEDULER_ERROR, error)
-            self.queue.done(e, "error")
+            self._group_error(e, g, pending, error)
             return
         prio = {p.key: self.cache.pod_priority(p) for p in pending}
         pending.sort(key=lambda p: (-prio[p.key], p.first_seen, p.seq, p.name))
@@ -149,15 +155,25 @@ class ScheduleOne:
             return
         t0 = time.perf_counter()
         snap = Snapshot(self.cache)
-        res: CycleResult = run_pod_group_cycle(
-            self.framework,
-            snap,
-            pending,
-            min_count=g.min_count,
-            scheduled=scheduled,
-            gang=g.is_gang,
-            placements=self.framework.run_placement_generate(g, snap),
-        )
+        placements = self.framework.run_placement_generate(g, snap)
+        if isinstance(placements, Status):
+            if placements.code is Code.ERROR:
+                self._group_error(e, g, pending, placements.message)
+                return
+            res = CycleResult(
+                status=placements, unplaced=tuple(pending), explanation=placements.message
+            )
+        else:
+            res = run_pod_group_cycle(
+                self.framework,
+                snap,
+                pending,
+                min_count=g.min_count,
+                scheduled=scheduled,
+                gang=g.is_gang,
+                placements=placements,
+                group=g,
+            )
         post = None
         if not res.status.ok:
             post = self.framework.run_pod_group_post_filter(g, snap, res.explanation)
@@ -202,19 +218,12 @@ class ScheduleOne:
 
 def unsupported_group_features(g: GroupInfo) -> str | None:
     """Why this scheduler refuses to place ``g``, when the group asks for something it does not
-    honour yet (topology constraints, membership in a CompositePodGroup). Placing such a group
-    while ignoring the request would bind a gang across domains, or one child of a composite
-    gang without its siblings; refusing it with a clear status is the honest answer."""
+    honour yet (membership in a CompositePodGroup). Placing such a group while ignoring the
+    request would bind one child of a composite gang without its siblings; refusing it with a
+    clear status is the honest answer."""
     pg = g.pod_group
     if pg is None:
         return None
-    constraints = pg.spec.scheduling_constraints
-    if constraints is not None and constraints.topology:
-        keys = ", ".join(t.key for t in constraints.topology)
-        return (
-            f"pod group {g.name!r} has topology constraints ({keys}), which this scheduler "
-            "does not support yet; it will not place the group while ignoring them"
-        )
     if pg.spec.parent_composite_pod_group_name:
         return (
             f"pod group {g.name!r} belongs to CompositePodGroup "

@@ -179,10 +179,17 @@ class Side:
 
     # ---- builders ----------------------------------------------------------------------
 
-    async def node(self, name: str, *, cpu: str = "4", memory: str = "16Gi") -> None:
+    async def node(
+        self,
+        name: str,
+        *,
+        cpu: str = "4",
+        memory: str = "16Gi",
+        labels: dict[str, str] | None = None,
+    ) -> None:
         """A fake Node like scheduler_perf's: allocatable cpu/memory/pods, Ready."""
         full = f"{self.namespace}-{name}"
-        node = make_node(full).label("kubernetes.io/hostname", full)
+        node = make_node(full).label("kubernetes.io/hostname", full).labels(labels or {})
         obj = node.resources({"cpu": cpu, "memory": memory, "pods": "110"}).ready().obj()
         status = obj.pop("status")
         await self.cluster.create(obj)
@@ -198,7 +205,12 @@ class Side:
         return full
 
     async def pod_group(
-        self, name: str, min_count: int | None, *, priority_class: str | None = None
+        self,
+        name: str,
+        min_count: int | None,
+        *,
+        priority_class: str | None = None,
+        topology: str | None = None,
     ) -> None:
         """A gang PodGroup (``min_count``) or a basic one (None)."""
         pg = make_pod_group(name, self.namespace)
@@ -206,12 +218,32 @@ class Side:
             pg.gang(min_count)
         if priority_class is not None:
             pg.priority_class(priority_class)
+        if topology is not None:
+            pg.topology(topology)
         await self.cluster.create(pg.obj())
 
-    async def pod(self, name: str, group: str, *, cpu: str = "1") -> None:
-        """A pod of ``group`` for this side's scheduler."""
-        pod = make_pod(name, self.namespace).scheduler_name(self.scheduler_name).pod_group(group)
+    async def pod(
+        self, name: str, group: str | None, *, cpu: str = "1", node: str | None = None
+    ) -> None:
+        """A pod of ``group`` for this side's scheduler (``node``: created bound there)."""
+        pod = make_pod(name, self.namespace).scheduler_name(self.scheduler_name)
+        if group is not None:
+            pod.pod_group(group)
+        if node is not None:
+            pod.node_name(f"{self.namespace}-{node}")
         await self.cluster.create(pod.request("cpu", cpu).request("memory", "1Gi").obj())
+
+    async def domains(self, group: str, key: str) -> dict[str, str]:
+        """``{bound pod: its node's value of key}`` (node names differ between the sides)."""
+        out: dict[str, str] = {}
+        for name, pod in (await self.pods()).items():
+            node = pod["spec"].get("nodeName")
+            if (pod["spec"].get("schedulingGroup") or {}).get("podGroupName") != group or not node:
+                continue
+            obj = await self.cluster.get("Node", node)
+            assert isinstance(obj, dict)
+            out[name] = str((obj["metadata"].get("labels") or {}).get(key, ""))
+        return out
 
     async def gang(
         self, name: str, size: int, min_count: int | None, *, cpu: str = "1", **pg: Any
@@ -574,3 +606,109 @@ async def test_mixed_scheduler_names_with_a_pending_pod(sides: tuple[Side, Side]
         == ours.pods["mixed-0"]
         == PodView(bound=False, scheduled=None, message="", events=frozenset())
     )
+
+
+# ---- topology (TopologyAwareWorkloadScheduling) -----------------------------------------
+
+RACK = "topology.kubernetes.io/rack"
+
+
+def _settled(v: GroupView) -> bool:
+    """A decision is visible: the group has a condition and no pod is left undecided."""
+    return v.condition is not None and all(p.bound or p.scheduled for p in v.pods.values())
+
+
+async def test_topology_gang_lands_in_the_one_rack_that_fits(sides: tuple[Side, Side]) -> None:
+    """(T1) 4 pods x 3 cpu, rack r1 of two 2-cpu nodes, rack r2 of two 8-cpu nodes: all in
+    r2, ``True/Scheduled``."""
+
+    async def scenario(s: Side) -> tuple[GroupView, dict[str, str]]:
+        await s.node("r1a", cpu="2", labels={RACK: "r1"})
+        await s.node("r1b", cpu="2", labels={RACK: "r1"})
+        await s.node("r2a", cpu="8", labels={RACK: "r2"})
+        await s.node("r2b", cpu="8", labels={RACK: "r2"})
+        await s.gang("g", 4, 4, cpu="3", topology=RACK)
+        v = await s.view_when("g", lambda v: v.bound == 4 and v.condition is not None)
+        return v, await s.domains("g", RACK)
+
+    (upstream, up_dom), (ours, our_dom) = await _both(sides, scenario)
+    _report("topology: the one rack that fits", upstream, ours)
+    assert set(up_dom.values()) == {"r2"}
+    assert up_dom == our_dom
+    assert upstream.condition == ("True", "Scheduled")
+    assert upstream.shared() == ours.shared()
+
+
+async def test_topology_gang_not_split_across_racks(sides: tuple[Side, Side]) -> None:
+    """(T2) 2 pods x 6 cpu, two 8-cpu nodes in two racks: fits only across racks, so nothing
+    is bound; ``False/Unschedulable`` on the group and the pods."""
+
+    async def scenario(s: Side) -> GroupView:
+        await s.node("a", cpu="8", labels={RACK: "r1"})
+        await s.node("b", cpu="8", labels={RACK: "r2"})
+        await s.gang("g", 2, 2, cpu="6", topology=RACK)
+        return await s.view_when(
+            "g", lambda v: v.condition is not None and _failed(v, "Unschedulable")
+        )
+
+    upstream, ours = await _both(sides, scenario)
+    _report("topology: not split across racks", upstream, ours)
+    assert upstream.bound == 0
+    assert upstream.condition == ("False", "Unschedulable")
+    assert upstream.shared() == ours.shared()
+    assert ours.message.startswith(f"{RACK}: no rack fits 2 pods x cpu 6; best is ")
+
+
+async def test_topology_fuller_rack_that_fits(sides: tuple[Side, Side]) -> None:
+    """(T3) Two 8-cpu racks, r2 already half used by a bound pod; a gang of 2 x 2 cpu fits
+    both: the same rack on both sides (upstream's placement score decides)."""
+
+    async def scenario(s: Side) -> tuple[GroupView, dict[str, str]]:
+        await s.node("r1a", cpu="8", labels={RACK: "r1"})
+        await s.node("r2a", cpu="8", labels={RACK: "r2"})
+        await s.pod("busy", None, cpu="4", node="r2a")
+        await s.gang("g", 2, 2, cpu="2", topology=RACK)
+        v = await s.view_when("g", lambda v: v.bound == 2 and v.condition is not None)
+        return v, await s.domains("g", RACK)
+
+    (upstream, up_dom), (ours, our_dom) = await _both(sides, scenario)
+    _report(f"topology: fuller rack (upstream {up_dom}, ours {our_dom})", upstream, ours)
+    assert len(set(up_dom.values())) == 1
+    assert up_dom == our_dom
+    assert upstream.shared() == ours.shared()
+
+
+async def test_topology_bound_member_holds_the_group(sides: tuple[Side, Side]) -> None:
+    """(T4) A basic group with one member already bound in r1 (room there for one more) and an
+    empty 16-cpu r2: one more pod in r1, the rest stay pending."""
+
+    async def scenario(s: Side) -> tuple[GroupView, dict[str, str]]:
+        await s.node("r1a", cpu="4", labels={RACK: "r1"})
+        await s.node("r2a", cpu="16", labels={RACK: "r2"})
+        await s.pod_group("g", None, topology=RACK)
+        await s.pod("g-0", "g", cpu="2", node="r1a")
+        for i in range(1, 4):
+            await s.pod(f"g-{i}", "g", cpu="2")
+        v = await s.view_when("g", lambda v: v.bound >= 2 and _settled(v))
+        return v, await s.domains("g", RACK)
+
+    (upstream, up_dom), (ours, our_dom) = await _both(sides, scenario)
+    _report("topology: bound member holds the group", upstream, ours)
+    assert set(up_dom.values()) == {"r1"}
+    assert up_dom == our_dom
+    assert upstream.bound == ours.bound == 2
+
+
+async def test_topology_no_labelled_node(sides: tuple[Side, Side]) -> None:
+    """(T5) No node carries the key: nothing bound, the group ``False/Unschedulable``."""
+
+    async def scenario(s: Side) -> GroupView:
+        await s.node("a", cpu="8")
+        await s.gang("g", 2, 2, topology=RACK)
+        return await s.view_when("g", lambda v: v.condition is not None and _settled(v))
+
+    upstream, ours = await _both(sides, scenario)
+    _report("topology: no labelled node", upstream, ours)
+    assert upstream.bound == 0
+    assert upstream.condition == ours.condition
+    assert upstream.shared() == ours.shared()

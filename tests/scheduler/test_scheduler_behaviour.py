@@ -419,15 +419,17 @@ async def test_events_recorded(env: Env) -> None:
     await env.until(s, done)
 
 
-async def test_topology_constrained_group_is_refused_not_ignored(env: Env) -> None:
-    # Topology placement is not implemented yet: a rack-constrained gang must not be bound
-    # across racks and called Scheduled; it is refused with a status that says why.
-    await env.node("a")
-    await env.node("b")
-    await env.pod_group("racked", 2, topology="topology.kubernetes.io/rack")
+async def test_topology_constrained_group_is_placed_in_one_domain_not_across(env: Env) -> None:
+    # (Formerly refused with SchedulerError while topology was not implemented.) A
+    # rack-constrained gang that would fit only across two racks is not bound across them:
+    # it stays pending, Unschedulable, and the explanation names the constraint.
+    rack = "topology.kubernetes.io/rack"
+    await env.node("a", cpu="8", labels={rack: f"{env.prefix}r1"})
+    await env.node("b", cpu="8", labels={rack: f"{env.prefix}r2"})
+    await env.pod_group("racked", 2, topology=rack)
     for i in range(2):
-        await env.pod(f"racked-{i}", "racked")
-    await env.gang("plain", 2)
+        await env.pod(f"racked-{i}", "racked", cpu="6")
+    await env.gang("plain", 2, cpu="1")
     s = env.scheduler()
     await s.start()
 
@@ -437,11 +439,22 @@ async def test_topology_constrained_group_is_refused_not_ignored(env: Env) -> No
     await env.until(s, decided)
     assert await env.bound("racked") == {}
     cond = await env.group_condition("racked")
-    assert (cond.status, cond.reason) == ("False", "SchedulerError")
-    assert "topology constraints (topology.kubernetes.io/rack)" in cond.message
-    assert "does not support" in cond.message
-    # other groups are not held up by the refused one
+    assert (cond.status, cond.reason) == ("False", "Unschedulable")
+    assert cond.message.startswith(f"{rack}: no rack fits 2 pods x cpu 6; best is ")
+    assert " with 1; minCount 2: at most 1 pods fit, 1 short" in cond.message
+    # other groups are not held up by it
     assert len(await env.bound("plain")) == 2
+
+    # a third node in rack r1 makes room in one rack: the gang lands there, whole
+    await env.node("c", cpu="8", labels={rack: f"{env.prefix}r1"})
+
+    async def placed() -> bool:
+        return len(await env.bound("racked")) == 2
+
+    await env.until(s, placed)
+    assert set((await env.bound("racked")).values()) == {env.node_name("a"), env.node_name("c")}
+    cond = await env.group_condition("racked")
+    assert (cond.status, cond.reason) == ("True", "Scheduled")
 
 
 async def test_composite_child_is_refused_not_placed_alone(env: Env) -> None:
