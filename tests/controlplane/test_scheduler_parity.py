@@ -712,3 +712,29 @@ async def test_topology_no_labelled_node(sides: tuple[Side, Side]) -> None:
     assert upstream.bound == 0
     assert upstream.condition == ours.condition
     assert upstream.shared() == ours.shared()
+
+
+async def test_topology_basic_group_never_spills_over(sides: tuple[Side, Side]) -> None:
+    """(T6) A basic group of 3 x 2 cpu, rack r1 with room for 2, r2 for 1. The pods exist
+    before their PodGroup, so the first cycle sees all three: r1 (2 fit) beats r2 (1 fit); the
+    third pod stays pending, and a new node in r2 does not draw it there (the witness pod
+    shows the scheduler handled the change). (Seen on both: when the PodGroup comes first,
+    its first pod alone picks the rack — the fuller one, r2 — and the group stays there.)"""
+
+    async def scenario(s: Side) -> tuple[GroupView, dict[str, str]]:
+        await s.node("r1a", cpu="4", labels={RACK: "r1"})
+        await s.node("r2a", cpu="2", labels={RACK: "r2"})
+        for i in range(3):
+            await s.pod(f"g-{i}", "g", cpu="2")
+        await s.pod_group("g", None, topology=RACK)
+        await s.view_when("g", lambda v: v.bound == 2)
+        await s.node("r2b", cpu="8", labels={RACK: "r2"})
+        await _witness(s)
+        v = await s.view("g")
+        return v, await s.domains("g", RACK)
+
+    (upstream, up_dom), (ours, our_dom) = await _both(sides, scenario)
+    _report("topology: basic group never spills over", upstream, ours)
+    assert set(up_dom.values()) == {"r1"}
+    assert set(our_dom.values()) == {"r1"}
+    assert upstream.bound == ours.bound == 2
