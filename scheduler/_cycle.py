@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from scheduler._cache import GroupInfo, NodeTable, PodInfo
 from scheduler._framework import Diagnosis, Framework
-from scheduler._interface import Code, Placement, Rows, Status
+from scheduler._interface import Code, Placement, PlacementSet, Rows, Status
 from scheduler._resources import PodRequirements
 from scheduler._snapshot import Snapshot
 from workloadbuilder.resources import PODS, format_quantity
@@ -287,19 +287,28 @@ def run_pod_group_cycle(
     vecs = {req: table.vector(req.requests) for req in sigs}
     fits = {req: _fit_counts(fw, table, req, vecs[req]) for req in sigs}
     need = max(min_count - scheduled, 1) if gang else 1
-    candidates: list[tuple[float, int, int, Placement]] = []
-    caps: list[int] = []
-    for i, pl in enumerate(placements):
-        rows = pl.rows if pl.rows is not None else _placement_rows(pl, table)
-        upper = [(vecs[r], min(n, int(fits[r][rows].sum()))) for r, n in sigs.items()]
-        cap = sum(n for _, n in upper)
-        caps.append(cap)
-        if cap < need:
-            continue
-        bound = fw.run_placement_score_bound(_scored(group), pl, upper, snap, default=cap)
-        candidates.append(
-            (np.inf if bound is None else bound, _tie(fw.placement_seed, group, pl), i, pl)
+    batch = PlacementSet(
+        placements,
+        [pl.rows if pl.rows is not None else _placement_rows(pl, table) for pl in placements],
+    )
+    upper = [(vecs[r], np.minimum(batch.sums(fits[r]), n)) for r, n in sigs.items()]
+    caps_arr = np.zeros(len(placements), dtype=np.int64)
+    for _, n_arr in upper:
+        caps_arr += n_arr
+    caps = [int(c) for c in caps_arr]
+    bounds = fw.run_placement_score_bounds(
+        _scored(group), batch, upper, snap, default=caps_arr.astype(np.float64)
+    )
+    candidates: list[tuple[float, int, int, Placement]] = [
+        (
+            np.inf if bounds is None else float(bounds[i]),
+            _tie(fw.placement_seed, group, pl),
+            i,
+            pl,
         )
+        for i, pl in enumerate(placements)
+        if caps[i] >= need
+    ]
     candidates.sort(key=lambda c: (-c[0], c[1]))
     nominated = _nominated_placement(placements, pods, table)
     if nominated is not None:  # upstream: the one placement holding the nominated nodes first

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 import numpy as np
@@ -31,6 +31,7 @@ from scheduler._interface import (
     PlacementFeasiblePlugin,
     PlacementGeneratePlugin,
     PlacementScorePlugin,
+    PlacementSet,
     PodGroupPostFilterPlugin,
     PreEnqueuePlugin,
     QueueingHint,
@@ -135,6 +136,7 @@ class Framework:
     _usage: list[FilterPlugin] = attrs.field(init=False, factory=list)
     _events: list[tuple[str, ClusterEventWithHint]] | None = attrs.field(init=False, default=None)
     _hints: dict[ClusterEvent, list[QueueingHint | None]] = attrs.field(init=False, factory=dict)
+    _bounded: bool | None = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
         self.refresh()
@@ -145,6 +147,7 @@ class Framework:
         self._usage = [f for f in self.filters if f.uses_node_usage]
         self._events = None
         self._hints = {}
+        self._bounded = None
 
     # ---- introspection ---------------------------------------------------------------
 
@@ -323,25 +326,32 @@ class Framework:
             for p in self.placement_score
         )
 
-    def run_placement_score_bound(
+    def run_placement_score_bounds(
         self,
         group: GroupInfo,
-        placement: Placement,
-        upper: Sequence[tuple[npt.NDArray[np.int64], int]],
+        candidates: PlacementSet,
+        upper: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]],
         lister: SharedLister,
         *,
-        default: float,
-    ) -> float | None:
-        """An upper bound of :meth:`run_placement_score` when at most ``n`` pods of each
-        request vector in ``upper`` are placed; None when some enabled PlacementScore plugin
-        cannot bound its score (the cycle then simulates every candidate)."""
+        default: npt.NDArray[np.float64],
+    ) -> npt.NDArray[np.float64] | None:
+        """Upper bounds of :meth:`run_placement_score` per candidate (see
+        ``BoundedPlacementScorePlugin``); None when some enabled PlacementScore plugin cannot
+        bound its score (the cycle then simulates every candidate)."""
         if not self.placement_score:
             return default
-        total = 0.0
+        if self._bounded is None:
+            self._bounded = all(
+                isinstance(p, BoundedPlacementScorePlugin) for p in self.placement_score
+            )
+        if not self._bounded:
+            return None
+        total = np.zeros(len(candidates), dtype=np.float64)
         for p in self.placement_score:
-            if not isinstance(p, BoundedPlacementScorePlugin):
-                return None
-            total += _placement_weight(p) * p.score_placement_bound(group, placement, upper, lister)
+            bounded = cast(BoundedPlacementScorePlugin, p)
+            total += _placement_weight(p) * bounded.score_placement_bounds(
+                group, candidates, upper, lister
+            )
         return total
 
     def run_placement_feasible(self, min_count: int, scheduled: int, remaining: int) -> Status:

@@ -43,6 +43,7 @@ __all__ = [
     "PlacementFeasiblePlugin",
     "PlacementGeneratePlugin",
     "PlacementScorePlugin",
+    "PlacementSet",
     "Plugin",
     "PodGroupPostFilterPlugin",
     "PreEnqueuePlugin",
@@ -280,6 +281,33 @@ class PlacementScorePlugin(Protocol):
         ...
 
 
+class PlacementSet:
+    """Candidate placements as one batch over node rows: ``sums(values)`` adds a per-row
+    array up per placement in one vectorised pass (what bounding plugins need)."""
+
+    __slots__ = ("_ends", "_rows", "_starts", "placements")
+
+    def __init__(self, placements: Sequence[Placement], rows: Sequence[Rows]) -> None:
+        self.placements = list(placements)
+        sizes = np.array([r.size for r in rows], dtype=np.intp)
+        self._ends = np.cumsum(sizes)
+        self._starts = self._ends - sizes
+        self._rows: Rows = np.concatenate(list(rows)) if rows else np.zeros(0, dtype=np.intp)
+
+    def __len__(self) -> int:
+        return len(self.placements)
+
+    def rows(self, i: int) -> Rows:
+        """The node rows of placement ``i``."""
+        return self._rows[self._starts[i] : self._ends[i]]
+
+    def sums(self, values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """``values`` (one per node row) summed per placement."""
+        acc = np.concatenate([np.zeros(1, dtype=values.dtype), np.cumsum(values[self._rows])])
+        out: npt.NDArray[Any] = acc[self._ends] - acc[self._starts]
+        return out
+
+
 @runtime_checkable
 class BoundedPlacementScorePlugin(Protocol):
     """A PlacementScore plugin that can also bound its score without a simulation. When every
@@ -289,15 +317,16 @@ class BoundedPlacementScorePlugin(Protocol):
     name: str
     weight: int
 
-    def score_placement_bound(
+    def score_placement_bounds(
         self,
         group: GroupInfo,
-        placement: Placement,
-        upper: Sequence[tuple[npt.NDArray[np.int64], int]],
+        candidates: PlacementSet,
+        upper: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]],
         lister: SharedLister,
-    ) -> float:
-        """An upper bound of :meth:`score_placement` over every assignment that places at most
-        ``n`` pods of each request vector ``vec`` in ``upper`` (``(vec, n)`` items)."""
+    ) -> npt.NDArray[np.float64]:
+        """Per candidate: an upper bound of :meth:`score_placement` over every assignment
+        that places, of each ``(vec, n)`` in ``upper``, at most ``n[i]`` pods with request
+        vector ``vec`` in candidate ``i``."""
         ...
 
 

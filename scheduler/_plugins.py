@@ -20,6 +20,7 @@ from scheduler._interface import (
     ClusterEventWithHint,
     Code,
     Placement,
+    PlacementSet,
     Rows,
     SharedLister,
     Status,
@@ -482,23 +483,34 @@ class NodeResourcesFit:
         table = lister.table
         return self._placement_share(table, _rows_of(placement, table), None)
 
-    def score_placement_bound(
+    def score_placement_bounds(
         self,
         group: GroupInfo,
-        placement: Placement,
-        upper: Sequence[tuple[npt.NDArray[np.int64], int]],
+        candidates: PlacementSet,
+        upper: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]],
         lister: SharedLister,
-    ) -> float:
-        """The share with every pod of ``upper`` placed (MostAllocated), or with none
-        (LeastAllocated)."""
+    ) -> npt.NDArray[np.float64]:
+        """Per candidate: the share with every pod of ``upper`` placed (MostAllocated), or
+        with none (LeastAllocated) — the same arithmetic as :meth:`score_placement`."""
         table = lister.table
-        rows = _rows_of(placement, table)
-        if self.gang_strategy != "MostAllocated":
-            return self._placement_share(table, rows, None)
-        extra = np.zeros(len(table.column_names), dtype=np.int64)
-        for vec, n in upper:
-            extra[: vec.size] += vec * n
-        return self._placement_share(table, rows, extra)
+        total = np.zeros(len(candidates), dtype=np.float64)
+        weights = 0
+        for name, w in self.resources:
+            col = table.columns.get(name)
+            if col is None:
+                continue
+            alloc = candidates.sums(table.alloc[:, col])
+            used = candidates.sums(table.used[:, col])
+            if self.gang_strategy == "MostAllocated":
+                for vec, n in upper:
+                    if col < vec.size and vec[col]:
+                        used = used + int(vec[col]) * n
+            with np.errstate(divide="ignore", invalid="ignore"):
+                share = np.where(alloc > 0, np.minimum(used.astype(np.float64) / alloc, 1.0), 0.0)
+            total += w * (share if self.gang_strategy == "MostAllocated" else 1.0 - share)
+            weights += w
+        out: npt.NDArray[np.float64] = 100.0 * total / weights if weights else total
+        return out
 
 
 class DefaultPlacement:
@@ -661,17 +673,25 @@ class PodGroupPodsCount:
         )
         return 100.0 * min(inside, total) / total
 
-    def score_placement_bound(
+    def score_placement_bounds(
         self,
         group: GroupInfo,
-        placement: Placement,
-        upper: Sequence[tuple[npt.NDArray[np.int64], int]],
+        candidates: PlacementSet,
+        upper: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]],
         lister: SharedLister,
-    ) -> float:
-        """As if every pod that could fit did."""
+    ) -> npt.NDArray[np.float64]:
+        """Per candidate: as if every pod that could fit did."""
         total = max(1, lister.quorum_pods(group))
-        inside = self._inside(group, placement, lister) + sum(n for _, n in upper)
-        return 100.0 * min(inside, total) / total
+        table = lister.table
+        marks = np.zeros(table.capacity, dtype=np.int64)
+        for p in lister.group_members(group):
+            if p.scheduled and p.counted_node is not None:
+                marks[p.counted_node] += 1
+        inside = candidates.sums(marks)
+        for _, n in upper:
+            inside = inside + n
+        out: npt.NDArray[np.float64] = 100.0 * np.minimum(inside, total) / total
+        return out
 
 
 class DefaultBinder:
