@@ -44,6 +44,7 @@ from scheduler._resources import PodRequirements
 
 if TYPE_CHECKING:
     from scheduler._cache import GroupInfo, NodeTable, PodInfo
+    from scheduler._tree import TreeNode
     from workloadbuilder.cluster import Cluster
 
 __all__ = ["Diagnosis", "Framework", "StaticFilterCache"]
@@ -131,6 +132,12 @@ class Framework:
     profile: str = ""
     #: seed of the deterministic tie-break between equally scored placements
     placement_seed: int = 0
+    #: CompositePodGroup children: ``bounded`` (greedy, then a bounded backtracking search
+    #: when greedy misses minGroupCount) or ``greedy`` (upstream)
+    composite_search: str = "bounded"
+    #: the search's budget of leaf placement attempts and its deadline (seconds) per cycle
+    search_budget: int = 512
+    search_deadline: float = 1.0
     static_cache: StaticFilterCache = attrs.field(factory=StaticFilterCache)
     _static: list[FilterPlugin] = attrs.field(init=False, factory=list)
     _usage: list[FilterPlugin] = attrs.field(init=False, factory=list)
@@ -207,6 +214,19 @@ class Framework:
         """All PreEnqueue plugins; the first failure wins."""
         for p in self.pre_enqueue:
             st = p.pre_enqueue_group(group, lister)
+            if not st.ok:
+                return attrs.evolve(st, plugin=p.name)
+        return SUCCESS
+
+    def run_pre_enqueue_tree(self, tree: TreeNode, lister: SharedLister) -> Status:
+        """PreEnqueue for a CompositePodGroup tree: every plugin that gates trees
+        (``pre_enqueue_tree``); the first failure wins."""
+        for p in self.pre_enqueue:
+            fn = getattr(p, "pre_enqueue_tree", None)
+            if fn is None:
+                continue
+            st = fn(tree, lister)
+            assert isinstance(st, Status)
             if not st.ok:
                 return attrs.evolve(st, plugin=p.name)
         return SUCCESS
@@ -302,6 +322,25 @@ class Framework:
         out: list[Placement] = []
         for p in self.placement_generate:
             got = p.generate(group, lister)
+            if isinstance(got, Status):
+                if not got.ok:
+                    return attrs.evolve(got, plugin=p.name)
+                continue
+            out.extend(got)
+        return out or [Placement()]
+
+    def run_placement_generate_for(
+        self, key: str, name: str, members: Sequence[PodInfo], lister: SharedLister
+    ) -> list[Placement] | Status:
+        """Placements for a CompositePodGroup's own constraint ``key`` (its subtree's pods are
+        ``members``): every PlacementGenerate plugin that generates by key
+        (``generate_for``); all nodes when none does."""
+        out: list[Placement] = []
+        for p in self.placement_generate:
+            fn = getattr(p, "generate_for", None)
+            if fn is None:
+                continue
+            got = fn(key, name, members, lister)
             if isinstance(got, Status):
                 if not got.ok:
                     return attrs.evolve(got, plugin=p.name)

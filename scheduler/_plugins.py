@@ -6,7 +6,7 @@ of plugin factories a profile is built from."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,6 +31,7 @@ from workloadbuilder.resources import CPU, MEMORY, PODS, format_quantity
 
 if TYPE_CHECKING:
     from scheduler._cache import GroupInfo, NodeTable, PodInfo
+    from scheduler._tree import TreeNode
     from workloadbuilder.cluster import Cluster
 
 __all__ = [
@@ -70,14 +71,17 @@ _POD_UPDATE = ClusterEventWithHint(
 
 
 def _same_group(key: tuple[str, str, str], old: Any, new: Any) -> bool:
-    """Hint: the event's pod (``new``, a PodInfo) belongs to the rejected group ``key``."""
+    """Hint: the event's pod (``new``, a PodInfo) belongs to the rejected group ``key`` (a
+    CompositePodGroup root only receives the events of its own tree: always relevant)."""
+    if key[0] == "CompositePodGroup":
+        return True
     return key[0] == "PodGroup" and getattr(new, "group_key", None) == (key[1], key[2])
 
 
 def _is_entity(key: tuple[str, str, str], old: Any, new: Any) -> bool:
     """Hint: the event concerns the rejected entity itself (a PodGroup, or the pod or the
     group of a pod)."""
-    if key[0] == "PodGroup" and _same_group(key, old, new):
+    if key[0] == "CompositePodGroup" or (key[0] == "PodGroup" and _same_group(key, old, new)):
         return True
     ref = (getattr(new, "namespace", None), getattr(new, "name", None))
     if key[0] == "Pod":
@@ -108,6 +112,7 @@ class GangScheduling:
         someone else, or loses its scheduling gates."""
         return [
             ClusterEventWithHint(ClusterEvent("PodGroup", ActionType.ADD), _is_entity),
+            ClusterEventWithHint(ClusterEvent("CompositePodGroup", ActionType.ADD), _is_entity),
             ClusterEventWithHint(
                 ClusterEvent("PodGroup", ActionType.UPDATE_POD_GROUP), _min_count_lowered
             ),
@@ -137,6 +142,25 @@ class GangScheduling:
                     ),
                 )
         return SUCCESS
+
+    def pre_enqueue_tree(self, tree: TreeNode, lister: SharedLister) -> Status:
+        """A CompositePodGroup tree is ready when at least ``minGroupCount`` (1 for basic)
+        children are ready, recursively; a leaf PodGroup when it knows ``minCount`` pods (a
+        basic one: one pod)."""
+
+        def ready(node: TreeNode) -> bool:
+            if node.group is not None:
+                if node.group.pod_group is None:
+                    return False
+                return lister.quorum_pods(node.group) >= node.min_count
+            return sum(1 for c in node.children if ready(c)) >= node.min_count
+
+        if ready(tree):
+            return SUCCESS
+        return Status(
+            code=Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            message=f'waiting for composite pod group "{tree.name}" tree to meet quorum',
+        )
 
     def placement_feasible(self, min_count: int, scheduled: int, remaining: int) -> Status:
         """Upstream's quorum arithmetic."""
@@ -555,10 +579,20 @@ class TopologyPlacementGenerator:
 
     name = "TopologyPlacementGenerator"
 
-    def __init__(self, *, tie_break_seed: int = 0) -> None:
-        #: seed of the deterministic tie-break between equally scored placements (copied to
-        #: ``Framework.placement_seed`` by the profile loader)
+    def __init__(
+        self,
+        *,
+        tie_break_seed: int = 0,
+        composite_search: str = "bounded",
+        search_budget: int = 512,
+        search_deadline: float = 1.0,
+    ) -> None:
+        #: seed of the deterministic tie-break between equally scored placements, and the
+        #: CompositePodGroup search (copied to the ``Framework`` by the profile loader)
         self.tie_break_seed = tie_break_seed
+        self.composite_search = composite_search
+        self.search_budget = search_budget
+        self.search_deadline = search_deadline
         self._cache: dict[str, tuple[int, int, dict[str, Placement]]] = {}
         #: the groups with a topology constraint this plugin generated placements for
         self._constrained: set[tuple[str, str]] = set()
@@ -607,10 +641,17 @@ class TopologyPlacementGenerator:
         self._constrained.add(group.key)
         if len(self._constrained) > 100_000:  # bound the set in long-running schedulers
             self._constrained = {group.key}
+        return self.generate_for(key, group.name, lister.group_members(group), lister)
+
+    def generate_for(
+        self, key: str, name: str, members: Iterable[PodInfo], lister: SharedLister
+    ) -> list[Placement] | Status:
+        """The domains of ``key`` for a group (or a CompositePodGroup's whole subtree) whose
+        pods are ``members``: only the domain of those already bound or assumed, if any."""
         table = lister.table
         domains = self.domains(key, table)
         held: set[str] = set()
-        for p in lister.group_members(group):
+        for p in members:
             node = p.node_name or p.assumed_node
             row = table.index.get(node) if node is not None else None
             if row is None:
@@ -620,8 +661,8 @@ class TopologyPlacementGenerator:
                 return Status(
                     code=Code.ERROR,
                     message=(
-                        f"pod {p.name!r} of pod group {group.name!r} is on node {node!r}, "
-                        f"which has no {key!r} label"
+                        f"pod {p.name!r} of {name!r} is on node {node!r}, which has no "
+                        f"{key!r} label"
                     ),
                 )
             held.add(value)
@@ -629,8 +670,8 @@ class TopologyPlacementGenerator:
             return Status(
                 code=Code.ERROR,
                 message=(
-                    f"pods of pod group {group.name!r} are already in {len(held)} {key} "
-                    f"domains ({', '.join(sorted(held))})"
+                    f"pods of {name!r} are already in {len(held)} {key} domains "
+                    f"({', '.join(sorted(held))})"
                 ),
             )
         if held:

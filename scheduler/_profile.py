@@ -216,11 +216,31 @@ def _fit_args(f: _Fields, defaults: SchedulerConfig) -> dict[str, Any]:
 
 
 def _topology_args(f: _Fields) -> dict[str, Any]:
-    """TopologyPlacementGenerator: ``tieBreakSeed`` (our extension; default 0)."""
+    """TopologyPlacementGenerator (our extensions): ``tieBreakSeed`` (default 0) and
+    ``compositeSearch: {mode: bounded|greedy, budget: N, deadlineSeconds: S}``."""
+    out: dict[str, Any] = {}
     seed = f.get("tieBreakSeed")
-    if seed is None:
-        return {}
-    return {"tie_break_seed": _int(seed, f.at("tieBreakSeed"), minimum=0)}
+    if seed is not None:
+        out["tie_break_seed"] = _int(seed, f.at("tieBreakSeed"), minimum=0)
+    search = f.get("compositeSearch")
+    if search is not None:
+        s = _Fields(search, f.at("compositeSearch"))
+        mode = s.get("mode")
+        if mode is not None:
+            if mode not in ("bounded", "greedy"):
+                raise ConfigError(f"{s.at('mode')}: must be bounded or greedy, not {mode!r}")
+            out["composite_search"] = mode
+        budget = s.get("budget")
+        if budget is not None:
+            out["search_budget"] = _int(budget, s.at("budget"), minimum=1)
+        deadline = s.get("deadlineSeconds")
+        if deadline is not None:
+            value = _number(deadline, s.at("deadlineSeconds"))
+            if value <= 0:
+                raise ConfigError(f"{s.at('deadlineSeconds')}: must be positive")
+            out["search_deadline"] = value
+        s.done()
+    return out
 
 
 def _plugin_args(entries: Any, path: str, defaults: SchedulerConfig) -> dict[str, dict[str, Any]]:
@@ -351,6 +371,9 @@ def _framework(profile: _Fields, defaults: SchedulerConfig, name: str) -> Framew
     for generator in fw.placement_generate:
         if isinstance(generator, TopologyPlacementGenerator):
             fw.placement_seed = generator.tie_break_seed
+            fw.composite_search = generator.composite_search
+            fw.search_budget = generator.search_budget
+            fw.search_deadline = generator.search_deadline
     fw.refresh()
     return fw
 

@@ -457,22 +457,35 @@ async def test_topology_constrained_group_is_placed_in_one_domain_not_across(env
     assert (cond.status, cond.reason) == ("True", "Scheduled")
 
 
-async def test_composite_child_is_refused_not_placed_alone(env: Env) -> None:
-    # CompositePodGroups are not implemented yet: a child gang must not be bound on its own
-    # (its siblings would stay pending: a partial composite gang).
+async def test_composite_child_is_not_placed_alone(env: Env) -> None:
+    # (Formerly refused with SchedulerError while CompositePodGroups were not implemented.)
+    # A composite gang of 2 children: the master child alone is never bound; the tree waits
+    # (silently, as upstream's PreEnqueue) until the worker child is ready, then all of it
+    # is placed together.
     await env.node("a")
     parent = make_composite_pod_group("tree", env.namespace).gang(2).obj()
     await env.cluster.create(from_dict(parent, CompositePodGroup))
     await env.pod_group("tree-master", 1, parent="tree")
     await env.pod("tree-master-0", "tree-master")
+    await env.pod_group("tree-worker", 2, parent="tree")
+    await env.pod("tree-worker-0", "tree-worker")
     s = env.scheduler()
     await s.start()
+    await env.seen(s, lambda: env.cached_pods(s) == 2)
+    await s.until_idle()
+    assert await env.bound("tree-") == {}
+    assert await env.group_condition("tree-master") is None  # gated: no status written
+    assert await env.pod_condition("tree-master-0") is None
+    await env.pod("tree-worker-1", "tree-worker")  # the worker child reaches its minCount
 
-    async def decided() -> bool:
-        return await env.group_condition("tree-master") is not None
+    async def all_bound() -> bool:
+        return len(await env.bound("tree-")) == 3
 
-    await env.until(s, decided)
-    assert await env.bound("tree-master") == {}
-    cond = await env.group_condition("tree-master")
-    assert (cond.status, cond.reason) == ("False", "SchedulerError")
-    assert "belongs to CompositePodGroup 'tree'" in cond.message
+    await env.until(s, all_bound)
+    for child in ("tree-master", "tree-worker"):
+        cond = await env.group_condition(child)
+        assert (cond.status, cond.reason) == ("True", "Scheduled")
+    cpg = await env.cluster.get("CompositePodGroup", "tree", env.namespace)
+    assert isinstance(cpg, CompositePodGroup) and cpg.status is not None
+    cc = next(c for c in cpg.status.conditions if c.type == "CompositePodGroupInitiallyScheduled")
+    assert (cc.status, cc.reason) == ("True", "Scheduled")
