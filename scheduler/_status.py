@@ -67,8 +67,9 @@ class StatusWriter:
     def composite_condition(
         self, cpg: CompositePodGroup, status: str, reason: str, message: str
     ) -> None:
-        """Set ``CompositePodGroupInitiallyScheduled`` (terminal once True; never regresses)."""
-        if not self.config.update_status:
+        """Set ``CompositePodGroupInitiallyScheduled`` (terminal once True; never regresses)
+        when ``SchedulerConfig.composite_status`` is on."""
+        if not self.config.update_status or not self.config.composite_status:
             return
         key = (cpg.metadata.namespace or "default", cpg.metadata.name or "")
         message = message[:_MAX_MESSAGE]

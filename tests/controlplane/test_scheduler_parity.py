@@ -61,6 +61,7 @@ from workloadbuilder.cluster import KubeCluster  # noqa: E402
 from workloadbuilder.errors import NotFound  # noqa: E402
 from workloadbuilder.testing import ControlPlane  # noqa: E402
 from workloadbuilder.testing.builders import (  # noqa: E402
+    make_composite_pod_group,
     make_node,
     make_pod,
     make_pod_group,
@@ -738,3 +739,179 @@ async def test_topology_basic_group_never_spills_over(sides: tuple[Side, Side]) 
     assert set(up_dom.values()) == {"r1"}
     assert set(our_dom.values()) == {"r1"}
     assert upstream.bound == ours.bound == 2
+
+
+# ---- CompositePodGroups (CompositePodGroup gate) ------------------------------------------
+
+BLOCK = "topology.kubernetes.io/block"
+
+
+async def _composite(
+    s: Side, name: str, min_group_count: int | None, *, topology: str | None = None
+) -> None:
+    cpg = make_composite_pod_group(name, s.namespace)
+    if min_group_count is not None:
+        cpg.gang(min_group_count)
+    if topology is not None:
+        cpg.topology(topology)
+    await s.cluster.create(cpg.obj())
+
+
+async def _child_group(
+    s: Side,
+    name: str,
+    parent: str,
+    size: int,
+    min_count: int | None,
+    *,
+    cpu: str = "1",
+    topology: str | None = None,
+) -> None:
+    pg = make_pod_group(name, s.namespace).parent(parent).workload_ref(parent, name)
+    if min_count is not None:
+        pg.gang(min_count)
+    if topology is not None:
+        pg.topology(topology)
+    await s.cluster.create(pg.obj())
+    for i in range(size):
+        await s.pod(f"{name}-{i}", name, cpu=cpu)
+
+
+async def _composite_condition(s: Side, name: str) -> tuple[str, str, str] | None:
+    cpg = await s.cluster.get("CompositePodGroup", name, s.namespace)
+    conds = getattr(getattr(cpg, "status", None), "conditions", None) or ()
+    c = next((c for c in conds if c.type == "CompositePodGroupInitiallyScheduled"), None)
+    return (c.status, c.reason or "", c.message or "") if c is not None else None
+
+
+def _print_tree(title: str, up: Any, ours: Any) -> None:
+    print(f"\n== {title}\n  upstream: {up}\n  ours: {ours}")
+
+
+async def test_composite_tree_that_fits(sides: tuple[Side, Side]) -> None:
+    """(C1) A composite gang (minGroupCount 2) of a master (1 pod) and a worker gang (2 pods):
+    all bound, every PodGroup ``True/Scheduled``."""
+
+    async def scenario(s: Side) -> tuple[GroupView, GroupView, Any]:
+        await s.node("a", cpu="8")
+        await _composite(s, "t", 2)
+        await _child_group(s, "t-master", "t", 1, 1)
+        await _child_group(s, "t-worker", "t", 2, 2)
+        m = await s.view_when("t-master", lambda v: v.bound == 1 and v.condition is not None)
+        w = await s.view_when("t-worker", lambda v: v.bound == 2 and v.condition is not None)
+        return m, w, await _composite_condition(s, "t")
+
+    (um, uw, uc), (om, ow, oc) = await _both(sides, scenario)
+    _print_tree("composite: tree that fits", uc, oc)
+    _report("composite: master", um, om)
+    _report("composite: worker", uw, ow)
+    assert um.shared() == om.shared()
+    assert uw.shared() == ow.shared()
+    assert uc is None and oc is None  # neither writes a CompositePodGroup condition
+
+
+async def test_composite_tree_that_does_not_fit(sides: tuple[Side, Side]) -> None:
+    """(C2) The worker gang (2 x 3 cpu) cannot fit next to the master on one 4-cpu node: the
+    master, which fits, is not bound either; both groups ``False/Unschedulable``."""
+
+    async def scenario(s: Side) -> tuple[GroupView, GroupView, Any]:
+        await s.node("a", cpu="4")
+        await _composite(s, "t", 2)
+        await _child_group(s, "t-master", "t", 1, 1)
+        await _child_group(s, "t-worker", "t", 2, 2, cpu="3")
+        m = await s.view_when(
+            "t-master", lambda v: v.condition is not None and _failed(v, "Unschedulable")
+        )
+        w = await s.view_when(
+            "t-worker", lambda v: v.condition is not None and _failed(v, "Unschedulable")
+        )
+        return m, w, await _composite_condition(s, "t")
+
+    (um, uw, uc), (om, ow, oc) = await _both(sides, scenario)
+    _print_tree("composite: tree that does not fit", uc, oc)
+    _report("composite: master", um, om)
+    _report("composite: worker", uw, ow)
+    assert um.bound == uw.bound == 0
+    assert um.shared() == om.shared()
+    assert uw.shared() == ow.shared()
+    assert uc is None and oc is None
+
+
+async def test_composite_tree_waits_for_quorum(sides: tuple[Side, Side]) -> None:
+    """(C3) The worker gang has 1 of its 2 pods: the tree is not ready, nothing is bound and
+    nothing is written."""
+
+    async def scenario(s: Side) -> tuple[GroupView, GroupView, Any]:
+        await s.node("a", cpu="8")
+        await _composite(s, "t", 2)
+        await _child_group(s, "t-master", "t", 1, 1)
+        await _child_group(s, "t-worker", "t", 1, 2)
+        await _witness(s)
+        return (
+            await s.view("t-master"),
+            await s.view("t-worker"),
+            await _composite_condition(s, "t"),
+        )
+
+    (um, uw, uc), (om, ow, oc) = await _both(sides, scenario)
+    _print_tree("composite: tree waits for quorum", uc, oc)
+    assert um.bound == uw.bound == 0
+    assert um.shared() == om.shared()
+    assert uw.shared() == ow.shared()
+    assert uc == oc
+
+
+async def test_composite_top_down_block_then_racks(sides: tuple[Side, Side]) -> None:
+    """(C4) A block-constrained composite of two rack-constrained gangs (2 x 3 cpu each):
+    block b1 has racks r1, r2 of two 4-cpu nodes; block b2 one 8-cpu node (room for one
+    child). Both schedulers put the tree in b1, each child in one rack."""
+
+    async def scenario(s: Side) -> tuple[int, dict[str, str], dict[str, str]]:
+        for rack, block, count, cpu in (
+            ("r1", "b1", 2, "4"),
+            ("r2", "b1", 2, "4"),
+            ("r3", "b2", 1, "8"),
+        ):
+            for i in range(count):
+                await s.node(f"{rack}n{i}", cpu=cpu, labels={RACK: rack, BLOCK: block})
+        await _composite(s, "t", 2, topology=BLOCK)
+        await _child_group(s, "t-a", "t", 2, 2, cpu="3", topology=RACK)
+        await _child_group(s, "t-b", "t", 2, 2, cpu="3", topology=RACK)
+        a = await s.view_when("t-a", lambda v: v.condition is not None and _settled(v))
+        b = await s.view_when("t-b", lambda v: v.condition is not None and _settled(v))
+        blocks = {**await s.domains("t-a", BLOCK), **await s.domains("t-b", BLOCK)}
+        racks = {**await s.domains("t-a", RACK), **await s.domains("t-b", RACK)}
+        return a.bound + b.bound, blocks, racks
+
+    (ub, ublocks, uracks), (ob, oblocks, oracks) = await _both(sides, scenario)
+    _print_tree("composite: block then racks", (ub, ublocks, uracks), (ob, oblocks, oracks))
+    assert ub == ob
+    assert set(ublocks.values()) == set(oblocks.values())
+    for child in ("t-a", "t-b"):
+        assert len({r for p, r in oracks.items() if p.startswith(child)}) <= 1
+
+
+async def test_composite_greedy_miss_is_an_intentional_difference(
+    sides: tuple[Side, Side],
+) -> None:
+    """(C5) Greedy places child a in the fuller rack r1, then b (2 x 8 cpu) fits nowhere;
+    upstream (greedy, no backtracking) rejects the tree; ours searches and places a in r2,
+    b in r1. The one deliberate difference."""
+
+    async def scenario(s: Side) -> tuple[int, Any]:
+        for n in ("r1a", "r1b", "r1c"):
+            await s.node(n, cpu="8", labels={RACK: "r1"})
+        await s.pod("busy", None, cpu="4", node="r1a")
+        for i in range(5):
+            await s.node(f"r2n{i}", cpu="4", labels={RACK: "r2"})
+        await _composite(s, "t", 2)
+        await _child_group(s, "t-a", "t", 2, 2, cpu="4", topology=RACK)
+        await _child_group(s, "t-b", "t", 2, 2, cpu="8", topology=RACK)
+        a = await s.view_when("t-a", lambda v: v.condition is not None and _settled(v))
+        b = await s.view_when("t-b", lambda v: v.condition is not None and _settled(v))
+        return a.bound + b.bound, await _composite_condition(s, "t")
+
+    (ub, uc), (ob, oc) = await _both(sides, scenario)
+    _print_tree("composite: greedy miss", (ub, uc), (ob, oc))
+    assert ub == 0
+    assert ob == 4

@@ -469,7 +469,7 @@ async def test_composite_child_is_not_placed_alone(env: Env) -> None:
     await env.pod("tree-master-0", "tree-master")
     await env.pod_group("tree-worker", 2, parent="tree")
     await env.pod("tree-worker-0", "tree-worker")
-    s = env.scheduler()
+    s = env.scheduler(composite_status=True)
     await s.start()
     await env.seen(s, lambda: env.cached_pods(s) == 2)
     await s.until_idle()

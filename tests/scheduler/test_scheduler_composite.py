@@ -80,7 +80,7 @@ async def test_tree_that_does_not_fit_binds_nothing(env: Env) -> None:
     await _cpg(env, "t", 2)
     await _child(env, "t-master", "t", 1, cpu="1")
     await _child(env, "t-worker", "t", 2, cpu="3")  # 2 x 3 cpu: only one fits on a
-    s = env.scheduler()
+    s = env.scheduler(composite_status=True)
     await s.start()
 
     async def decided() -> bool:
@@ -114,7 +114,7 @@ async def test_basic_composite_lets_ready_children_go(env: Env) -> None:
     await _child(env, "t-master", "t", 1)
     await env.pod_group("t-worker", 2, parent="t")  # a gang with 1 of its 2 pods: not ready
     await env.pod("t-worker-0", "t-worker")
-    s = env.scheduler()
+    s = env.scheduler(composite_status=True)
     await s.start()
 
     async def master_bound() -> bool:
@@ -143,7 +143,7 @@ async def test_top_down_block_then_racks(env: Env) -> None:
     await _cpg(env, "t", 2, topology=BLOCK)
     await _child(env, "t-a", "t", 2, topology=RACK, cpu="3")
     await _child(env, "t-b", "t", 2, topology=RACK, cpu="3")
-    s = env.scheduler()
+    s = env.scheduler(composite_status=True)
     await s.start()
 
     async def all_bound() -> bool:
@@ -180,7 +180,7 @@ async def _search_scenario(mode: str | None) -> tuple[dict[str, str], str]:
         fw = default_framework()
         if mode is not None:
             fw.composite_search = mode
-        s = Scheduler(cluster, SchedulerConfig(), framework=fw)
+        s = Scheduler(cluster, SchedulerConfig(composite_status=True), framework=fw)
         env.schedulers.append(s)
         await s.start()
         await s.until_idle()
@@ -199,3 +199,20 @@ async def test_bounded_search_places_a_tree_greedy_rejects() -> None:
     assert cond == "True/Scheduled: "
     assert {bound["t-b-0"], bound["t-b-1"]} == {"r1b", "r1c"}
     assert {bound["t-a-0"], bound["t-a-1"]} <= {f"r2n{i}" for i in range(5)}
+
+
+async def test_no_composite_condition_by_default(env: Env) -> None:
+    # upstream kube-scheduler v1.37.2 writes no condition on CompositePodGroups
+    await env.node("a")
+    await _cpg(env, "t", 1)
+    await _child(env, "t-master", "t", 1)
+    s = env.scheduler()
+    await s.start()
+
+    async def bound() -> bool:
+        return len(await env.bound("t-")) == 1
+
+    await env.until(s, bound)
+    assert await _cpg_condition(env, "t") is None
+    cond = await env.group_condition("t-master")
+    assert (cond.status, cond.reason) == ("True", "Scheduled")
