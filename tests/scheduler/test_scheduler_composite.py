@@ -216,3 +216,35 @@ async def test_no_composite_condition_by_default(env: Env) -> None:
     assert await _cpg_condition(env, "t") is None
     cond = await env.group_condition("t-master")
     assert (cond.status, cond.reason) == ("True", "Scheduled")
+
+
+async def test_explain_shows_the_tree_with_each_level(env: Env) -> None:
+    from scheduler.cli import explain_report, explain_text
+
+    await env.node("a", cpu="4")
+    await _cpg(env, "t", 2)
+    await _child(env, "t-master", "t", 1, cpu="1")
+    await _child(env, "t-worker", "t", 2, cpu="3")
+    s = env.scheduler()
+    await s.start()
+
+    async def decided() -> bool:
+        return await env.group_condition("t-worker") is not None
+
+    await env.until(s, decided)
+    text = await explain_text(env.cluster, "t-worker", env.namespace)
+    lines = text.splitlines()
+    tree_at = lines.index("Tree:")
+    assert lines[tree_at + 1] == (
+        "  CompositePodGroup t: gang (minGroupCount 2); 0 of 2 child groups scheduled (needs 2)"
+    )
+    assert lines[tree_at + 2].startswith(
+        "    PodGroup t-master: gang (minCount 1), 0/1 pods bound; "
+        "PodGroupInitiallyScheduled=False (Unschedulable)"
+    )
+    assert lines[tree_at + 3].startswith("      why: minGroupCount 2: 1 of 2 child groups fit")
+    assert lines[tree_at + 4].startswith("    PodGroup t-worker: gang (minCount 2), 0/2 pods bound")
+    assert lines[tree_at + 4].endswith("<-")
+    report = await explain_report(env.cluster, "t-worker", env.namespace)
+    assert report["tree"]["name"] == "t"
+    assert [c["name"] for c in report["tree"]["children"]] == ["t-master", "t-worker"]
