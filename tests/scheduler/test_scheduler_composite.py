@@ -31,6 +31,7 @@ from workloadbuilder.testing.builders import make_composite_pod_group
 
 RACK = "topology.kubernetes.io/rack"
 BLOCK = "topology.kubernetes.io/block"
+HOST = "kubernetes.io/hostname"
 
 
 async def _cpg(
@@ -248,3 +249,68 @@ async def test_explain_shows_the_tree_with_each_level(env: Env) -> None:
     report = await explain_report(env.cluster, "t-worker", env.namespace)
     assert report["tree"]["name"] == "t"
     assert [c["name"] for c in report["tree"]["children"]] == ["t-master", "t-worker"]
+
+
+async def test_lws_subgroups_are_scheduled_as_trees_end_to_end() -> None:
+    # the LWS adapter's composite shape: per replica a CompositePodGroup (rack-exclusive) of
+    # one PodGroup per subgroup (host-exclusive), pods named and labelled as the LWS
+    # controller does; the scheduler places every replica as a tree
+    from workloadbuilder.kinds import default_registry
+    from workloadbuilder.kinds.lws import lws_pods
+    from workloadbuilder.testing.builders import make_lws
+
+    cluster = MemoryCluster()
+    env = Env(cluster, "default", "memory")
+    try:
+        for r in range(2):
+            for h in range(2):
+                await env.node(f"r{r}h{h}", cpu="4", labels={RACK: f"r{r}", HOST: f"r{r}h{h}"})
+        lws = (
+            make_lws("llm", "default")
+            .replicas(2)
+            .size(4)
+            .sub_group_size(2)
+            .scheduler_name(env.scheduler_name)
+            .request("cpu", "2")
+            .obj()
+        )
+        lws["metadata"].setdefault("annotations", {}).update(
+            {
+                "leaderworkerset.sigs.k8s.io/exclusive-topology": RACK,
+                "leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology": HOST,
+            }
+        )
+        lws["spec"]["scheduling"] = {}
+        plan = default_registry().for_object(lws).plan(lws)
+        assert len(plan.composite_pod_groups) == 2
+        for obj in plan.objects():
+            await cluster.create(obj)
+        for pod in lws_pods(lws):
+            group = plan.pod_group_for(pod)
+            assert group is not None
+            pod["spec"]["schedulingGroup"] = {"podGroupName": group}
+            await cluster.create(pod)
+        s = env.scheduler()
+        await s.start()
+        await s.until_idle()
+        bound = await env.bound("llm-")
+        assert len(bound) == 8
+        labels = {n: (await cluster.get("Node", n))["metadata"]["labels"] for n in env.nodes}
+        for g in range(2):
+            replica = [n for p, n in bound.items() if p == f"llm-{g}" or p.startswith(f"llm-{g}-")]
+            assert len(replica) == 4
+            assert len({labels[n][RACK] for n in replica}) == 1  # the replica in one rack
+        for pg in plan.pod_groups:
+            name = pg.metadata.name
+            members = [
+                n
+                for p, n in bound.items()
+                if (await cluster.get("Pod", p, "default"))["spec"]["schedulingGroup"][
+                    "podGroupName"
+                ]
+                == name
+            ]
+            assert len({labels[n][HOST] for n in members}) == 1  # each subgroup on one host
+    finally:
+        await env.cleanup()
+        await cluster.close()
