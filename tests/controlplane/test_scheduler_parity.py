@@ -614,6 +614,14 @@ async def test_mixed_scheduler_names_with_a_pending_pod(sides: tuple[Side, Side]
 RACK = "topology.kubernetes.io/rack"
 
 
+def _events_in(v: GroupView) -> bool:
+    """A condition, and every bound pod's ``Scheduled`` event is visible (events are
+    recorded asynchronously)."""
+    return v.condition is not None and all(
+        "Scheduled" in p.events for p in v.pods.values() if p.bound
+    )
+
+
 def _settled(v: GroupView) -> bool:
     """A decision is visible: the group has a condition and no pod is left undecided."""
     return v.condition is not None and all(p.bound or p.scheduled for p in v.pods.values())
@@ -629,7 +637,7 @@ async def test_topology_gang_lands_in_the_one_rack_that_fits(sides: tuple[Side, 
         await s.node("r2a", cpu="8", labels={RACK: "r2"})
         await s.node("r2b", cpu="8", labels={RACK: "r2"})
         await s.gang("g", 4, 4, cpu="3", topology=RACK)
-        v = await s.view_when("g", lambda v: v.bound == 4 and v.condition is not None)
+        v = await s.view_when("g", lambda v: v.bound == 4 and _events_in(v))
         return v, await s.domains("g", RACK)
 
     (upstream, up_dom), (ours, our_dom) = await _both(sides, scenario)
@@ -669,7 +677,7 @@ async def test_topology_fuller_rack_that_fits(sides: tuple[Side, Side]) -> None:
         await s.node("r2a", cpu="8", labels={RACK: "r2"})
         await s.pod("busy", None, cpu="4", node="r2a")
         await s.gang("g", 2, 2, cpu="2", topology=RACK)
-        v = await s.view_when("g", lambda v: v.bound == 2 and v.condition is not None)
+        v = await s.view_when("g", lambda v: v.bound == 2 and _events_in(v))
         return v, await s.domains("g", RACK)
 
     (upstream, up_dom), (ours, our_dom) = await _both(sides, scenario)
@@ -797,8 +805,8 @@ async def test_composite_tree_that_fits(sides: tuple[Side, Side]) -> None:
         await _composite(s, "t", 2)
         await _child_group(s, "t-master", "t", 1, 1)
         await _child_group(s, "t-worker", "t", 2, 2)
-        m = await s.view_when("t-master", lambda v: v.bound == 1 and v.condition is not None)
-        w = await s.view_when("t-worker", lambda v: v.bound == 2 and v.condition is not None)
+        m = await s.view_when("t-master", lambda v: v.bound == 1 and _events_in(v))
+        w = await s.view_when("t-worker", lambda v: v.bound == 2 and _events_in(v))
         return m, w, await _composite_condition(s, "t")
 
     (um, uw, uc), (om, ow, oc) = await _both(sides, scenario)
