@@ -314,3 +314,40 @@ async def test_lws_subgroups_are_scheduled_as_trees_end_to_end() -> None:
     finally:
         await env.cleanup()
         await cluster.close()
+
+
+async def test_a_pod_group_added_under_the_root_wakes_the_tree(env: Env) -> None:
+    await env.node("a", cpu="8")
+    await _cpg(env, "t", 2)
+    await _child(env, "t-master", "t", 1)
+    s = env.scheduler()
+    await s.start()
+    await env.seen(s, lambda: env.cached_pods(s) == 1)
+    await s.until_idle()
+    assert await env.bound("t-") == {}  # one child of two: the tree waits
+    await _child(env, "t-worker", "t", 2)  # a new PodGroup (and its pods) under the root
+
+    async def all_bound() -> bool:
+        return len(await env.bound("t-")) == 3
+
+    await env.until(s, all_bound)
+
+
+async def test_priority_must_be_the_roots_everywhere_in_the_tree(env: Env) -> None:
+    high = await env.priority_class("high", 1000)
+    await env.node("a", cpu="8")
+    await _cpg(env, "t", 2)
+    await _child(env, "t-master", "t", 1)
+    await env.pod_group("t-worker", 1, parent="t", priority_class=high)
+    await env.pod("t-worker-0", "t-worker", priority_class=high)
+    s = env.scheduler()
+    await s.start()
+
+    async def decided() -> bool:
+        return await env.group_condition("t-worker") is not None
+
+    await env.until(s, decided)
+    assert await env.bound("t-") == {}
+    cond = await env.group_condition("t-worker")
+    assert (cond.status, cond.reason) == ("False", "SchedulerError")
+    assert "has priority 1000 but the tree's root 't' has priority 0" in cond.message
