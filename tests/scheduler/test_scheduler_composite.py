@@ -351,3 +351,41 @@ async def test_priority_must_be_the_roots_everywhere_in_the_tree(env: Env) -> No
     cond = await env.group_condition("t-worker")
     assert (cond.status, cond.reason) == ("False", "SchedulerError")
     assert "has priority 1000 but the tree's root 't' has priority 0" in cond.message
+
+
+async def test_a_bound_member_holds_the_whole_tree_in_its_domain(env: Env) -> None:
+    # child a already has its pod bound in block b2 (a restart): child b goes to b2 as well
+    # (or stays pending), although b1 is larger and emptier
+    for name, block, cpu in (("b1n0", "b1", "32"), ("b1n1", "b1", "32"), ("b2n0", "b2", "4")):
+        await env.node(name, cpu=cpu, labels={BLOCK: f"{env.prefix}{block}"})
+    await _cpg(env, "t", 2, topology=BLOCK)
+    await env.pod_group("t-a", 1, parent="t")
+    await env.pod("t-a-0", "t-a", node_name=env.node_name("b2n0"))
+    await _child(env, "t-b", "t", 2, cpu="1")
+    s = env.scheduler()
+    await s.start()
+
+    async def placed() -> bool:
+        return len(await env.bound("t-b")) == 2
+
+    await env.until(s, placed)
+    assert set((await env.bound("t-b")).values()) == {env.node_name("b2n0")}
+
+
+async def test_mixed_scheduler_names_in_a_tree_are_an_error(env: Env) -> None:
+    await env.node("a", cpu="8")
+    await _cpg(env, "t", 2)
+    await _child(env, "t-master", "t", 1)
+    await env.pod_group("t-worker", 1, parent="t")
+    await env.pod("t-worker-0", "t-worker", node_name=env.node_name("a"), scheduler_name="other")
+    s = env.scheduler()
+    await s.start()
+
+    async def decided() -> bool:
+        return await env.group_condition("t-master") is not None
+
+    await env.until(s, decided)
+    assert set(await env.bound("t-")) == {"t-worker-0"}
+    cond = await env.group_condition("t-master")
+    assert (cond.status, cond.reason) == ("False", "SchedulerError")
+    assert "pods of composite pod group 't' have different scheduler names" in cond.message
