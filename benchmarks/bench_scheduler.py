@@ -10,6 +10,13 @@ peak RSS.
 
     .venv/bin/python benchmarks/bench_scheduler.py                 # 5,000 nodes, 10,000 pods
     .venv/bin/python benchmarks/bench_scheduler.py --waves 20 --json
+    .venv/bin/python benchmarks/bench_scheduler.py --topology      # rack-constrained gangs
+    .venv/bin/python benchmarks/bench_scheduler.py --compare       # both, same process
+
+``--topology``: the nodes carry four topology levels (zone = the cluster, block = 256 nodes,
+rack = 32 nodes, host) and every gang has ``schedulingConstraints.topology: [{key: rack}]``.
+``--compare`` runs the unconstrained benchmark and then the topology one and reports the
+throughput ratio.
 """
 
 from __future__ import annotations
@@ -32,8 +39,10 @@ from workloadbuilder.api import (
     GangSchedulingPolicy,
     ObjectMeta,
     PodGroup,
+    PodGroupSchedulingConstraints,
     PodGroupSchedulingPolicy,
     PodGroupSpec,
+    TopologyConstraint,
 )
 from workloadbuilder.cluster import Cluster, MemoryCluster
 
@@ -55,12 +64,27 @@ class TimedBinds:
         self.bound_at[(namespace, pod_name)] = time.perf_counter()
 
 
-def _node(i: int) -> dict[str, Any]:
+ZONE = "topology.kubernetes.io/zone"
+BLOCK = "topology.kubernetes.io/block"
+RACK = "topology.kubernetes.io/rack"
+HOST = "kubernetes.io/hostname"
+
+
+def _node(i: int, topology: bool = False) -> dict[str, Any]:
     alloc = {"cpu": "32", "memory": "128Gi", "pods": "110", "ephemeral-storage": "500Gi"}
+    name = f"node-{i:05d}"
+    labels = {"rack": f"rack-{i // 8}"}
+    if topology:
+        labels = {
+            ZONE: "zone-0",
+            BLOCK: f"block-{i // 256:02d}",
+            RACK: f"rack-{i // 32:03d}",
+            HOST: name,
+        }
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": f"node-{i:05d}", "labels": {"rack": f"rack-{i // 8}"}},
+        "metadata": {"name": name, "labels": labels},
         "status": {"allocatable": alloc, "capacity": alloc},
     }
 
@@ -96,7 +120,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     inner = MemoryCluster(admission=not args.no_admission)
     cluster = TimedBinds(inner)
     for i in range(args.nodes):
-        await inner.create(_node(i))
+        await inner.create(_node(i, args.topology))
     gangs: list[tuple[str, int, str, str]] = []
     total = 0
     shapes = [("500m", "1Gi"), ("1", "2Gi"), ("2", "4Gi"), ("4", "8Gi")]
@@ -122,7 +146,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     spec=PodGroupSpec(
                         scheduling_policy=PodGroupSchedulingPolicy(
                             gang=GangSchedulingPolicy(min_count=size)
-                        )
+                        ),
+                        scheduling_constraints=(
+                            PodGroupSchedulingConstraints(topology=[TopologyConstraint(key=RACK)])
+                            if args.topology
+                            else None
+                        ),
                     ),
                 )
             )
@@ -142,9 +171,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         times = [cluster.bound_at.get(("default", f"{name}-{j}")) for j in range(size)]
         if all(t is not None for t in times):
             latencies.append(max(t for t in times if t is not None) - ready_at[name])
+    in_one_rack = True
+    if args.topology:  # check the constraint held for every gang
+        racks: dict[str, set[str]] = {}
+        for pod in (await inner.list("Pod", "default")).items:
+            assert isinstance(pod, dict)
+            node = pod["spec"].get("nodeName")
+            if node:
+                group = pod["spec"]["schedulingGroup"]["podGroupName"]
+                racks.setdefault(group, set()).add(f"rack-{int(node[5:]) // 32:03d}")
+        in_one_rack = all(len(r) == 1 for r in racks.values())
     await s.stop()
     await inner.close()
     return {
+        "mode": "topology (rack-constrained gangs)" if args.topology else "unconstrained",
         "machine": f"{platform.machine()} {platform.processor() or ''} python "
         f"{platform.python_version()}".strip(),
         "nodes": args.nodes,
@@ -161,6 +201,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "group_latency_p99_s": round(_pct(latencies, 0.99), 4),
         "peak_rss_mib": round(rss_peak / 1024, 1),
         "rss_before_scheduling_mib": round(rss_before / 1024, 1),
+        **({"every_gang_in_one_rack": in_one_rack} if args.topology else {}),
     }
 
 
@@ -174,14 +215,41 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--no-events", action="store_true", help="do not record Events")
     p.add_argument("--no-admission", action="store_true", help="MemoryCluster without admission")
+    p.add_argument("--topology", action="store_true", help="rack-constrained gangs, 4 levels")
+    p.add_argument("--compare", action="store_true", help="unconstrained, then --topology")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
-    result = asyncio.run(run(args))
-    if args.json:
-        print(json.dumps(result, indent=2))
+    if args.compare:
+        results = []
+        for topology in (False, True):
+            args.topology = topology
+            results.append(asyncio.run(run(args)))
+        plain, topo = results
+        ratio = {
+            "topology_vs_unconstrained_pods_per_second": round(
+                (topo["pods_per_second"] or 0) / (plain["pods_per_second"] or 1), 3
+            ),
+            "topology_vs_unconstrained_to_last_bind": round(
+                (topo["pods_per_second_to_last_bind"] or 0)
+                / (plain["pods_per_second_to_last_bind"] or 1),
+                3,
+            ),
+        }
+        out: Any = {"unconstrained": plain, "topology": topo, **ratio}
     else:
-        for k, v in result.items():
-            print(f"{k:28} {v}")
+        out = asyncio.run(run(args))
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        sections = [("", out)] if not args.compare else list(out.items())
+        for title, result in sections:
+            if isinstance(result, dict):
+                if title:
+                    print(f"== {title}")
+                for k, v in result.items():
+                    print(f"{k:36} {v}")
+            else:
+                print(f"{title:36} {result}")
     return 0
 
 

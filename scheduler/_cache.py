@@ -50,6 +50,8 @@ class PodInfo:
     counted_node: int | None = None
     conditions: tuple[dict[str, Any], ...] = ()
     last_failure: str | None = None
+    #: ``status.nominatedNodeName`` (the placement holding it is tried first)
+    nominated_node: str | None = None
 
     @property
     def key(self) -> PodKey:
@@ -368,6 +370,7 @@ class Cache:
             info.deleting = deleting
             info.gated = bool(spec.get("schedulingGates"))
             info.conditions = tuple(status.get("conditions") or ())
+            info.nominated_node = status.get("nominatedNodeName") or None
             if info.node_name is not None and info.assumed_node is not None:
                 info.assumed_node = None  # binding confirmed (or bound elsewhere)
             if info.node_name is None and info.counted_node is None:
@@ -393,6 +396,7 @@ class Cache:
             deleting=meta.get("deletionTimestamp") is not None,
             gated=bool(spec.get("schedulingGates")),
             conditions=tuple(status.get("conditions") or ()),
+            nominated_node=status.get("nominatedNodeName") or None,
         )
         self.pods[key] = info
         self._pods_by_uid[info.uid] = key

@@ -45,5 +45,8 @@ class SchedulerConfig:
     record_events: bool = True
     #: write pod ``PodScheduled=False`` conditions and PodGroup status
     update_status: bool = True
+    #: also write ``CompositePodGroupInitiallyScheduled`` on CompositePodGroups (upstream
+    #: kube-scheduler v1.37.2 writes no CompositePodGroup condition: off by default)
+    composite_status: bool = False
     #: field manager / event reporting component
     component: str = "workloadbuilder-scheduler"

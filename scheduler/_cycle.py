@@ -12,6 +12,7 @@ signature that found no node stops counting as "remaining" (nodes only fill up i
 
 from __future__ import annotations
 
+import zlib
 from collections import Counter
 from collections.abc import Sequence
 
@@ -19,11 +20,12 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from scheduler._cache import PodInfo
+from scheduler._cache import GroupInfo, NodeTable, PodInfo
 from scheduler._framework import Diagnosis, Framework
-from scheduler._interface import Code, Placement, Status
+from scheduler._interface import Code, Placement, PlacementSet, Rows, Status
 from scheduler._resources import PodRequirements
 from scheduler._snapshot import Snapshot
+from workloadbuilder.resources import PODS, format_quantity
 
 __all__ = ["CycleResult", "run_pod_group_cycle"]
 
@@ -40,6 +42,8 @@ class CycleResult:
     explanation: str = ""
     diagnoses: dict[PodRequirements, Diagnosis] = attrs.field(factory=dict)
     placement: str = ""
+    #: the topology domain the pods were placed in (``(key, value)`` pairs)
+    domain: tuple[tuple[str, str], ...] = ()
 
 
 class _Eval:
@@ -207,6 +211,82 @@ def _explain(
     return "; ".join(parts)
 
 
+def _tie(seed: int, group: GroupInfo | None, placement: Placement) -> int:
+    """Deterministic (seeded) tie-break rank of a placement for a group: lower wins."""
+    who = f"{group.namespace}/{group.name}" if group is not None else ""
+    return zlib.crc32(f"{seed}\x00{who}\x00{placement.name}".encode())
+
+
+def _fit_counts(
+    fw: Framework, table: NodeTable, req: PodRequirements, vec: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """Per node row: how many pods of ``req`` fit on it now, by resources alone (0 where a
+    node-only filter rejects it) — an upper bound, exact for NodeResourcesFit."""
+    static = fw.run_static_filters(req, table)
+    cols = np.flatnonzero(vec)
+    out = np.zeros(table.capacity, dtype=np.int64)
+    rows = np.flatnonzero(static)
+    if rows.size == 0:
+        return out
+    if cols.size == 0:
+        out[rows] = 1 << 30
+        return out
+    free = table.alloc[np.ix_(rows, cols)] - table.used[np.ix_(rows, cols)]
+    n = np.min(free // vec[cols], axis=1)
+    out[rows] = np.maximum(n, 0)
+    return out
+
+
+def _noun(key: str) -> str:
+    return key.rsplit("/", 1)[-1] or key
+
+
+def _shape(req: PodRequirements, table: NodeTable, rows: Rows, need: int, homogeneous: bool) -> str:
+    """`` x nvidia.com/gpu 8``: the requests that limit the domain (all when none alone)."""
+    if not homogeneous:
+        return ""
+    items = [(name, amount) for name, amount in req.requests if name != PODS and amount > 0]
+    limiting = []
+    for name, amount in items:
+        col = table.columns.get(name)
+        if col is None:
+            limiting.append((name, amount))
+            continue
+        free = table.alloc[rows, col] - table.used[rows, col]
+        if int(np.maximum(free // amount, 0).sum()) < need:
+            limiting.append((name, amount))
+    shown = limiting or items
+    if not shown:
+        return ""
+    return " x " + ", ".join(f"{name} {format_quantity(amount, name)}" for name, amount in shown)
+
+
+def _topology_explanation(
+    placement: Placement,
+    table: NodeTable,
+    pods: Sequence[PodInfo],
+    *,
+    need: int,
+    placed: int,
+    only: bool,
+    inner: str,
+) -> str:
+    key, value = placement.domain[0]
+    noun = _noun(key)
+    sigs = {p.req for p in pods}
+    rows = placement.rows if placement.rows is not None else table.present_rows()
+    shape = _shape(next(iter(sigs)), table, rows, need, len(sigs) == 1)
+    word = "pod" if need == 1 else "pods"
+    if only:
+        head = (
+            f"{key}: the group is held in {noun} {value} (where its pods are), which fits "
+            f"{placed} of {need} {word}{shape}"
+        )
+    else:
+        head = f"{key}: no {noun} fits {need} {word}{shape}; best is {value} with {placed}"
+    return f"{head}; {inner}" if inner else head
+
+
 def run_pod_group_cycle(
     fw: Framework,
     snap: Snapshot,
@@ -216,68 +296,171 @@ def run_pod_group_cycle(
     scheduled: int,
     gang: bool,
     placements: Sequence[Placement] | None = None,
+    group: GroupInfo | None = None,
 ) -> CycleResult:
     """Try to place ``pods`` (deterministic order) so that ``scheduled`` plus the placed pods
-    reach ``min_count``. PlacementGenerate candidates are simulated one by one; the feasible
-    ones are ranked by PlacementScore and the best is re-applied. Returns the assignments;
-    the snapshot is reverted (the caller assumes the pods in the cache)."""
+    reach ``min_count``. With several PlacementGenerate candidates (topology domains), each
+    candidate that can hold the quorum is simulated, best PlacementScore bound first, until
+    no remaining candidate can beat the best feasible one; ties go to a seeded hash of the
+    group and the placement. Returns the assignments; the snapshot is reverted (the caller
+    assumes the pods in the cache)."""
     if placements is None:
         placements = [Placement()]
     mark = snap.mark()
+    if len(placements) == 1 and not placements[0].domain:
+        return _single(fw, snap, pods, mark, min_count, scheduled, gang, placements[0])
+    table = snap.table
+    for req in {p.req for p in pods}:
+        table.vector(req.requests)  # every column first: vectors of one width
+    sigs = Counter(p.req for p in pods)
+    vecs = {req: table.vector(req.requests) for req in sigs}
+    fits = {req: _fit_counts(fw, table, req, vecs[req]) for req in sigs}
+    need = max(min_count - scheduled, 1) if gang else 1
+    batch = PlacementSet(
+        placements,
+        [pl.rows if pl.rows is not None else _placement_rows(pl, table) for pl in placements],
+    )
+    upper = [(vecs[r], np.minimum(batch.sums(fits[r]), n)) for r, n in sigs.items()]
+    caps_arr = np.zeros(len(placements), dtype=np.int64)
+    for _, n_arr in upper:
+        caps_arr += n_arr
+    caps = [int(c) for c in caps_arr]
+    bounds = fw.run_placement_score_bounds(
+        _scored(group), batch, upper, snap, default=caps_arr.astype(np.float64)
+    )
+    candidates: list[tuple[float, int, int, Placement]] = [
+        (
+            np.inf if bounds is None else float(bounds[i]),
+            _tie(fw.placement_seed, group, pl),
+            i,
+            pl,
+        )
+        for i, pl in enumerate(placements)
+        if caps[i] >= need
+    ]
+    candidates.sort(key=lambda c: (-c[0], c[1]))
+    nominated = _nominated_placement(placements, pods, table)
+    if nominated is not None:  # upstream: the one placement holding the nominated nodes first
+        candidates.sort(key=lambda c: c[3] is not nominated)
     best: tuple[float, int, Placement] | None = None
-    last: _Attempt | None = None
-    if len(placements) > 1:
-        for i, placement in enumerate(placements):
-            att = _attempt(
-                fw,
-                snap,
-                pods,
-                min_count=min_count,
-                scheduled=scheduled,
-                gang=gang,
-                placement=placement,
-            )
-            assigned = snap.assumed_since(mark)
-            if att.status.ok:
-                score = fw.run_placement_score(placement, assigned, snap, default=float(att.placed))
-                if best is None or score > best[0]:
-                    best = (score, i, placement)
-            elif last is None or att.placed > last.placed:
-                last = att
-            snap.revert(mark)
-        chosen = [best[2]] if best is not None else []
-    else:
-        chosen = list(placements)
-    for placement in chosen:
+    failed: dict[int, _Attempt] = {}
+    for bound, tb, i, pl in candidates:
+        if best is not None and (best[0], -best[1]) >= (bound, -tb):
+            break
         att = _attempt(
+            fw, snap, pods, min_count=min_count, scheduled=scheduled, gang=gang, placement=pl
+        )
+        if att.status.ok:
+            assigned = snap.assumed_since(mark)
+            score = fw.run_placement_score(
+                _scored(group), pl, assigned, snap, default=float(att.placed)
+            )
+            if best is None or (score, -tb) > (best[0], -best[1]):
+                best = (score, tb, pl)
+            snap.revert(mark)
+            if pl is nominated:
+                break
+        else:
+            failed[i] = att
+            snap.revert(mark)
+    if best is not None:
+        res = _single(fw, snap, pods, mark, min_count, scheduled, gang, best[2])
+        if res.status.ok:
+            return res
+    # nothing fits: report the domain that holds the most
+    order = sorted(
+        range(len(placements)),
+        key=lambda i: (-caps[i], _tie(fw.placement_seed, group, placements[i])),
+    )
+    top = order[0]
+    found = failed.get(top)
+    if found is None:
+        found = _attempt(
             fw,
             snap,
             pods,
             min_count=min_count,
             scheduled=scheduled,
             gang=gang,
-            placement=placement,
+            placement=placements[top],
         )
-        if att.status.ok:
-            assigned = snap.assumed_since(mark)
-            snap.revert(mark)
-            names = tuple((p, snap.node_name(row)) for p, row in assigned)
-            placed_keys = {p.key for p, _ in assigned}
-            return CycleResult(
-                status=att.status,
-                assignments=names,
-                unplaced=tuple(p for p in pods if p.key not in placed_keys),
-                diagnoses=att.diagnoses,
-                placement=placement.name,
-            )
-        last = att
         snap.revert(mark)
-    assert last is not None
+    att = found
+    inner = _explain(
+        gang=gang, min_count=min_count, scheduled=scheduled, placed=att.placed, attempt=att
+    )
+    pl = placements[top]
+    if pl.domain:
+        explanation = _topology_explanation(
+            pl, table, pods, need=need, placed=att.placed, only=scheduled > 0, inner=inner
+        )
+    else:
+        explanation = inner
+    message = att.status.message if not att.status.ok else "no placement fits"
     return CycleResult(
-        status=Status(code=Code.UNSCHEDULABLE, message=last.status.message),
+        status=Status(code=Code.UNSCHEDULABLE, message=message),
+        unplaced=tuple(pods),
+        explanation=explanation,
+        diagnoses=att.diagnoses,
+    )
+
+
+def _scored(group: GroupInfo | None) -> GroupInfo:
+    """The group scored (single pods are scored as a group of their own)."""
+    if group is None:
+        return GroupInfo(namespace="", name="")
+    return group
+
+
+def _placement_rows(pl: Placement, table: NodeTable) -> Rows:
+    if pl.mask is not None:
+        return np.flatnonzero(pl.mask[: table.capacity] & table.present)
+    return table.present_rows()
+
+
+def _nominated_placement(
+    placements: Sequence[Placement], pods: Sequence[PodInfo], table: NodeTable
+) -> Placement | None:
+    rows = [table.index.get(p.nominated_node) for p in pods if p.nominated_node]
+    known = [r for r in rows if r is not None]
+    if not known:
+        return None
+    holding = [pl for pl in placements if pl.mask is None or all(pl.mask[r] for r in known)]
+    return holding[0] if len(holding) == 1 else None
+
+
+def _single(
+    fw: Framework,
+    snap: Snapshot,
+    pods: Sequence[PodInfo],
+    mark: int,
+    min_count: int,
+    scheduled: int,
+    gang: bool,
+    placement: Placement,
+) -> CycleResult:
+    att = _attempt(
+        fw, snap, pods, min_count=min_count, scheduled=scheduled, gang=gang, placement=placement
+    )
+    if att.status.ok:
+        assigned = snap.assumed_since(mark)
+        snap.revert(mark)
+        names = tuple((p, snap.node_name(row)) for p, row in assigned)
+        placed_keys = {p.key for p, _ in assigned}
+        return CycleResult(
+            status=att.status,
+            assignments=names,
+            unplaced=tuple(p for p in pods if p.key not in placed_keys),
+            diagnoses=att.diagnoses,
+            placement=placement.name,
+            domain=placement.domain,
+        )
+    snap.revert(mark)
+    return CycleResult(
+        status=Status(code=Code.UNSCHEDULABLE, message=att.status.message),
         unplaced=tuple(pods),
         explanation=_explain(
-            gang=gang, min_count=min_count, scheduled=scheduled, placed=last.placed, attempt=last
+            gang=gang, min_count=min_count, scheduled=scheduled, placed=att.placed, attempt=att
         ),
-        diagnoses=last.diagnoses,
+        diagnoses=att.diagnoses,
     )

@@ -7,6 +7,7 @@ from scheduler._cache import Cache, PodInfo
 from scheduler._config import SchedulerConfig
 from scheduler._framework import Framework
 from scheduler._queue import EntityKey, SchedulingQueue
+from scheduler._tree import RootRef, build_tree, find_root
 
 __all__ = ["Enqueuer"]
 
@@ -21,6 +22,79 @@ class Enqueuer:
         self.queue = queue
         self.framework = framework
         self.config = config
+        #: PodGroup in a tree -> the root entity it was last queued under
+        self._roots: dict[tuple[str, str], EntityKey] = {}
+
+    def root_entity(self, gk: tuple[str, str]) -> EntityKey:
+        """The queue entity a PodGroup's pods are scheduled with (itself, or its tree's
+        root CompositePodGroup)."""
+        g = self.cache.groups.get(gk)
+        if (
+            g is not None
+            and g.pod_group is not None
+            and g.pod_group.spec.parent_composite_pod_group_name
+        ):
+            ref = find_root(self.cache, gk[0], "PodGroup", gk[1])
+            return ("CompositePodGroup", ref.namespace, ref.name)
+        return ("PodGroup", gk[0], gk[1])
+
+    def refresh_namespace_trees(self, namespace: str) -> None:
+        """A CompositePodGroup appeared, changed or went: every tree of the namespace."""
+        for gk, g in list(self.cache.groups.items()):
+            if (
+                gk[0] == namespace
+                and g.pod_group is not None
+                and (g.pod_group.spec.parent_composite_pod_group_name or gk in self._roots)
+            ):
+                self.refresh_group(gk)
+
+    def refresh_root_key(self, ekey: EntityKey) -> None:
+        """Re-evaluate a root entity by key (e.g. after a member left it)."""
+        ref = find_root(self.cache, ekey[1], "CompositePodGroup", ekey[2])
+        if ref.name != ekey[2] or ref.waiting:
+            self.queue.remove(ekey)
+            if ref.name == ekey[2]:
+                return
+        self.refresh_tree(ref, None)
+
+    def refresh_tree(self, ref: RootRef, member: tuple[str, str] | None) -> None:
+        """The root entity of a tree: gated by the tree's PreEnqueue (a missing parent or too
+        few ready children), removed when no pod of the tree is pending."""
+        ekey: EntityKey = ("CompositePodGroup", ref.namespace, ref.name)
+        if member is not None:
+            previous = self._roots.get(member)
+            self._roots[member] = ekey
+            if previous is not None and previous != ekey:
+                self.refresh_root_key(previous)
+        if ref.waiting:
+            g = self.cache.groups.get(member) if member is not None else None
+            if g is None or not any(self.is_pending(p) for p in self.cache.members(g)):
+                self.queue.remove(ekey)
+                return
+            self.queue.upsert(
+                ekey, priority=0, first_seen=g.first_seen, seq=g.seq, gate=ref.waiting
+            )
+            return
+        tree = build_tree(self.cache, ref.namespace, ref.name) if not ref.invalid else ref.invalid
+        if isinstance(tree, str):  # invalid: the cycle reports it
+            g = self.cache.groups.get(member) if member is not None else None
+            if g is not None:
+                self.queue.upsert(ekey, priority=0, first_seen=g.first_seen, seq=g.seq, gate=None)
+            return
+        leaves = [leaf.group for leaf in tree.leaves() if leaf.group is not None]
+        if not any(self.is_pending(p) for g in leaves for p in self.cache.members(g)):
+            self.queue.remove(ekey)
+            return
+        st = self.framework.run_pre_enqueue_tree(tree, self.cache)
+        cpg = tree.cpg
+        assert cpg is not None
+        self.queue.upsert(
+            ekey,
+            priority=self.cache.resolve_priority(cpg.spec.priority, cpg.spec.priority_class_name),
+            first_seen=min(g.first_seen for g in leaves),
+            seq=min(g.seq for g in leaves),
+            gate=None if st.ok else st.message,
+        )
 
     def is_pending(self, p: PodInfo) -> bool:
         """Ours, unassigned, not being deleted and without scheduling gates."""
@@ -56,9 +130,20 @@ class Enqueuer:
         )
 
     def refresh_group(self, gk: tuple[str, str]) -> None:
-        """A group's entity, gated by PreEnqueue."""
+        """A group's entity, gated by PreEnqueue (the root's, for a PodGroup in a tree)."""
         ekey: EntityKey = ("PodGroup", gk[0], gk[1])
         g = self.cache.groups.get(gk)
+        if (
+            g is not None
+            and g.pod_group is not None
+            and g.pod_group.spec.parent_composite_pod_group_name
+        ):
+            self.queue.remove(ekey)
+            self.refresh_tree(find_root(self.cache, gk[0], "PodGroup", gk[1]), gk)
+            return
+        old_root = self._roots.pop(gk, None)
+        if old_root is not None:
+            self.refresh_root_key(old_root)
         if g is None or not any(self.is_pending(p) for p in self.cache.members(g)):
             self.queue.remove(ekey)
             return

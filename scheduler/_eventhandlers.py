@@ -11,6 +11,7 @@ from scheduler._enqueue import Enqueuer
 from scheduler._interface import ActionType, ClusterEvent
 from scheduler._queue import EntityKey, SchedulingQueue
 from scheduler._status import StatusWriter
+from scheduler._tree import find_root
 from workloadbuilder.api import CompositePodGroup, PodGroup
 from workloadbuilder.runtime import Clock
 
@@ -27,6 +28,7 @@ ASSIGNED_POD_ADD = ClusterEvent("AssignedPod", ActionType.ADD)
 ASSIGNED_POD_DELETE = ClusterEvent("AssignedPod", ActionType.DELETE)
 POD_GROUP_ADD = ClusterEvent("PodGroup", ActionType.ADD)
 POD_GROUP_UPDATE = ClusterEvent("PodGroup", ActionType.UPDATE_POD_GROUP)
+COMPOSITE_POD_GROUP_ADD = ClusterEvent("CompositePodGroup", ActionType.ADD)
 EVENTS = (
     NODE_ADD,
     NODE_UPDATE,
@@ -37,6 +39,7 @@ EVENTS = (
     ASSIGNED_POD_DELETE,
     POD_GROUP_ADD,
     POD_GROUP_UPDATE,
+    COMPOSITE_POD_GROUP_ADD,
 )
 
 
@@ -50,11 +53,6 @@ def creation_order(obj: Any) -> tuple[str, int, str]:
         ts, rv, name = m.creation_timestamp, m.resource_version, m.name
     rv_num = int(rv) if isinstance(rv, str) and rv.isdigit() else 0
     return (str(ts or ""), rv_num, str(name or ""))
-
-
-def _group_entity(p: PodInfo) -> EntityKey | None:
-    gk = p.group_key
-    return ("PodGroup", gk[0], gk[1]) if gk is not None else None
 
 
 class EventHandlers:
@@ -74,6 +72,12 @@ class EventHandlers:
         self.enqueuer = enqueuer
         self.status = status
         self.clock = clock
+
+    def _group_entity(self, p: PodInfo) -> EntityKey | None:
+        """The entity a pod's event concerns: its group's root (a PodGroup, or the
+        CompositePodGroup at the top of its tree: a pod added anywhere wakes the tree)."""
+        gk = p.group_key
+        return self.enqueuer.root_entity(gk) if gk is not None else None
 
     def on_priority_class(self, kind: str, obj: Any) -> None:
         """PriorityClasses (values resolve pod and group priorities)."""
@@ -110,21 +114,31 @@ class EventHandlers:
             self.queue.on_event(NODE_UPDATE if known else NODE_ADD, None, obj)
 
     def on_composite_pod_group(self, kind: str, obj: Any) -> None:
-        """CompositePodGroups (cached for the coming composite recursion)."""
+        """CompositePodGroups: the trees of the namespace are re-evaluated; CompositePodGroup
+        Add is a cluster event for the tree's root."""
         if kind == "SYNC":
             self.cache.composite_groups = {
                 (o.metadata.namespace or "default", o.metadata.name or ""): o
                 for o in obj
                 if isinstance(o, CompositePodGroup)
             }
+            for ns in {k[0] for k in self.cache.groups}:
+                self.enqueuer.refresh_namespace_trees(ns)
             return
         if not isinstance(obj, CompositePodGroup):
             return
         key = (obj.metadata.namespace or "default", obj.metadata.name or "")
         if kind == "DELETED":
             self.cache.composite_groups.pop(key, None)
+            self.status.forget_composite(key)
         else:
+            new = key not in self.cache.composite_groups
             self.cache.composite_groups[key] = obj
+        self.enqueuer.refresh_namespace_trees(key[0])
+        if kind != "DELETED" and new:
+            ref = find_root(self.cache, key[0], "CompositePodGroup", key[1])
+            target: EntityKey = ("CompositePodGroup", ref.namespace, ref.name)
+            self.queue.on_event(COMPOSITE_POD_GROUP_ADD, None, obj, target=target)
 
     def on_pod_group(self, kind: str, obj: Any) -> None:
         """PodGroups: PodGroup Add, PodGroup Update (the hint checks minCount lowered)."""
@@ -149,7 +163,7 @@ class EventHandlers:
             return
         old, _ = self.cache.upsert_pod_group(obj, self.clock.now())
         self.enqueuer.refresh_group(key)
-        ekey: EntityKey = ("PodGroup", key[0], key[1])
+        ekey: EntityKey = self.enqueuer.root_entity(key)
         if old is None:
             self.queue.on_event(POD_GROUP_ADD, None, obj, target=ekey)
         else:
@@ -181,12 +195,12 @@ class EventHandlers:
             return
         if old is None:
             self.enqueuer.refresh_for(new)
-            target = _group_entity(new)
+            target = self._group_entity(new)
             if target is not None:  # unscheduled / assigned Pod Add in the same group
                 self.queue.on_event(POD_ADD, None, new, target=target)
             return
         if old.node_name is None and new.node_name is not None and old.assumed_node is None:
-            target = _group_entity(new)  # bound by someone else
+            target = self._group_entity(new)  # bound by someone else
             if target is not None:
                 self.queue.on_event(ASSIGNED_POD_ADD, old, new, target=target)
         if (
@@ -196,7 +210,7 @@ class EventHandlers:
         ):
             self.enqueuer.refresh_for(new)
             if old.gated and not new.gated:  # scheduling gates removed
-                target = _group_entity(new) or ("Pod", new.namespace, new.name)
+                target = self._group_entity(new) or ("Pod", new.namespace, new.name)
                 self.queue.on_event(POD_GATES_ELIMINATED, old, new, target=target)
         elif new.node_name is None and new.group is None and old.req != new.req:
             self.queue.on_event(POD_REQUIREMENTS, old, new, target=("Pod", new.namespace, new.name))

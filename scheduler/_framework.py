@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 import numpy as np
@@ -20,6 +20,7 @@ import numpy.typing as npt
 from scheduler._interface import (
     SUCCESS,
     BindPlugin,
+    BoundedPlacementScorePlugin,
     ClusterEvent,
     ClusterEventWithHint,
     Code,
@@ -30,6 +31,7 @@ from scheduler._interface import (
     PlacementFeasiblePlugin,
     PlacementGeneratePlugin,
     PlacementScorePlugin,
+    PlacementSet,
     PodGroupPostFilterPlugin,
     PreEnqueuePlugin,
     QueueingHint,
@@ -42,11 +44,17 @@ from scheduler._resources import PodRequirements
 
 if TYPE_CHECKING:
     from scheduler._cache import GroupInfo, NodeTable, PodInfo
+    from scheduler._tree import TreeNode
     from workloadbuilder.cluster import Cluster
 
 __all__ = ["Diagnosis", "Framework", "StaticFilterCache"]
 
 _log = logging.getLogger(__name__)
+
+
+def _placement_weight(p: PlacementScorePlugin) -> int:
+    """A plugin's PlacementScore weight (``placement_weight`` when it also scores nodes)."""
+    return int(getattr(p, "placement_weight", p.weight))
 
 
 def _safe(plugin: str, hint: QueueingHint) -> QueueingHint:
@@ -122,11 +130,20 @@ class Framework:
     bind: list[BindPlugin] = attrs.field(factory=list)
     #: the profile's schedulerName (informational; the scheduler's config decides)
     profile: str = ""
+    #: seed of the deterministic tie-break between equally scored placements
+    placement_seed: int = 0
+    #: CompositePodGroup children: ``bounded`` (greedy, then a bounded backtracking search
+    #: when greedy misses minGroupCount) or ``greedy`` (upstream)
+    composite_search: str = "bounded"
+    #: the search's budget of leaf placement attempts and its deadline (seconds) per cycle
+    search_budget: int = 512
+    search_deadline: float = 1.0
     static_cache: StaticFilterCache = attrs.field(factory=StaticFilterCache)
     _static: list[FilterPlugin] = attrs.field(init=False, factory=list)
     _usage: list[FilterPlugin] = attrs.field(init=False, factory=list)
     _events: list[tuple[str, ClusterEventWithHint]] | None = attrs.field(init=False, default=None)
     _hints: dict[ClusterEvent, list[QueueingHint | None]] = attrs.field(init=False, factory=dict)
+    _bounded: bool | None = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
         self.refresh()
@@ -137,6 +154,7 @@ class Framework:
         self._usage = [f for f in self.filters if f.uses_node_usage]
         self._events = None
         self._hints = {}
+        self._bounded = None
 
     # ---- introspection ---------------------------------------------------------------
 
@@ -196,6 +214,19 @@ class Framework:
         """All PreEnqueue plugins; the first failure wins."""
         for p in self.pre_enqueue:
             st = p.pre_enqueue_group(group, lister)
+            if not st.ok:
+                return attrs.evolve(st, plugin=p.name)
+        return SUCCESS
+
+    def run_pre_enqueue_tree(self, tree: TreeNode, lister: SharedLister) -> Status:
+        """PreEnqueue for a CompositePodGroup tree: every plugin that gates trees
+        (``pre_enqueue_tree``); the first failure wins."""
+        for p in self.pre_enqueue:
+            fn = getattr(p, "pre_enqueue_tree", None)
+            if fn is None:
+                continue
+            st = fn(tree, lister)
+            assert isinstance(st, Status)
             if not st.ok:
                 return attrs.evolve(st, plugin=p.name)
         return SUCCESS
@@ -283,15 +314,43 @@ class Framework:
 
     # ---- placements ------------------------------------------------------------------
 
-    def run_placement_generate(self, group: GroupInfo, lister: SharedLister) -> list[Placement]:
-        """Every PlacementGenerate plugin's candidates; all nodes when none has an opinion."""
+    def run_placement_generate(
+        self, group: GroupInfo, lister: SharedLister
+    ) -> list[Placement] | Status:
+        """Every PlacementGenerate plugin's candidates; all nodes when none has an opinion.
+        The first plugin that answers with a non-success Status decides: no placement."""
         out: list[Placement] = []
         for p in self.placement_generate:
-            out.extend(p.generate(group, lister))
+            got = p.generate(group, lister)
+            if isinstance(got, Status):
+                if not got.ok:
+                    return attrs.evolve(got, plugin=p.name)
+                continue
+            out.extend(got)
+        return out or [Placement()]
+
+    def run_placement_generate_for(
+        self, key: str, name: str, members: Sequence[PodInfo], lister: SharedLister
+    ) -> list[Placement] | Status:
+        """Placements for a CompositePodGroup's own constraint ``key`` (its subtree's pods are
+        ``members``): every PlacementGenerate plugin that generates by key
+        (``generate_for``); all nodes when none does."""
+        out: list[Placement] = []
+        for p in self.placement_generate:
+            fn = getattr(p, "generate_for", None)
+            if fn is None:
+                continue
+            got = fn(key, name, members, lister)
+            if isinstance(got, Status):
+                if not got.ok:
+                    return attrs.evolve(got, plugin=p.name)
+                continue
+            out.extend(got)
         return out or [Placement()]
 
     def run_placement_score(
         self,
+        group: GroupInfo,
         placement: Placement,
         assigned: Sequence[tuple[PodInfo, int]],
         lister: SharedLister,
@@ -302,8 +361,37 @@ class Framework:
         if not self.placement_score:
             return default
         return sum(
-            p.weight * p.score_placement(placement, assigned, lister) for p in self.placement_score
+            _placement_weight(p) * p.score_placement(group, placement, assigned, lister)
+            for p in self.placement_score
         )
+
+    def run_placement_score_bounds(
+        self,
+        group: GroupInfo,
+        candidates: PlacementSet,
+        upper: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]],
+        lister: SharedLister,
+        *,
+        default: npt.NDArray[np.float64],
+    ) -> npt.NDArray[np.float64] | None:
+        """Upper bounds of :meth:`run_placement_score` per candidate (see
+        ``BoundedPlacementScorePlugin``); None when some enabled PlacementScore plugin cannot
+        bound its score (the cycle then simulates every candidate)."""
+        if not self.placement_score:
+            return default
+        if self._bounded is None:
+            self._bounded = all(
+                isinstance(p, BoundedPlacementScorePlugin) for p in self.placement_score
+            )
+        if not self._bounded:
+            return None
+        total = np.zeros(len(candidates), dtype=np.float64)
+        for p in self.placement_score:
+            bounded = cast(BoundedPlacementScorePlugin, p)
+            total += _placement_weight(p) * bounded.score_placement_bounds(
+                group, candidates, upper, lister
+            )
+        return total
 
     def run_placement_feasible(self, min_count: int, scheduled: int, remaining: int) -> Status:
         """All PlacementFeasible plugins; the first non-success wins."""

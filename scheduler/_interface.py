@@ -32,6 +32,7 @@ __all__ = [
     "SUCCESS",
     "ActionType",
     "BindPlugin",
+    "BoundedPlacementScorePlugin",
     "ClusterEvent",
     "ClusterEventWithHint",
     "Code",
@@ -42,6 +43,7 @@ __all__ = [
     "PlacementFeasiblePlugin",
     "PlacementGeneratePlugin",
     "PlacementScorePlugin",
+    "PlacementSet",
     "Plugin",
     "PodGroupPostFilterPlugin",
     "PreEnqueuePlugin",
@@ -85,10 +87,16 @@ SUCCESS = Status()
 
 @attrs.frozen(kw_only=True)
 class Placement:
-    """A candidate set of nodes for a pod group (all nodes when ``mask`` is None)."""
+    """A candidate set of nodes for a pod group (all nodes when ``mask`` is None).
+
+    A topology placement also names its domain (``domain``: the constraint's ``(key,
+    value)`` pairs) and carries the rows of its nodes (``rows``, ascending), so the cycle can
+    bound what fits in it without simulating it."""
 
     name: str = "all-nodes"
     mask: Mask | None = attrs.field(default=None, eq=False)
+    rows: Rows | None = attrs.field(default=None, eq=False)
+    domain: tuple[tuple[str, str], ...] = ()
 
 
 # ---- what plugins see -------------------------------------------------------------------
@@ -248,8 +256,10 @@ class PlacementGeneratePlugin(Protocol):
 
     name: str
 
-    def generate(self, group: GroupInfo, lister: SharedLister) -> list[Placement]:
-        """Candidate placements; an empty list means "no opinion"."""
+    def generate(self, group: GroupInfo, lister: SharedLister) -> list[Placement] | Status:
+        """Candidate placements; an empty list means "no opinion". A non-success
+        :class:`Status` means the group cannot be placed at all (e.g. no node carries the
+        topology label): the cycle fails with its message."""
         ...
 
 
@@ -260,9 +270,63 @@ class PlacementScorePlugin(Protocol):
     weight: int
 
     def score_placement(
-        self, placement: Placement, assigned: Sequence[tuple[PodInfo, int]], lister: SharedLister
+        self,
+        group: GroupInfo,
+        placement: Placement,
+        assigned: Sequence[tuple[PodInfo, int]],
+        lister: SharedLister,
     ) -> float:
-        """Higher is better."""
+        """Score of the placement with ``assigned`` tentatively placed in the lister (0..100,
+        higher is better)."""
+        ...
+
+
+class PlacementSet:
+    """Candidate placements as one batch over node rows: ``sums(values)`` adds a per-row
+    array up per placement in one vectorised pass (what bounding plugins need)."""
+
+    __slots__ = ("_ends", "_rows", "_starts", "placements")
+
+    def __init__(self, placements: Sequence[Placement], rows: Sequence[Rows]) -> None:
+        self.placements = list(placements)
+        sizes = np.array([r.size for r in rows], dtype=np.intp)
+        self._ends = np.cumsum(sizes)
+        self._starts = self._ends - sizes
+        self._rows: Rows = np.concatenate(list(rows)) if rows else np.zeros(0, dtype=np.intp)
+
+    def __len__(self) -> int:
+        return len(self.placements)
+
+    def rows(self, i: int) -> Rows:
+        """The node rows of placement ``i``."""
+        return self._rows[self._starts[i] : self._ends[i]]
+
+    def sums(self, values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """``values`` (one per node row) summed per placement."""
+        acc = np.concatenate([np.zeros(1, dtype=values.dtype), np.cumsum(values[self._rows])])
+        out: npt.NDArray[Any] = acc[self._ends] - acc[self._starts]
+        return out
+
+
+@runtime_checkable
+class BoundedPlacementScorePlugin(Protocol):
+    """A PlacementScore plugin that can also bound its score without a simulation. When every
+    enabled PlacementScore plugin can, the cycle simulates placements best bound first and
+    stops as soon as no remaining placement can beat the best one found."""
+
+    name: str
+    weight: int
+
+    def score_placement_bounds(
+        self,
+        group: GroupInfo,
+        candidates: PlacementSet,
+        upper: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]],
+        lister: SharedLister,
+    ) -> npt.NDArray[np.float64]:
+        """Per candidate: an upper bound of :meth:`score_placement` over every assignment
+        that places, of each ``(vec, n)`` in ``upper``, at most ``n[i]`` pods with request
+        vector ``vec`` in candidate ``i``."""
         ...
 
 

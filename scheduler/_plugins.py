@@ -6,7 +6,7 @@ of plugin factories a profile is built from."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,6 +20,7 @@ from scheduler._interface import (
     ClusterEventWithHint,
     Code,
     Placement,
+    PlacementSet,
     Rows,
     SharedLister,
     Status,
@@ -30,6 +31,7 @@ from workloadbuilder.resources import CPU, MEMORY, PODS, format_quantity
 
 if TYPE_CHECKING:
     from scheduler._cache import GroupInfo, NodeTable, PodInfo
+    from scheduler._tree import TreeNode
     from workloadbuilder.cluster import Cluster
 
 __all__ = [
@@ -43,8 +45,11 @@ __all__ = [
     "NodeName",
     "NodeResourcesFit",
     "NodeUnschedulable",
+    "PodGroupPodsCount",
     "TaintToleration",
+    "TopologyPlacementGenerator",
     "default_framework",
+    "topology_key",
 ]
 
 _log = logging.getLogger(__name__)
@@ -66,14 +71,17 @@ _POD_UPDATE = ClusterEventWithHint(
 
 
 def _same_group(key: tuple[str, str, str], old: Any, new: Any) -> bool:
-    """Hint: the event's pod (``new``, a PodInfo) belongs to the rejected group ``key``."""
+    """Hint: the event's pod (``new``, a PodInfo) belongs to the rejected group ``key`` (a
+    CompositePodGroup root only receives the events of its own tree: always relevant)."""
+    if key[0] == "CompositePodGroup":
+        return True
     return key[0] == "PodGroup" and getattr(new, "group_key", None) == (key[1], key[2])
 
 
 def _is_entity(key: tuple[str, str, str], old: Any, new: Any) -> bool:
     """Hint: the event concerns the rejected entity itself (a PodGroup, or the pod or the
     group of a pod)."""
-    if key[0] == "PodGroup" and _same_group(key, old, new):
+    if key[0] == "CompositePodGroup" or (key[0] == "PodGroup" and _same_group(key, old, new)):
         return True
     ref = (getattr(new, "namespace", None), getattr(new, "name", None))
     if key[0] == "Pod":
@@ -104,6 +112,7 @@ class GangScheduling:
         someone else, or loses its scheduling gates."""
         return [
             ClusterEventWithHint(ClusterEvent("PodGroup", ActionType.ADD), _is_entity),
+            ClusterEventWithHint(ClusterEvent("CompositePodGroup", ActionType.ADD), _is_entity),
             ClusterEventWithHint(
                 ClusterEvent("PodGroup", ActionType.UPDATE_POD_GROUP), _min_count_lowered
             ),
@@ -133,6 +142,25 @@ class GangScheduling:
                     ),
                 )
         return SUCCESS
+
+    def pre_enqueue_tree(self, tree: TreeNode, lister: SharedLister) -> Status:
+        """A CompositePodGroup tree is ready when at least ``minGroupCount`` (1 for basic)
+        children are ready, recursively; a leaf PodGroup when it knows ``minCount`` pods (a
+        basic one: one pod)."""
+
+        def ready(node: TreeNode) -> bool:
+            if node.group is not None:
+                if node.group.pod_group is None:
+                    return False
+                return lister.quorum_pods(node.group) >= node.min_count
+            return sum(1 for c in node.children if ready(c)) >= node.min_count
+
+        if ready(tree):
+            return SUCCESS
+        return Status(
+            code=Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            message=f'waiting for composite pod group "{tree.name}" tree to meet quorum',
+        )
 
     def placement_feasible(self, min_count: int, scheduled: int, remaining: int) -> Status:
         """Upstream's quorum arithmetic."""
@@ -380,6 +408,7 @@ class NodeResourcesFit:
         single_strategy: str = "LeastAllocated",
         resources: Sequence[tuple[str, int]] = ((CPU, 1), (MEMORY, 1)),
         weight: int = 1,
+        placement_weight: int = 1,
     ) -> None:
         for s in (gang_strategy, single_strategy):
             if s not in ("MostAllocated", "LeastAllocated"):
@@ -388,6 +417,8 @@ class NodeResourcesFit:
         self.single_strategy = single_strategy
         self.resources = tuple(resources)
         self.weight = weight
+        #: weight at the PlacementScore extension point (``weight`` is the Score one)
+        self.placement_weight = placement_weight
 
     def filter(
         self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, rows: Rows
@@ -445,15 +476,263 @@ class NodeResourcesFit:
             total *= 100.0 / weights
         return total
 
+    def _placement_share(
+        self, table: NodeTable, rows: Rows, extra: npt.NDArray[np.int64] | None
+    ) -> float:
+        total = 0.0
+        weights = 0
+        for name, w in self.resources:
+            col = table.columns.get(name)
+            if col is None:
+                continue
+            alloc = int(table.alloc[rows, col].sum())
+            used = int(table.used[rows, col].sum())
+            if extra is not None and col < extra.size:
+                used += int(extra[col])
+            share = min(used / alloc, 1.0) if alloc > 0 else 0.0
+            total += w * (share if self.gang_strategy == "MostAllocated" else 1.0 - share)
+            weights += w
+        return 100.0 * total / weights if weights else 0.0
+
+    def score_placement(
+        self,
+        group: GroupInfo,
+        placement: Placement,
+        assigned: Sequence[tuple[PodInfo, int]],
+        lister: SharedLister,
+    ) -> float:
+        """The domain's allocated share after placing, ``(used + placed) / allocatable``
+        summed over its nodes (weighted over ``resources``, 0..100); ``LeastAllocated`` for
+        groups scores ``1 -`` that share. With MostAllocated a fuller domain that fits wins."""
+        table = lister.table
+        return self._placement_share(table, _rows_of(placement, table), None)
+
+    def score_placement_bounds(
+        self,
+        group: GroupInfo,
+        candidates: PlacementSet,
+        upper: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]],
+        lister: SharedLister,
+    ) -> npt.NDArray[np.float64]:
+        """Per candidate: the share with every pod of ``upper`` placed (MostAllocated), or
+        with none (LeastAllocated) — the same arithmetic as :meth:`score_placement`."""
+        table = lister.table
+        total = np.zeros(len(candidates), dtype=np.float64)
+        weights = 0
+        for name, w in self.resources:
+            col = table.columns.get(name)
+            if col is None:
+                continue
+            alloc = candidates.sums(table.alloc[:, col])
+            used = candidates.sums(table.used[:, col])
+            if self.gang_strategy == "MostAllocated":
+                for vec, n in upper:
+                    if col < vec.size and vec[col]:
+                        used = used + int(vec[col]) * n
+            with np.errstate(divide="ignore", invalid="ignore"):
+                share = np.where(alloc > 0, np.minimum(used.astype(np.float64) / alloc, 1.0), 0.0)
+            total += w * (share if self.gang_strategy == "MostAllocated" else 1.0 - share)
+            weights += w
+        out: npt.NDArray[np.float64] = 100.0 * total / weights if weights else total
+        return out
+
 
 class DefaultPlacement:
-    """One placement: every node (topology-aware generators come later)."""
+    """One placement: every node, whatever the group's constraints (not a default plugin:
+    TopologyPlacementGenerator gives all nodes to unconstrained groups)."""
 
     name = "DefaultPlacement"
 
     def generate(self, group: GroupInfo, lister: SharedLister) -> list[Placement]:
         """``[all nodes]``."""
         return [Placement()]
+
+
+def topology_key(group: GroupInfo) -> str | None:
+    """The group's ``schedulingConstraints.topology[0].key`` (None without a constraint)."""
+    pg = group.pod_group
+    if pg is None or pg.spec.scheduling_constraints is None:
+        return None
+    topology = pg.spec.scheduling_constraints.topology
+    return topology[0].key if topology else None
+
+
+def _rows_of(placement: Placement, table: NodeTable) -> Rows:
+    if placement.rows is not None:
+        return placement.rows
+    if placement.mask is not None:
+        return np.flatnonzero(placement.mask[: table.capacity] & table.present)
+    return table.present_rows()
+
+
+def _in_placement(placement: Placement, row: int | None) -> bool:
+    if row is None:
+        return False
+    return placement.mask is None or bool(placement.mask[row])
+
+
+class TopologyPlacementGenerator:
+    """PlacementGenerate for topology constraints (``TopologyAwareWorkloadScheduling``): one
+    placement per distinct value of ``schedulingConstraints.topology[0].key`` among the
+    nodes (nodes without the label are in none), in value order. A group with pods already
+    bound (or assumed) gets only the domain of those pods. Without a constraint: all nodes."""
+
+    name = "TopologyPlacementGenerator"
+
+    def __init__(
+        self,
+        *,
+        tie_break_seed: int = 0,
+        composite_search: str = "bounded",
+        search_budget: int = 512,
+        search_deadline: float = 1.0,
+    ) -> None:
+        #: seed of the deterministic tie-break between equally scored placements, and the
+        #: CompositePodGroup search (copied to the ``Framework`` by the profile loader)
+        self.tie_break_seed = tie_break_seed
+        self.composite_search = composite_search
+        self.search_budget = search_budget
+        self.search_deadline = search_deadline
+        self._cache: dict[str, tuple[int, int, dict[str, Placement]]] = {}
+        #: the groups with a topology constraint this plugin generated placements for
+        self._constrained: set[tuple[str, str]] = set()
+
+    def _is_constrained(self, key: tuple[str, str, str], old: Any, new: Any) -> bool:
+        return key[0] == "PodGroup" and (key[1], key[2]) in self._constrained
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """For groups with a topology constraint: nodes added or relabelled (a domain may
+        appear or grow), a bound member deleted (the group is no longer held in its
+        domain)."""
+        return [
+            ClusterEventWithHint(
+                ClusterEvent("Node", ActionType.ADD | ActionType.UPDATE_NODE), self._is_constrained
+            ),
+            ClusterEventWithHint(ClusterEvent("AssignedPod", ActionType.DELETE), _same_group),
+        ]
+
+    def domains(self, key: str, table: NodeTable) -> dict[str, Placement]:
+        """``{value: placement}`` of every value of ``key`` (cached per node epoch)."""
+        cached = self._cache.get(key)
+        if cached is not None and cached[0] == table.epoch and cached[1] == table.capacity:
+            return cached[2]
+        by_value: dict[str, list[int]] = {}
+        for row in table.present_rows():
+            value = table.labels[row].get(key)
+            if value is not None:
+                by_value.setdefault(value, []).append(int(row))
+        out: dict[str, Placement] = {}
+        for value in sorted(by_value):
+            rows = np.array(by_value[value], dtype=np.intp)
+            mask = np.zeros(table.capacity, dtype=bool)
+            mask[rows] = True
+            out[value] = Placement(
+                name=f"{key}={value}", mask=mask, rows=rows, domain=((key, value),)
+            )
+        self._cache[key] = (table.epoch, table.capacity, out)
+        return out
+
+    def generate(self, group: GroupInfo, lister: SharedLister) -> list[Placement] | Status:
+        """The candidate domains of the group."""
+        key = topology_key(group)
+        if key is None:
+            self._constrained.discard(group.key)
+            return [Placement()]
+        self._constrained.add(group.key)
+        if len(self._constrained) > 100_000:  # bound the set in long-running schedulers
+            self._constrained = {group.key}
+        return self.generate_for(key, group.name, lister.group_members(group), lister)
+
+    def generate_for(
+        self, key: str, name: str, members: Iterable[PodInfo], lister: SharedLister
+    ) -> list[Placement] | Status:
+        """The domains of ``key`` for a group (or a CompositePodGroup's whole subtree) whose
+        pods are ``members``: only the domain of those already bound or assumed, if any."""
+        table = lister.table
+        domains = self.domains(key, table)
+        held: set[str] = set()
+        for p in members:
+            node = p.node_name or p.assumed_node
+            row = table.index.get(node) if node is not None else None
+            if row is None:
+                continue
+            value = table.labels[row].get(key)
+            if value is None:
+                return Status(
+                    code=Code.ERROR,
+                    message=(
+                        f"pod {p.name!r} of {name!r} is on node {node!r}, which has no "
+                        f"{key!r} label"
+                    ),
+                )
+            held.add(value)
+        if len(held) > 1:
+            return Status(
+                code=Code.ERROR,
+                message=(
+                    f"pods of {name!r} are already in {len(held)} {key} domains "
+                    f"({', '.join(sorted(held))})"
+                ),
+            )
+        if held:
+            return [domains[held.pop()]]
+        if not domains:
+            return Status(
+                code=Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                message=f"{key}: no node has the topology label {key!r}",
+            )
+        return list(domains.values())
+
+
+class PodGroupPodsCount:
+    """PlacementScore: the share of the group's pods that the placement holds (bound,
+    assumed and proposed), 0..100 — placements where more of a basic group fits win."""
+
+    name = "PodGroupPodsCount"
+
+    def __init__(self, *, weight: int = 1) -> None:
+        self.weight = weight
+
+    def _inside(self, group: GroupInfo, placement: Placement, lister: SharedLister) -> int:
+        return sum(
+            1
+            for p in lister.group_members(group)
+            if p.scheduled and _in_placement(placement, p.counted_node)
+        )
+
+    def score_placement(
+        self,
+        group: GroupInfo,
+        placement: Placement,
+        assigned: Sequence[tuple[PodInfo, int]],
+        lister: SharedLister,
+    ) -> float:
+        """``100 * pods in the placement / pods of the group``."""
+        total = max(1, lister.quorum_pods(group))
+        inside = self._inside(group, placement, lister) + sum(
+            1 for p, row in assigned if not p.scheduled and _in_placement(placement, row)
+        )
+        return 100.0 * min(inside, total) / total
+
+    def score_placement_bounds(
+        self,
+        group: GroupInfo,
+        candidates: PlacementSet,
+        upper: Sequence[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]],
+        lister: SharedLister,
+    ) -> npt.NDArray[np.float64]:
+        """Per candidate: as if every pod that could fit did."""
+        total = max(1, lister.quorum_pods(group))
+        table = lister.table
+        marks = np.zeros(table.capacity, dtype=np.int64)
+        for p in lister.group_members(group):
+            if p.scheduled and p.counted_node is not None:
+                marks[p.counted_node] += 1
+        inside = candidates.sums(marks)
+        for _, n in upper:
+            inside = inside + n
+        out: npt.NDArray[np.float64] = 100.0 * np.minimum(inside, total) / total
+        return out
 
 
 class DefaultBinder:
@@ -481,8 +760,8 @@ DEFAULT_PLUGINS: dict[str, tuple[str, ...]] = {
         "NodeResourcesFit",
     ),
     "score": ("NodeResourcesFit",),
-    "placementGenerate": ("DefaultPlacement",),
-    "placementScore": (),
+    "placementGenerate": ("TopologyPlacementGenerator",),
+    "placementScore": ("PodGroupPodsCount", "NodeResourcesFit"),
     "placementFeasible": ("GangScheduling",),
     "podGroupPostFilter": (),
     "bind": ("DefaultBinder",),
@@ -499,6 +778,8 @@ IN_TREE: dict[str, type[Any]] = {
         TaintToleration,
         NodeResourcesFit,
         DefaultPlacement,
+        TopologyPlacementGenerator,
+        PodGroupPodsCount,
         DefaultBinder,
     )
 }
@@ -519,7 +800,8 @@ def default_framework(
         pre_enqueue=[gang],
         filters=[NodeUnschedulable(), NodeName(), TaintToleration(), NodeAffinity(), fit],
         scores=[fit],
-        placement_generate=[DefaultPlacement()],
+        placement_generate=[TopologyPlacementGenerator()],
+        placement_score=[PodGroupPodsCount(), fit],
         placement_feasible=[gang],
         bind=[DefaultBinder()],
     )

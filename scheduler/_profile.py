@@ -17,7 +17,12 @@ import yaml
 
 from scheduler._config import DEFAULT_SCHEDULER_NAME, SchedulerConfig
 from scheduler._framework import Framework
-from scheduler._plugins import DEFAULT_PLUGINS, IN_TREE, NodeResourcesFit
+from scheduler._plugins import (
+    DEFAULT_PLUGINS,
+    IN_TREE,
+    NodeResourcesFit,
+    TopologyPlacementGenerator,
+)
 from workloadbuilder.errors import WorkloadBuilderError
 
 __all__ = [
@@ -210,6 +215,34 @@ def _fit_args(f: _Fields, defaults: SchedulerConfig) -> dict[str, Any]:
     return kwargs
 
 
+def _topology_args(f: _Fields) -> dict[str, Any]:
+    """TopologyPlacementGenerator (our extensions): ``tieBreakSeed`` (default 0) and
+    ``compositeSearch: {mode: bounded|greedy, budget: N, deadlineSeconds: S}``."""
+    out: dict[str, Any] = {}
+    seed = f.get("tieBreakSeed")
+    if seed is not None:
+        out["tie_break_seed"] = _int(seed, f.at("tieBreakSeed"), minimum=0)
+    search = f.get("compositeSearch")
+    if search is not None:
+        s = _Fields(search, f.at("compositeSearch"))
+        mode = s.get("mode")
+        if mode is not None:
+            if mode not in ("bounded", "greedy"):
+                raise ConfigError(f"{s.at('mode')}: must be bounded or greedy, not {mode!r}")
+            out["composite_search"] = mode
+        budget = s.get("budget")
+        if budget is not None:
+            out["search_budget"] = _int(budget, s.at("budget"), minimum=1)
+        deadline = s.get("deadlineSeconds")
+        if deadline is not None:
+            value = _number(deadline, s.at("deadlineSeconds"))
+            if value <= 0:
+                raise ConfigError(f"{s.at('deadlineSeconds')}: must be positive")
+            out["search_deadline"] = value
+        s.done()
+    return out
+
+
 def _plugin_args(entries: Any, path: str, defaults: SchedulerConfig) -> dict[str, dict[str, Any]]:
     """``pluginConfig[]`` -> constructor keyword arguments per plugin name."""
     out: dict[str, dict[str, Any]] = {}
@@ -225,7 +258,12 @@ def _plugin_args(entries: Any, path: str, defaults: SchedulerConfig) -> dict[str
         kind = args.get("kind")
         if kind is not None and kind != f"{name}Args":
             raise ConfigError(f"{args.at('kind')}: expected {name}Args, not {kind!r}")
-        out[name] = _fit_args(args, defaults) if name == NodeResourcesFit.name else {}
+        if name == NodeResourcesFit.name:
+            out[name] = _fit_args(args, defaults)
+        elif name == TopologyPlacementGenerator.name:
+            out[name] = _topology_args(args)
+        else:
+            out[name] = {}
         args.done()
         e.done()
     return out
@@ -323,10 +361,19 @@ def _framework(profile: _Fields, defaults: SchedulerConfig, name: str) -> Framew
         for p in points[point]:
             w = weights.get((point, p))
             if w is not None:
-                instances[p].weight = w
+                attr_name = "weight"
+                if point == "placementScore" and hasattr(instances[p], "placement_weight"):
+                    attr_name = "placement_weight"  # NodeResourcesFit: its own weight here
+                setattr(instances[p], attr_name, w)
     fw = Framework(profile=name)
     for attr, lst in fw_lists.items():
         setattr(fw, attr, lst)
+    for generator in fw.placement_generate:
+        if isinstance(generator, TopologyPlacementGenerator):
+            fw.placement_seed = generator.tie_break_seed
+            fw.composite_search = generator.composite_search
+            fw.search_budget = generator.search_budget
+            fw.search_deadline = generator.search_deadline
     fw.refresh()
     return fw
 

@@ -1,4 +1,5 @@
-"""The scheduling queue: entities are single pods and root PodGroups.
+"""The scheduling queue: entities are single pods, root PodGroups and root
+CompositePodGroups (a whole tree).
 
 Sub-queues as upstream: *gated* (PreEnqueue rejected), *active* (a heap ordered by priority,
 then first-seen), *backoff* (exponential, ``initial * 2^(attempts-1)`` capped at ``max``) and
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EntityKey", "QueuedEntity", "SchedulingQueue"]
 
-EntityKind = Literal["Pod", "PodGroup"]
+EntityKind = Literal["Pod", "PodGroup", "CompositePodGroup"]
 EntityKey = tuple[EntityKind, str, str]
 State = Literal["gated", "active", "backoff", "unschedulable", "inflight"]
 
@@ -46,7 +47,7 @@ class QueuedEntity:
 
     @property
     def kind(self) -> EntityKind:
-        """``Pod`` or ``PodGroup``."""
+        """``Pod``, ``PodGroup`` or ``CompositePodGroup`` (the root of a tree)."""
         return self.key[0]
 
 
@@ -295,7 +296,7 @@ class SchedulingQueue:
 
     def counts(self) -> dict[str, dict[str, int]]:
         """``{kind: {state: n}}`` for metrics."""
-        out: dict[str, dict[str, int]] = {"Pod": {}, "PodGroup": {}}
+        out: dict[str, dict[str, int]] = {"Pod": {}, "PodGroup": {}, "CompositePodGroup": {}}
         for e in self.entities.values():
             d = out[e.kind]
             d[e.state] = d.get(e.state, 0) + 1

@@ -7,14 +7,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from typing import Literal
 
 from scheduler._binding import Binder
 from scheduler._cache import Cache, GroupInfo, PodInfo
+from scheduler._composite import SearchConfig, place_tree
 from scheduler._config import SchedulerConfig
 from scheduler._cycle import CycleResult, run_pod_group_cycle
 from scheduler._enqueue import Enqueuer
 from scheduler._framework import Framework
-from scheduler._interface import Code
+from scheduler._interface import Code, Status
 from scheduler._metrics import (
     ATTEMPT_DURATION,
     POD_ATTEMPTS,
@@ -23,7 +25,14 @@ from scheduler._metrics import (
 )
 from scheduler._queue import QueuedEntity, SchedulingQueue
 from scheduler._snapshot import Snapshot
-from scheduler._status import REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE, StatusWriter
+from scheduler._status import (
+    REASON_INVALID,
+    REASON_SCHEDULED,
+    REASON_SCHEDULER_ERROR,
+    REASON_UNSCHEDULABLE,
+    StatusWriter,
+)
+from scheduler._tree import TreeNode, build_tree, find_root
 
 __all__ = ["ScheduleOne"]
 
@@ -57,6 +66,8 @@ class ScheduleOne:
         """Schedule the entity ``e`` (popped, in flight)."""
         if e.kind == "Pod":
             self.schedule_pod(e)
+        elif e.kind == "CompositePodGroup":
+            self.schedule_tree(e)
         else:
             self.schedule_group(e)
 
@@ -91,9 +102,6 @@ class ScheduleOne:
     # ---- pod groups ------------------------------------------------------------------
 
     def _validate_group(self, g: GroupInfo, members: Sequence[PodInfo]) -> str | None:
-        unsupported = unsupported_group_features(g)
-        if unsupported is not None:
-            return unsupported
         names = sorted({p.scheduler_name for p in members})
         if len(names) > 1:
             return (
@@ -108,6 +116,18 @@ class ScheduleOne:
                 )
         return None
 
+    def _group_error(
+        self, e: QueuedEntity, g: GroupInfo, pending: Sequence[PodInfo], error: str
+    ) -> None:
+        """``SchedulerError`` on the group and its pending pods; back off."""
+        PODGROUP_ATTEMPTS.labels(result="error").inc()
+        _log.info("pod group %s/%s rejected (SchedulerError): %s", *g.key, error)
+        self.explanations[g.key] = error
+        self.status.group_condition(g, "False", REASON_SCHEDULER_ERROR, error)
+        for p in pending:
+            self.status.pod_failed(p, REASON_SCHEDULER_ERROR, error)
+        self.queue.done(e, "error")
+
     def schedule_group(self, e: QueuedEntity) -> None:
         """The pod-group cycle: every pending member at once, all-or-nothing to minCount."""
         gk = (e.key[1], e.key[2])
@@ -118,6 +138,11 @@ class ScheduleOne:
             self.queue.remove(e.key)
             self.queue.done(e, "success")
             return
+        if g.pod_group is not None and g.pod_group.spec.parent_composite_pod_group_name:
+            self.queue.remove(e.key)  # scheduled with its tree's root
+            self.queue.done(e, "success")
+            self.enqueuer.refresh_group(gk)
+            return
         st = self.framework.run_pre_enqueue(g, self.cache)
         if not st.ok:
             _log.debug("pod group %s/%s waiting: %s", *gk, st.message)
@@ -127,13 +152,7 @@ class ScheduleOne:
         live = [p for p in members if not p.deleting and self.cache.visible(p)]
         error = self._validate_group(g, live)
         if error is not None:
-            PODGROUP_ATTEMPTS.labels(result="error").inc()
-            _log.info("pod group %s/%s rejected (SchedulerError): %s", *gk, error)
-            self.explanations[gk] = error
-            self.status.group_condition(g, "False", REASON_SCHEDULER_ERROR, error)
-            for p in pending:
-                self.status.pod_failed(p, REASON_SCHEDULER_ERROR, error)
-            self.queue.done(e, "error")
+            self._group_error(e, g, pending, error)
             return
         prio = {p.key: self.cache.pod_priority(p) for p in pending}
         pending.sort(key=lambda p: (-prio[p.key], p.first_seen, p.seq, p.name))
@@ -152,15 +171,25 @@ class ScheduleOne:
             return
         t0 = time.perf_counter()
         snap = Snapshot(self.cache)
-        res: CycleResult = run_pod_group_cycle(
-            self.framework,
-            snap,
-            pending,
-            min_count=g.min_count,
-            scheduled=scheduled,
-            gang=g.is_gang,
-            placements=self.framework.run_placement_generate(g, snap),
-        )
+        placements = self.framework.run_placement_generate(g, snap)
+        if isinstance(placements, Status):
+            if placements.code is Code.ERROR:
+                self._group_error(e, g, pending, placements.message)
+                return
+            res = CycleResult(
+                status=placements, unplaced=tuple(pending), explanation=placements.message
+            )
+        else:
+            res = run_pod_group_cycle(
+                self.framework,
+                snap,
+                pending,
+                min_count=g.min_count,
+                scheduled=scheduled,
+                gang=g.is_gang,
+                placements=placements,
+                group=g,
+            )
         post = None
         if not res.status.ok:
             post = self.framework.run_pod_group_post_filter(g, snap, res.explanation)
@@ -207,26 +236,169 @@ class ScheduleOne:
             self.status.pod_failed(p, REASON_UNSCHEDULABLE, pod_message)
         self.queue.done(e, "error" if outcome == "error" else "unschedulable")
 
+    # ---- CompositePodGroup trees -----------------------------------------------------
 
-def unsupported_group_features(g: GroupInfo) -> str | None:
-    """Why this scheduler refuses to place ``g``, when the group asks for something it does not
-    honour yet (topology constraints, membership in a CompositePodGroup). Placing such a group
-    while ignoring the request would bind a gang across domains, or one child of a composite
-    gang without its siblings; refusing it with a clear status is the honest answer."""
-    pg = g.pod_group
-    if pg is None:
+    def _validate_tree(self, tree: TreeNode, live: Sequence[PodInfo]) -> str | None:
+        names = sorted({p.scheduler_name for p in live})
+        if len(names) > 1:
+            return (
+                f"pods of composite pod group {tree.name!r} have different scheduler names: "
+                f"{', '.join(names)}"
+            )
+        cpg = tree.cpg
+        assert cpg is not None
+        prio = self.cache.resolve_priority(cpg.spec.priority, cpg.spec.priority_class_name)
+        for node in tree.composites():
+            assert node.cpg is not None
+            pp = self.cache.resolve_priority(
+                node.cpg.spec.priority, node.cpg.spec.priority_class_name
+            )
+            if pp != prio:
+                return (
+                    f"composite pod group {node.name!r} has priority {pp} but the tree's root "
+                    f"{tree.name!r} has priority {prio}"
+                )
+        for leaf in tree.leaves():
+            assert leaf.group is not None
+            gp = self.cache.group_priority(leaf.group)
+            if gp != prio:
+                return (
+                    f"pod group {leaf.name!r} has priority {gp} but the tree's root "
+                    f"{tree.name!r} has priority {prio}"
+                )
+        for p in sorted(live, key=lambda m: m.name):
+            pp = self.cache.pod_priority(p)
+            if pp != prio:
+                return f"pod {p.name!r} has priority {pp} but the tree's root has priority {prio}"
         return None
-    constraints = pg.spec.scheduling_constraints
-    if constraints is not None and constraints.topology:
-        keys = ", ".join(t.key for t in constraints.topology)
-        return (
-            f"pod group {g.name!r} has topology constraints ({keys}), which this scheduler "
-            "does not support yet; it will not place the group while ignoring them"
+
+    def _tree_failed(
+        self,
+        e: QueuedEntity,
+        tree: TreeNode,
+        pending: Sequence[PodInfo],
+        reason: str,
+        message: str,
+        per_node: dict[tuple[str, str], str] | None = None,
+        outcome: Literal["unschedulable", "error"] = "unschedulable",
+    ) -> None:
+        per_node = per_node or {}
+        self.explanations[tree.key] = message
+        for node in tree.composites():
+            assert node.cpg is not None
+            self.status.composite_condition(
+                node.cpg, "False", reason, per_node.get((node.kind, node.name), message)
+            )
+        for leaf in tree.leaves():
+            assert leaf.group is not None
+            if not any(p.scheduled for p in self.cache.members(leaf.group)):
+                text = per_node.get((leaf.kind, leaf.name), message)
+                self.explanations[leaf.key] = text
+                self.status.group_condition(leaf.group, "False", reason, text)
+        pod_message = f'composite pod group "{tree.name}" is unschedulable: {message}'
+        for p in pending:
+            self.status.pod_failed(
+                p, reason, pod_message if reason == REASON_UNSCHEDULABLE else message
+            )
+        self.queue.done(e, outcome)
+
+    def schedule_tree(self, e: QueuedEntity) -> None:
+        """The cycle of a CompositePodGroup tree: top-down, all-or-nothing to the root's
+        ``minGroupCount`` (see ``scheduler._composite``)."""
+        ns, root = e.key[1], e.key[2]
+        ref = find_root(self.cache, ns, "CompositePodGroup", root)
+        if ref.name != root or ref.waiting:
+            self.queue.remove(e.key)
+            self.queue.done(e, "success")
+            self.enqueuer.refresh_namespace_trees(ns)
+            return
+        tree = build_tree(self.cache, ns, root) if not ref.invalid else ref.invalid
+        if isinstance(tree, str):
+            PODGROUP_ATTEMPTS.labels(result="error").inc()
+            self.explanations[(ns, root)] = tree
+            cpg = self.cache.composite_groups.get((ns, root))
+            if cpg is not None:
+                self.status.composite_condition(cpg, "False", REASON_INVALID, tree)
+            self.queue.done(e, "error")
+            return
+        members = list(tree.members(self.cache))
+        pending = [p for p in members if self.enqueuer.is_pending(p)]
+        if not pending:
+            self.queue.remove(e.key)
+            self.queue.done(e, "success")
+            return
+        st = self.framework.run_pre_enqueue_tree(tree, self.cache)
+        if not st.ok:
+            self.queue.done(e, "unschedulable")
+            self.enqueuer.refresh_tree(ref, None)
+            return
+        live = [p for p in members if not p.deleting and self.cache.visible(p)]
+        error = self._validate_tree(tree, live)
+        if error is not None:
+            PODGROUP_ATTEMPTS.labels(result="error").inc()
+            self._tree_failed(e, tree, pending, REASON_SCHEDULER_ERROR, error, outcome="error")
+            return
+        prio = {p.key: self.cache.pod_priority(p) for p in pending}
+        pending.sort(key=lambda p: (-prio[p.key], p.first_seen, p.seq, p.name))
+        by_group: dict[tuple[str, str], list[PodInfo]] = {}
+        for p in pending:
+            assert p.group_key is not None
+            by_group.setdefault(p.group_key, []).append(p)
+        scheduled: dict[tuple[str, str], int] = {}
+        for p in live:
+            if p.scheduled and p.group_key is not None:
+                scheduled[p.group_key] = scheduled.get(p.group_key, 0) + 1
+        t0 = time.perf_counter()
+        snap = Snapshot(self.cache)
+        fw = self.framework
+        res = place_tree(
+            fw,
+            snap,
+            tree,
+            by_group,
+            scheduled,
+            search=SearchConfig(
+                mode=fw.composite_search, budget=fw.search_budget, deadline=fw.search_deadline
+            ),
         )
-    if pg.spec.parent_composite_pod_group_name:
-        return (
-            f"pod group {g.name!r} belongs to CompositePodGroup "
-            f"{pg.spec.parent_composite_pod_group_name!r}; composite gangs are not supported by "
-            "this scheduler yet, so it will not place one child without its siblings"
-        )
-    return None
+        result = "scheduled" if res.ok else "unschedulable"
+        PODGROUP_ATTEMPT_DURATION.labels(result=result).observe(time.perf_counter() - t0)
+        PODGROUP_ATTEMPTS.labels(result=result).inc()
+        root_ref = ("CompositePodGroup", tree.name)
+        if not res.ok:
+            message = res.explanations.get(root_ref, "the tree does not fit")
+            self._tree_failed(e, tree, pending, REASON_UNSCHEDULABLE, message, res.explanations)
+            return
+        self.binder.assume_and_bind(e.key, res.assignments, canary=tree.is_gang)
+        self.explanations.pop(tree.key, None)
+        for node in tree.composites():
+            assert node.cpg is not None
+            ref_n = (node.kind, node.name)
+            if ref_n in res.succeeded:
+                self.status.composite_condition(node.cpg, "True", REASON_SCHEDULED, "")
+            else:
+                text = res.explanations.get(ref_n, "not placed")
+                self.status.composite_condition(node.cpg, "False", REASON_UNSCHEDULABLE, text)
+        placed = {p.key for p, _ in res.assignments}
+        for leaf in tree.leaves():
+            assert leaf.group is not None
+            ref_l = (leaf.kind, leaf.name)
+            if ref_l in res.succeeded:
+                self.status.group_condition(leaf.group, "True", REASON_SCHEDULED, "")
+                continue
+            text = res.explanations.get(ref_l, "not placed")
+            self.explanations[leaf.key] = text
+            if not any(p.scheduled for p in self.cache.members(leaf.group)):
+                self.status.group_condition(leaf.group, "False", REASON_UNSCHEDULABLE, text)
+            for p in by_group.get(leaf.key, ()):
+                self.status.pod_failed(
+                    p, REASON_UNSCHEDULABLE, f'pod group "{leaf.name}" is unschedulable: {text}'
+                )
+        for p in pending:
+            if p.key not in placed and p.group_key is not None:
+                leaf_ok = ("PodGroup", p.group_key[1]) in res.succeeded
+                diag = res.diagnoses.get(p.req)
+                if leaf_ok and diag is not None:
+                    self.status.pod_failed(p, REASON_UNSCHEDULABLE, diag.pod_message())
+        self.queue.done(e, "success")
+        self.enqueuer.refresh_tree(ref, None)

@@ -11,13 +11,15 @@ from typing import Any
 from scheduler._cache import GroupInfo, PodInfo
 from scheduler._config import SchedulerConfig
 from scheduler._tasks import Tasks
-from workloadbuilder.api import to_dict
+from workloadbuilder.api import CompositePodGroup, to_dict
 from workloadbuilder.cluster import Cluster
 from workloadbuilder.errors import ApiError, NotFound
 from workloadbuilder.runtime import Clock
 
 __all__ = [
+    "CONDITION_COMPOSITE_SCHEDULED",
     "CONDITION_INITIALLY_SCHEDULED",
+    "REASON_INVALID",
     "REASON_SCHEDULED",
     "REASON_SCHEDULER_ERROR",
     "REASON_UNSCHEDULABLE",
@@ -27,9 +29,11 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 CONDITION_INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
+CONDITION_COMPOSITE_SCHEDULED = "CompositePodGroupInitiallyScheduled"
 REASON_SCHEDULED = "Scheduled"
 REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_SCHEDULER_ERROR = "SchedulerError"
+REASON_INVALID = "Invalid"
 _MAX_MESSAGE = 32768
 
 
@@ -49,10 +53,63 @@ class StatusWriter:
         self.tasks = tasks
         #: PodGroup condition last sent per group (the watch may not show it yet)
         self.sent_group: dict[tuple[str, str], tuple[str, str, str]] = {}
+        #: CompositePodGroup condition last sent per composite
+        self.sent_composite: dict[tuple[str, str], tuple[str, str, str]] = {}
 
     def forget_group(self, key: tuple[str, str]) -> None:
         """The PodGroup is gone."""
         self.sent_group.pop(key, None)
+
+    def forget_composite(self, key: tuple[str, str]) -> None:
+        """The CompositePodGroup is gone."""
+        self.sent_composite.pop(key, None)
+
+    def composite_condition(
+        self, cpg: CompositePodGroup, status: str, reason: str, message: str
+    ) -> None:
+        """Set ``CompositePodGroupInitiallyScheduled`` (terminal once True; never regresses)
+        when ``SchedulerConfig.composite_status`` is on."""
+        if not self.config.update_status or not self.config.composite_status:
+            return
+        key = (cpg.metadata.namespace or "default", cpg.metadata.name or "")
+        message = message[:_MAX_MESSAGE]
+        conds = cpg.status.conditions if cpg.status is not None else ()
+        existing = next((c for c in conds if c.type == CONDITION_COMPOSITE_SCHEDULED), None)
+        if existing is not None and existing.status == "True":
+            return
+        sent = self.sent_composite.get(key)
+        if sent is not None and sent[0] == "True":
+            return
+        want = (status, reason, message)
+        if (
+            existing is not None
+            and (
+                existing.status,
+                existing.reason or "",
+                existing.message or "",
+            )
+            == want
+        ):
+            return
+        if sent == want:
+            return
+        self.sent_composite[key] = want
+        ltt = (
+            existing.last_transition_time
+            if existing is not None and existing.status == status
+            else None
+        ) or _rfc3339(self.clock.now())
+        cond: dict[str, Any] = {
+            "type": CONDITION_COMPOSITE_SCHEDULED,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": ltt,
+        }
+        if cpg.metadata.generation is not None:
+            cond["observedGeneration"] = cpg.metadata.generation
+        others = [to_dict(c) for c in conds if c.type != CONDITION_COMPOSITE_SCHEDULED]
+        self.tasks.spawn(self._patch_status("CompositePodGroup", key[0], key[1], [*others, cond]))
 
     # ---- events ----------------------------------------------------------------------
 
@@ -157,12 +214,14 @@ class StatusWriter:
         if pg.metadata.generation is not None:
             cond["observedGeneration"] = pg.metadata.generation
         others = [to_dict(c) for c in conds if c.type != CONDITION_INITIALLY_SCHEDULED]
-        self.tasks.spawn(self._patch_group(g.namespace, g.name, [*others, cond]))
+        self.tasks.spawn(self._patch_status("PodGroup", g.namespace, g.name, [*others, cond]))
 
-    async def _patch_group(self, namespace: str, name: str, conds: list[dict[str, Any]]) -> None:
+    async def _patch_status(
+        self, kind: str, namespace: str, name: str, conds: list[dict[str, Any]]
+    ) -> None:
         try:
             await self.cluster.patch(
-                "PodGroup",
+                kind,
                 name,
                 {"status": {"conditions": conds}},
                 namespace,
@@ -173,5 +232,6 @@ class StatusWriter:
         except NotFound:
             pass
         except (ApiError, OSError) as e:
-            _log.info("PodGroup %s/%s status not written: %s", namespace, name, e)
-            self.sent_group.pop((namespace, name), None)
+            _log.info("%s %s/%s status not written: %s", kind, namespace, name, e)
+            sent = self.sent_group if kind == "PodGroup" else self.sent_composite
+            sent.pop((namespace, name), None)

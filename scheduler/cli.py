@@ -21,7 +21,7 @@ from scheduler._metrics import REGISTRY
 from scheduler._plugins import default_framework
 from scheduler._profile import ConfigError, LoadedConfig, load_config
 from scheduler._scheduler import CONDITION_INITIALLY_SCHEDULED, Scheduler
-from workloadbuilder.api import PodGroup, to_dict
+from workloadbuilder.api import CompositePodGroup, PodGroup, to_dict
 from workloadbuilder.cluster import Cluster
 from workloadbuilder.errors import ApiError, NotFound, WorkloadBuilderError
 from workloadbuilder.runtime import (
@@ -178,6 +178,9 @@ async def explain_report(cluster: Cluster, name: str, namespace: str) -> dict[st
         "state": state,
         "condition": to_dict(cond) if cond is not None else None,
         "explanation": (cond.message or None) if cond is not None else None,
+        "tree": await tree_report(cluster, pg, pods)
+        if pg.spec.parent_composite_pod_group_name
+        else None,
     }
 
 
@@ -229,7 +232,110 @@ def render_explain(report: dict[str, Any]) -> str:
     lines.append(f"State:     {report['state']}{since}")
     if report["explanation"]:
         lines.append(f"Why:       {report['explanation']}")
+    if report.get("tree"):
+        lines.append("Tree:")
+        lines.extend(render_tree(report["tree"], report["name"]))
     return "\n".join(lines) + "\n"
+
+
+async def tree_report(cluster: Cluster, pg: PodGroup, pods: list[dict[str, Any]]) -> dict[str, Any]:
+    """The CompositePodGroup tree a PodGroup belongs to, from its root, each level with its
+    state (``explain podgroup`` shows it). Pods of the other leaves are listed in the
+    namespace."""
+    namespace = pg.metadata.namespace or "default"
+    cpgs = {
+        str(o.metadata.name): o
+        for o in (await cluster.list("CompositePodGroup", namespace)).items
+        if isinstance(o, CompositePodGroup)
+    }
+    groups = {
+        str(o.metadata.name): o
+        for o in (await cluster.list("PodGroup", namespace)).items
+        if isinstance(o, PodGroup)
+    }
+    all_pods = [p for p in (await cluster.list("Pod", namespace)).items if isinstance(p, dict)]
+    root = pg.spec.parent_composite_pod_group_name or ""
+    seen: set[str] = set()
+    while root in cpgs and cpgs[root].spec.parent_composite_pod_group_name and root not in seen:
+        seen.add(root)
+        root = cpgs[root].spec.parent_composite_pod_group_name or root
+
+    def leaf(g: PodGroup) -> dict[str, Any]:
+        name = str(g.metadata.name)
+        mine = [
+            p
+            for p in all_pods
+            if ((p.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") == name
+            and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        ]
+        gang = g.spec.scheduling_policy.gang
+        conds = g.status.conditions if g.status is not None else ()
+        c = next((c for c in conds if c.type == CONDITION_INITIALLY_SCHEDULED), None)
+        topo = g.spec.scheduling_constraints.topology if g.spec.scheduling_constraints else ()
+        return {
+            "kind": "PodGroup",
+            "name": name,
+            "policy": f"gang (minCount {gang.min_count})" if gang is not None else "basic",
+            "topology": topo[0].key if topo else None,
+            "pods": {"live": len(mine), "bound": sum(1 for p in mine if p["spec"].get("nodeName"))},
+            "state": f"{c.type}={c.status} ({c.reason})" if c is not None else "not attempted yet",
+            "explanation": (c.message or None) if c is not None else None,
+            "scheduled": c is not None and c.status == "True",
+            "children": [],
+        }
+
+    def composite(name: str, depth: int) -> dict[str, Any]:
+        cpg = cpgs.get(name)
+        if cpg is None or depth > 4:
+            return {
+                "kind": "CompositePodGroup",
+                "name": name,
+                "state": "does not exist",
+                "children": [],
+                "scheduled": False,
+            }
+        kids = [
+            composite(n, depth + 1)
+            for n, c in sorted(cpgs.items())
+            if c.spec.parent_composite_pod_group_name == name
+        ]
+        kids += [
+            leaf(g)
+            for n, g in sorted(groups.items())
+            if g.spec.parent_composite_pod_group_name == name
+        ]
+        gang = cpg.spec.scheduling_policy.gang
+        need = gang.min_group_count if gang is not None else 1
+        done = sum(1 for k in kids if k["scheduled"])
+        topo = cpg.spec.scheduling_constraints.topology if cpg.spec.scheduling_constraints else ()
+        return {
+            "kind": "CompositePodGroup",
+            "name": name,
+            "policy": f"gang (minGroupCount {need})" if gang is not None else "basic",
+            "topology": topo[0].key if topo else None,
+            "state": f"{done} of {len(kids)} child groups scheduled (needs {need})",
+            "scheduled": done >= need and done > 0,
+            "children": kids,
+        }
+
+    return composite(root, 1)
+
+
+def render_tree(node: dict[str, Any], mark: str, depth: int = 1) -> list[str]:
+    """Indented lines of a :func:`tree_report` (``<-`` marks the PodGroup asked about)."""
+    pad = "  " * depth
+    where = f", {node['topology']}" if node.get("topology") else ""
+    pods = f", {node['pods']['bound']}/{node['pods']['live']} pods bound" if "pods" in node else ""
+    here = "  <-" if node["kind"] == "PodGroup" and node["name"] == mark else ""
+    lines = [
+        f"{pad}{node['kind']} {node['name']}: {node.get('policy', '')}{where}{pods}; "
+        f"{node['state']}{here}"
+    ]
+    if node.get("explanation") and node["kind"] == "PodGroup" and node["name"] != mark:
+        lines.append(f"{pad}  why: {node['explanation']}")
+    for child in node["children"]:
+        lines.extend(render_tree(child, mark, depth + 1))
+    return lines
 
 
 async def explain_text(cluster: Cluster, name: str, namespace: str) -> str:

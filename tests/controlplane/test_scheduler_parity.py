@@ -61,6 +61,7 @@ from workloadbuilder.cluster import KubeCluster  # noqa: E402
 from workloadbuilder.errors import NotFound  # noqa: E402
 from workloadbuilder.testing import ControlPlane  # noqa: E402
 from workloadbuilder.testing.builders import (  # noqa: E402
+    make_composite_pod_group,
     make_node,
     make_pod,
     make_pod_group,
@@ -179,10 +180,17 @@ class Side:
 
     # ---- builders ----------------------------------------------------------------------
 
-    async def node(self, name: str, *, cpu: str = "4", memory: str = "16Gi") -> None:
+    async def node(
+        self,
+        name: str,
+        *,
+        cpu: str = "4",
+        memory: str = "16Gi",
+        labels: dict[str, str] | None = None,
+    ) -> None:
         """A fake Node like scheduler_perf's: allocatable cpu/memory/pods, Ready."""
         full = f"{self.namespace}-{name}"
-        node = make_node(full).label("kubernetes.io/hostname", full)
+        node = make_node(full).label("kubernetes.io/hostname", full).labels(labels or {})
         obj = node.resources({"cpu": cpu, "memory": memory, "pods": "110"}).ready().obj()
         status = obj.pop("status")
         await self.cluster.create(obj)
@@ -198,7 +206,12 @@ class Side:
         return full
 
     async def pod_group(
-        self, name: str, min_count: int | None, *, priority_class: str | None = None
+        self,
+        name: str,
+        min_count: int | None,
+        *,
+        priority_class: str | None = None,
+        topology: str | None = None,
     ) -> None:
         """A gang PodGroup (``min_count``) or a basic one (None)."""
         pg = make_pod_group(name, self.namespace)
@@ -206,12 +219,32 @@ class Side:
             pg.gang(min_count)
         if priority_class is not None:
             pg.priority_class(priority_class)
+        if topology is not None:
+            pg.topology(topology)
         await self.cluster.create(pg.obj())
 
-    async def pod(self, name: str, group: str, *, cpu: str = "1") -> None:
-        """A pod of ``group`` for this side's scheduler."""
-        pod = make_pod(name, self.namespace).scheduler_name(self.scheduler_name).pod_group(group)
+    async def pod(
+        self, name: str, group: str | None, *, cpu: str = "1", node: str | None = None
+    ) -> None:
+        """A pod of ``group`` for this side's scheduler (``node``: created bound there)."""
+        pod = make_pod(name, self.namespace).scheduler_name(self.scheduler_name)
+        if group is not None:
+            pod.pod_group(group)
+        if node is not None:
+            pod.node_name(f"{self.namespace}-{node}")
         await self.cluster.create(pod.request("cpu", cpu).request("memory", "1Gi").obj())
+
+    async def domains(self, group: str, key: str) -> dict[str, str]:
+        """``{bound pod: its node's value of key}`` (node names differ between the sides)."""
+        out: dict[str, str] = {}
+        for name, pod in (await self.pods()).items():
+            node = pod["spec"].get("nodeName")
+            if (pod["spec"].get("schedulingGroup") or {}).get("podGroupName") != group or not node:
+                continue
+            obj = await self.cluster.get("Node", node)
+            assert isinstance(obj, dict)
+            out[name] = str((obj["metadata"].get("labels") or {}).get(key, ""))
+        return out
 
     async def gang(
         self, name: str, size: int, min_count: int | None, *, cpu: str = "1", **pg: Any
@@ -574,3 +607,319 @@ async def test_mixed_scheduler_names_with_a_pending_pod(sides: tuple[Side, Side]
         == ours.pods["mixed-0"]
         == PodView(bound=False, scheduled=None, message="", events=frozenset())
     )
+
+
+# ---- topology (TopologyAwareWorkloadScheduling) -----------------------------------------
+
+RACK = "topology.kubernetes.io/rack"
+
+
+def _events_in(v: GroupView) -> bool:
+    """A condition, and every bound pod's ``Scheduled`` event is visible (events are
+    recorded asynchronously)."""
+    return v.condition is not None and all(
+        "Scheduled" in p.events for p in v.pods.values() if p.bound
+    )
+
+
+def _settled(v: GroupView) -> bool:
+    """A decision is visible: the group has a condition and no pod is left undecided."""
+    return v.condition is not None and all(p.bound or p.scheduled for p in v.pods.values())
+
+
+async def test_topology_gang_lands_in_the_one_rack_that_fits(sides: tuple[Side, Side]) -> None:
+    """(T1) 4 pods x 3 cpu, rack r1 of two 2-cpu nodes, rack r2 of two 8-cpu nodes: all in
+    r2, ``True/Scheduled``."""
+
+    async def scenario(s: Side) -> tuple[GroupView, dict[str, str]]:
+        await s.node("r1a", cpu="2", labels={RACK: "r1"})
+        await s.node("r1b", cpu="2", labels={RACK: "r1"})
+        await s.node("r2a", cpu="8", labels={RACK: "r2"})
+        await s.node("r2b", cpu="8", labels={RACK: "r2"})
+        await s.gang("g", 4, 4, cpu="3", topology=RACK)
+        v = await s.view_when("g", lambda v: v.bound == 4 and _events_in(v))
+        return v, await s.domains("g", RACK)
+
+    (upstream, up_dom), (ours, our_dom) = await _both(sides, scenario)
+    _report("topology: the one rack that fits", upstream, ours)
+    assert set(up_dom.values()) == {"r2"}
+    assert up_dom == our_dom
+    assert upstream.condition == ("True", "Scheduled")
+    assert upstream.shared() == ours.shared()
+
+
+async def test_topology_gang_not_split_across_racks(sides: tuple[Side, Side]) -> None:
+    """(T2) 2 pods x 6 cpu, two 8-cpu nodes in two racks: fits only across racks, so nothing
+    is bound; ``False/Unschedulable`` on the group and the pods."""
+
+    async def scenario(s: Side) -> GroupView:
+        await s.node("a", cpu="8", labels={RACK: "r1"})
+        await s.node("b", cpu="8", labels={RACK: "r2"})
+        await s.gang("g", 2, 2, cpu="6", topology=RACK)
+        return await s.view_when(
+            "g", lambda v: v.condition is not None and _failed(v, "Unschedulable")
+        )
+
+    upstream, ours = await _both(sides, scenario)
+    _report("topology: not split across racks", upstream, ours)
+    assert upstream.bound == 0
+    assert upstream.condition == ("False", "Unschedulable")
+    assert upstream.shared() == ours.shared()
+    assert ours.message.startswith(f"{RACK}: no rack fits 2 pods x cpu 6; best is ")
+
+
+async def test_topology_fuller_rack_that_fits(sides: tuple[Side, Side]) -> None:
+    """(T3) Two 8-cpu racks, r2 already half used by a bound pod; a gang of 2 x 2 cpu fits
+    both: the same rack on both sides (upstream's placement score decides)."""
+
+    async def scenario(s: Side) -> tuple[GroupView, dict[str, str]]:
+        await s.node("r1a", cpu="8", labels={RACK: "r1"})
+        await s.node("r2a", cpu="8", labels={RACK: "r2"})
+        await s.pod("busy", None, cpu="4", node="r2a")
+        await s.gang("g", 2, 2, cpu="2", topology=RACK)
+        v = await s.view_when("g", lambda v: v.bound == 2 and _events_in(v))
+        return v, await s.domains("g", RACK)
+
+    (upstream, up_dom), (ours, our_dom) = await _both(sides, scenario)
+    _report(f"topology: fuller rack (upstream {up_dom}, ours {our_dom})", upstream, ours)
+    assert len(set(up_dom.values())) == 1
+    assert up_dom == our_dom
+    assert upstream.shared() == ours.shared()
+
+
+async def test_topology_bound_member_holds_the_group(sides: tuple[Side, Side]) -> None:
+    """(T4) A basic group with one member already bound in r1 (room there for one more) and an
+    empty 16-cpu r2: one more pod in r1, the rest stay pending."""
+
+    async def scenario(s: Side) -> tuple[GroupView, dict[str, str]]:
+        await s.node("r1a", cpu="4", labels={RACK: "r1"})
+        await s.node("r2a", cpu="16", labels={RACK: "r2"})
+        await s.pod_group("g", None, topology=RACK)
+        await s.pod("g-0", "g", cpu="2", node="r1a")
+        for i in range(1, 4):
+            await s.pod(f"g-{i}", "g", cpu="2")
+        v = await s.view_when("g", lambda v: v.bound >= 2 and _settled(v))
+        return v, await s.domains("g", RACK)
+
+    (upstream, up_dom), (ours, our_dom) = await _both(sides, scenario)
+    _report("topology: bound member holds the group", upstream, ours)
+    assert set(up_dom.values()) == {"r1"}
+    assert up_dom == our_dom
+    assert upstream.bound == ours.bound == 2
+
+
+async def test_topology_no_labelled_node(sides: tuple[Side, Side]) -> None:
+    """(T5) No node carries the key: nothing bound, the group ``False/Unschedulable``."""
+
+    async def scenario(s: Side) -> GroupView:
+        await s.node("a", cpu="8")
+        await s.gang("g", 2, 2, topology=RACK)
+        return await s.view_when("g", lambda v: v.condition is not None and _settled(v))
+
+    upstream, ours = await _both(sides, scenario)
+    _report("topology: no labelled node", upstream, ours)
+    assert upstream.bound == 0
+    assert upstream.condition == ours.condition
+    assert upstream.shared() == ours.shared()
+
+
+async def test_topology_basic_group_never_spills_over(sides: tuple[Side, Side]) -> None:
+    """(T6) A basic group of 3 x 2 cpu, rack r1 with room for 2, r2 for 1. The pods exist
+    before their PodGroup, so the first cycle sees all three: r1 (2 fit) beats r2 (1 fit); the
+    third pod stays pending, and a new node in r2 does not draw it there (the witness pod
+    shows the scheduler handled the change). (Seen on both: when the PodGroup comes first,
+    its first pod alone picks the rack — the fuller one, r2 — and the group stays there.)"""
+
+    async def scenario(s: Side) -> tuple[GroupView, dict[str, str]]:
+        await s.node("r1a", cpu="4", labels={RACK: "r1"})
+        await s.node("r2a", cpu="2", labels={RACK: "r2"})
+        for i in range(3):
+            await s.pod(f"g-{i}", "g", cpu="2")
+        await s.pod_group("g", None, topology=RACK)
+        await s.view_when("g", lambda v: v.bound == 2)
+        await s.node("r2b", cpu="8", labels={RACK: "r2"})
+        await _witness(s)
+        v = await s.view("g")
+        return v, await s.domains("g", RACK)
+
+    (upstream, up_dom), (ours, our_dom) = await _both(sides, scenario)
+    _report("topology: basic group never spills over", upstream, ours)
+    assert set(up_dom.values()) == {"r1"}
+    assert set(our_dom.values()) == {"r1"}
+    assert upstream.bound == ours.bound == 2
+
+
+# ---- CompositePodGroups (CompositePodGroup gate) ------------------------------------------
+
+BLOCK = "topology.kubernetes.io/block"
+
+
+async def _composite(
+    s: Side, name: str, min_group_count: int | None, *, topology: str | None = None
+) -> None:
+    cpg = make_composite_pod_group(name, s.namespace)
+    if min_group_count is not None:
+        cpg.gang(min_group_count)
+    if topology is not None:
+        cpg.topology(topology)
+    await s.cluster.create(cpg.obj())
+
+
+async def _child_group(
+    s: Side,
+    name: str,
+    parent: str,
+    size: int,
+    min_count: int | None,
+    *,
+    cpu: str = "1",
+    topology: str | None = None,
+) -> None:
+    pg = make_pod_group(name, s.namespace).parent(parent).workload_ref(parent, name)
+    if min_count is not None:
+        pg.gang(min_count)
+    if topology is not None:
+        pg.topology(topology)
+    await s.cluster.create(pg.obj())
+    for i in range(size):
+        await s.pod(f"{name}-{i}", name, cpu=cpu)
+
+
+async def _composite_condition(s: Side, name: str) -> tuple[str, str, str] | None:
+    cpg = await s.cluster.get("CompositePodGroup", name, s.namespace)
+    conds = getattr(getattr(cpg, "status", None), "conditions", None) or ()
+    c = next((c for c in conds if c.type == "CompositePodGroupInitiallyScheduled"), None)
+    return (c.status, c.reason or "", c.message or "") if c is not None else None
+
+
+def _print_tree(title: str, up: Any, ours: Any) -> None:
+    print(f"\n== {title}\n  upstream: {up}\n  ours: {ours}")
+
+
+async def test_composite_tree_that_fits(sides: tuple[Side, Side]) -> None:
+    """(C1) A composite gang (minGroupCount 2) of a master (1 pod) and a worker gang (2 pods):
+    all bound, every PodGroup ``True/Scheduled``."""
+
+    async def scenario(s: Side) -> tuple[GroupView, GroupView, Any]:
+        await s.node("a", cpu="8")
+        await _composite(s, "t", 2)
+        await _child_group(s, "t-master", "t", 1, 1)
+        await _child_group(s, "t-worker", "t", 2, 2)
+        m = await s.view_when("t-master", lambda v: v.bound == 1 and _events_in(v))
+        w = await s.view_when("t-worker", lambda v: v.bound == 2 and _events_in(v))
+        return m, w, await _composite_condition(s, "t")
+
+    (um, uw, uc), (om, ow, oc) = await _both(sides, scenario)
+    _print_tree("composite: tree that fits", uc, oc)
+    _report("composite: master", um, om)
+    _report("composite: worker", uw, ow)
+    assert um.shared() == om.shared()
+    assert uw.shared() == ow.shared()
+    assert uc is None and oc is None  # neither writes a CompositePodGroup condition
+
+
+async def test_composite_tree_that_does_not_fit(sides: tuple[Side, Side]) -> None:
+    """(C2) The worker gang (2 x 3 cpu) cannot fit next to the master on one 4-cpu node: the
+    master, which fits, is not bound either; both groups ``False/Unschedulable``."""
+
+    async def scenario(s: Side) -> tuple[GroupView, GroupView, Any]:
+        await s.node("a", cpu="4")
+        await _composite(s, "t", 2)
+        await _child_group(s, "t-master", "t", 1, 1)
+        await _child_group(s, "t-worker", "t", 2, 2, cpu="3")
+        m = await s.view_when(
+            "t-master", lambda v: v.condition is not None and _failed(v, "Unschedulable")
+        )
+        w = await s.view_when(
+            "t-worker", lambda v: v.condition is not None and _failed(v, "Unschedulable")
+        )
+        return m, w, await _composite_condition(s, "t")
+
+    (um, uw, uc), (om, ow, oc) = await _both(sides, scenario)
+    _print_tree("composite: tree that does not fit", uc, oc)
+    _report("composite: master", um, om)
+    _report("composite: worker", uw, ow)
+    assert um.bound == uw.bound == 0
+    assert um.shared() == om.shared()
+    assert uw.shared() == ow.shared()
+    assert uc is None and oc is None
+
+
+async def test_composite_tree_waits_for_quorum(sides: tuple[Side, Side]) -> None:
+    """(C3) The worker gang has 1 of its 2 pods: the tree is not ready, nothing is bound and
+    nothing is written."""
+
+    async def scenario(s: Side) -> tuple[GroupView, GroupView, Any]:
+        await s.node("a", cpu="8")
+        await _composite(s, "t", 2)
+        await _child_group(s, "t-master", "t", 1, 1)
+        await _child_group(s, "t-worker", "t", 1, 2)
+        await _witness(s)
+        return (
+            await s.view("t-master"),
+            await s.view("t-worker"),
+            await _composite_condition(s, "t"),
+        )
+
+    (um, uw, uc), (om, ow, oc) = await _both(sides, scenario)
+    _print_tree("composite: tree waits for quorum", uc, oc)
+    assert um.bound == uw.bound == 0
+    assert um.shared() == om.shared()
+    assert uw.shared() == ow.shared()
+    assert uc == oc
+
+
+async def test_composite_top_down_block_then_racks(sides: tuple[Side, Side]) -> None:
+    """(C4) A block-constrained composite of two rack-constrained gangs (2 x 3 cpu each):
+    block b1 has racks r1, r2 of two 4-cpu nodes; block b2 one 8-cpu node (room for one
+    child). Both schedulers put the tree in b1, each child in one rack."""
+
+    async def scenario(s: Side) -> tuple[int, dict[str, str], dict[str, str]]:
+        for rack, block, count, cpu in (
+            ("r1", "b1", 2, "4"),
+            ("r2", "b1", 2, "4"),
+            ("r3", "b2", 1, "8"),
+        ):
+            for i in range(count):
+                await s.node(f"{rack}n{i}", cpu=cpu, labels={RACK: rack, BLOCK: block})
+        await _composite(s, "t", 2, topology=BLOCK)
+        await _child_group(s, "t-a", "t", 2, 2, cpu="3", topology=RACK)
+        await _child_group(s, "t-b", "t", 2, 2, cpu="3", topology=RACK)
+        a = await s.view_when("t-a", lambda v: v.condition is not None and _settled(v))
+        b = await s.view_when("t-b", lambda v: v.condition is not None and _settled(v))
+        blocks = {**await s.domains("t-a", BLOCK), **await s.domains("t-b", BLOCK)}
+        racks = {**await s.domains("t-a", RACK), **await s.domains("t-b", RACK)}
+        return a.bound + b.bound, blocks, racks
+
+    (ub, ublocks, uracks), (ob, oblocks, oracks) = await _both(sides, scenario)
+    _print_tree("composite: block then racks", (ub, ublocks, uracks), (ob, oblocks, oracks))
+    assert ub == ob
+    assert set(ublocks.values()) == set(oblocks.values())
+    for child in ("t-a", "t-b"):
+        assert len({r for p, r in oracks.items() if p.startswith(child)}) <= 1
+
+
+async def test_composite_greedy_miss_is_an_intentional_difference(
+    sides: tuple[Side, Side],
+) -> None:
+    """(C5) Greedy places child a in the fuller rack r1, then b (2 x 8 cpu) fits nowhere;
+    upstream (greedy, no backtracking) rejects the tree; ours searches and places a in r2,
+    b in r1. The one deliberate difference."""
+
+    async def scenario(s: Side) -> tuple[int, Any]:
+        for n in ("r1a", "r1b", "r1c"):
+            await s.node(n, cpu="8", labels={RACK: "r1"})
+        await s.pod("busy", None, cpu="4", node="r1a")
+        for i in range(5):
+            await s.node(f"r2n{i}", cpu="4", labels={RACK: "r2"})
+        await _composite(s, "t", 2)
+        await _child_group(s, "t-a", "t", 2, 2, cpu="4", topology=RACK)
+        await _child_group(s, "t-b", "t", 2, 2, cpu="8", topology=RACK)
+        a = await s.view_when("t-a", lambda v: v.condition is not None and _settled(v))
+        b = await s.view_when("t-b", lambda v: v.condition is not None and _settled(v))
+        return a.bound + b.bound, await _composite_condition(s, "t")
+
+    (ub, uc), (ob, oc) = await _both(sides, scenario)
+    _print_tree("composite: greedy miss", (ub, uc), (ob, oc))
+    assert ub == 0
+    assert ob == 4

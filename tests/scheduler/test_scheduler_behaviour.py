@@ -422,15 +422,17 @@ async def test_events_recorded(env: Env) -> None:
     await env.until(s, done)
 
 
-async def test_topology_constrained_group_is_refused_not_ignored(env: Env) -> None:
-    # Topology placement is not implemented yet: a rack-constrained gang must not be bound
-    # across racks and called Scheduled; it is refused with a status that says why.
-    await env.node("a")
-    await env.node("b")
-    await env.pod_group("racked", 2, topology="topology.kubernetes.io/rack")
+async def test_topology_constrained_group_is_placed_in_one_domain_not_across(env: Env) -> None:
+    # (Formerly refused with SchedulerError while topology was not implemented.) A
+    # rack-constrained gang that would fit only across two racks is not bound across them:
+    # it stays pending, Unschedulable, and the explanation names the constraint.
+    rack = "topology.kubernetes.io/rack"
+    await env.node("a", cpu="8", labels={rack: f"{env.prefix}r1"})
+    await env.node("b", cpu="8", labels={rack: f"{env.prefix}r2"})
+    await env.pod_group("racked", 2, topology=rack)
     for i in range(2):
-        await env.pod(f"racked-{i}", "racked")
-    await env.gang("plain", 2)
+        await env.pod(f"racked-{i}", "racked", cpu="6")
+    await env.gang("plain", 2, cpu="1")
     s = env.scheduler()
     await s.start()
 
@@ -440,29 +442,53 @@ async def test_topology_constrained_group_is_refused_not_ignored(env: Env) -> No
     await env.until(s, decided)
     assert await env.bound("racked") == {}
     cond = await env.group_condition("racked")
-    assert (cond.status, cond.reason) == ("False", "SchedulerError")
-    assert "topology constraints (topology.kubernetes.io/rack)" in cond.message
-    assert "does not support" in cond.message
-    # other groups are not held up by the refused one
+    assert (cond.status, cond.reason) == ("False", "Unschedulable")
+    assert cond.message.startswith(f"{rack}: no rack fits 2 pods x cpu 6; best is ")
+    assert " with 1; minCount 2: at most 1 pods fit, 1 short" in cond.message
+    # other groups are not held up by it
     assert len(await env.bound("plain")) == 2
 
+    # a third node in rack r1 makes room in one rack: the gang lands there, whole
+    await env.node("c", cpu="8", labels={rack: f"{env.prefix}r1"})
 
-async def test_composite_child_is_refused_not_placed_alone(env: Env) -> None:
-    # CompositePodGroups are not implemented yet: a child gang must not be bound on its own
-    # (its siblings would stay pending: a partial composite gang).
+    async def placed() -> bool:
+        return len(await env.bound("racked")) == 2
+
+    await env.until(s, placed)
+    assert set((await env.bound("racked")).values()) == {env.node_name("a"), env.node_name("c")}
+    cond = await env.group_condition("racked")
+    assert (cond.status, cond.reason) == ("True", "Scheduled")
+
+
+async def test_composite_child_is_not_placed_alone(env: Env) -> None:
+    # (Formerly refused with SchedulerError while CompositePodGroups were not implemented.)
+    # A composite gang of 2 children: the master child alone is never bound; the tree waits
+    # (silently, as upstream's PreEnqueue) until the worker child is ready, then all of it
+    # is placed together.
     await env.node("a")
     parent = make_composite_pod_group("tree", env.namespace).gang(2).obj()
     await env.cluster.create(from_dict(parent, CompositePodGroup))
     await env.pod_group("tree-master", 1, parent="tree")
     await env.pod("tree-master-0", "tree-master")
-    s = env.scheduler()
+    await env.pod_group("tree-worker", 2, parent="tree")
+    await env.pod("tree-worker-0", "tree-worker")
+    s = env.scheduler(composite_status=True)
     await s.start()
+    await env.seen(s, lambda: env.cached_pods(s) == 2)
+    await s.until_idle()
+    assert await env.bound("tree-") == {}
+    assert await env.group_condition("tree-master") is None  # gated: no status written
+    assert await env.pod_condition("tree-master-0") is None
+    await env.pod("tree-worker-1", "tree-worker")  # the worker child reaches its minCount
 
-    async def decided() -> bool:
-        return await env.group_condition("tree-master") is not None
+    async def all_bound() -> bool:
+        return len(await env.bound("tree-")) == 3
 
-    await env.until(s, decided)
-    assert await env.bound("tree-master") == {}
-    cond = await env.group_condition("tree-master")
-    assert (cond.status, cond.reason) == ("False", "SchedulerError")
-    assert "belongs to CompositePodGroup 'tree'" in cond.message
+    await env.until(s, all_bound)
+    for child in ("tree-master", "tree-worker"):
+        cond = await env.group_condition(child)
+        assert (cond.status, cond.reason) == ("True", "Scheduled")
+    cpg = await env.cluster.get("CompositePodGroup", "tree", env.namespace)
+    assert isinstance(cpg, CompositePodGroup) and cpg.status is not None
+    cc = next(c for c in cpg.status.conditions if c.type == "CompositePodGroupInitiallyScheduled")
+    assert (cc.status, cc.reason) == ("True", "Scheduled")

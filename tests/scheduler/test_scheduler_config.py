@@ -211,3 +211,63 @@ def test_cli_flags_override_leader_election(tmp_path: Path) -> None:
     assert loaded.client_connection.qps == 5.0
     assert loaded.scheduler.scheduler_name == "workloadbuilder-scheduler"
     assert not loaded.leader_election.leader_elect
+
+
+def test_topology_plugins_by_default_and_configurable(tmp_path: Path) -> None:
+    from scheduler._plugins import TopologyPlacementGenerator, default_framework
+
+    fw = default_framework()
+    assert [p.name for p in fw.placement_generate] == ["TopologyPlacementGenerator"]
+    assert [p.name for p in fw.placement_score] == ["PodGroupPodsCount", "NodeResourcesFit"]
+    assert (fw.placement_seed, fw.composite_search) == (0, "bounded")
+    text = _doc(
+        profiles=[
+            {
+                "plugins": {
+                    "placementScore": {
+                        "disabled": [{"name": "PodGroupPodsCount"}],
+                        "enabled": [{"name": "NodeResourcesFit", "weight": 4}],
+                    }
+                },
+                "pluginConfig": [
+                    {
+                        "name": "TopologyPlacementGenerator",
+                        "args": {
+                            "tieBreakSeed": 7,
+                            "compositeSearch": {
+                                "mode": "greedy",
+                                "budget": 9,
+                                "deadlineSeconds": 0.5,
+                            },
+                        },
+                    }
+                ],
+            }
+        ]
+    )
+    fw = load_config(_write(tmp_path, text)).framework
+    (gen,) = fw.placement_generate
+    assert isinstance(gen, TopologyPlacementGenerator)
+    (fit,) = fw.placement_score
+    assert isinstance(fit, NodeResourcesFit)
+    assert (fit.placement_weight, fit.weight) == (4, 1)  # the Score weight is its own
+    assert (fw.placement_seed, fw.composite_search, fw.search_budget, fw.search_deadline) == (
+        7,
+        "greedy",
+        9,
+        0.5,
+    )
+    bad = _doc(
+        profiles=[
+            {
+                "pluginConfig": [
+                    {
+                        "name": "TopologyPlacementGenerator",
+                        "args": {"compositeSearch": {"mode": "exhaustive"}},
+                    }
+                ]
+            }
+        ]
+    )
+    with pytest.raises(ConfigError, match=r"compositeSearch\.mode: must be bounded or greedy"):
+        load_config(_write(tmp_path, bad))

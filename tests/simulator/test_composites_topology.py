@@ -102,20 +102,17 @@ async def test_a_tree_with_one_of_two_children_bound_violates_the_invariant() ->
     assert "had 1 of minGroupCount 2 children with pods bound (t-a)" in v.text
 
 
-async def test_todays_scheduler_refuses_topology_and_composites_without_violations() -> None:
-    """Until topology placement lands, the reference scheduler refuses these groups with a
-    SchedulerError status: the simulator reports it and the invariant holds."""
+async def test_rack_gang_is_placed_in_one_rack_and_an_incomplete_tree_waits() -> None:
+    """The reference scheduler places the rack-constrained gang inside one rack; a tree that
+    needs 2 children but has 1 stays gated (nothing bound, no partial tree)."""
     text = scenario(racks(), rack_gang("g", 2, "4"), tree("t", 2, [("t-a", 2, "4")]))
     result = await run(text)
     groups = {g.name: g for g in result.groups}
     assert result.violations == ()
-    for name in ("g", "t-a"):
-        g = groups[name]
-        if g.reason == "SchedulerError":  # today: refused, nothing bound
-            assert not g.initially_scheduled and g.bound_pods == 0
-            assert "not support" in (g.message or "")
-        else:  # with topology placement: all in one rack
-            assert g.initially_scheduled and isinstance(g.domains[RACK], str)
+    g = groups["g"]
+    assert g.initially_scheduled and g.bound_pods == 2 and isinstance(g.domains[RACK], str)
+    child = groups["t-a"]
+    assert not child.initially_scheduled and child.bound_pods == 0 and child.reason is None
 
 
 async def test_jobset_and_lws_topology_constraints_reach_their_groups() -> None:
