@@ -53,6 +53,7 @@ from workloadbuilder.errors import (
     ApiError,
     BuildError,
     Conflict,
+    Invalid,
     NotFound,
     ValidationError,
 )
@@ -520,7 +521,7 @@ class Reconciler:
             await self._ensure(obj, owner, out)
         self.plans[key] = plan
 
-        await self._apply_patches(plan, out)
+        await self._apply_patches(plan, out, owner)
 
         wanted = {(o.kind, ns, o.metadata.name or "") for o in plan.objects()}
         extra = [
@@ -611,7 +612,13 @@ class Reconciler:
         self.objects[(desired.kind, ns, name)] = patched
         return patched
 
-    async def _apply_patches(self, plan: Plan, out: _Outcome) -> None:
+    @staticmethod
+    def _owner_name(owner: Mapping[str, Any]) -> str:
+        return _meta_of(dict(owner))[0]
+
+    async def _apply_patches(
+        self, plan: Plan, out: _Outcome, owner: Mapping[str, Any] | None = None
+    ) -> None:
         by_name = {(o.kind, o.metadata.name): o for o in plan.objects()}
         for patch in plan.patches():
             ns = patch.namespace or ""
@@ -635,6 +642,13 @@ class Reconciler:
                     field_manager=self.component,
                 )
             except NotFound:
+                continue
+            except Invalid as e:
+                # not a minCount-only change (e.g. a new template): the API refuses it
+                if owner is not None:
+                    await self._compile_failed(
+                        f"{ns}/{self._owner_name(owner)}", owner, f"update refused: {e}", out
+                    )
                 continue
             self.objects[k] = patched
             out.patched.append(k)
@@ -667,6 +681,37 @@ class Reconciler:
                 await self.cluster.delete(k[0], name, ns, propagation_policy="Background")
             self.objects.pop(k, None)
             out.deleted.append(k)
+
+    # ---- pods ------------------------------------------------------------------------
+
+    def pod_group_for(self, pod: Mapping[str, Any]) -> str | None:
+        """The PodGroup a new pod of one of our owners joins (None: not ours).
+
+        Tries the plans computed so far in the pod's namespace, then plans the owners of that
+        namespace that have none yet (a pod may arrive before its owner was reconciled).
+        Names are deterministic, so the group may not exist yet: the pod then waits for it.
+        """
+        ns = str((pod.get("metadata") or {}).get("namespace") or "")
+        prefix = f"{ns}/"
+        for key, plan in list(self.plans.items()):
+            if key.startswith(prefix):
+                group = plan.pod_group_for(pod)
+                if group is not None:
+                    return group
+        for key, owner in list(self.owners.items()):
+            if not key.startswith(prefix) or key in self.plans:
+                continue
+            try:
+                lazy = self._plan(owner)
+            except (BuildError, ValueError, TypeError):
+                continue
+            if lazy is None:
+                continue
+            group = lazy.pod_group_for(pod)
+            if group is not None:
+                self.queue.add(key)
+                return group
+        return None
 
     # ---- status and events -------------------------------------------------------------
 
