@@ -8,7 +8,7 @@ import json
 from integrations.job import SCHEDULING_ANNOTATION, OptInJobIntegration, opted_in_job
 from integrations.jobset import JobSetIntegration
 from integrations.lws import LeaderWorkerSetIntegration
-from tests.integrations.conftest import names, run_until_quiet
+from tests.controllers.conftest import names, run_until_quiet
 from workloadbuilder.api import PodGroup, object_to_dict
 from workloadbuilder.cluster import MemoryCluster
 from workloadbuilder.kinds import plan_job

@@ -9,7 +9,7 @@ from types import ModuleType
 
 import pytest
 
-from tests.integrations.conftest import names, run_until_quiet
+from tests.controllers.conftest import names, run_until_quiet
 from workloadbuilder.api import PodGroup
 from workloadbuilder.cluster import MemoryCluster
 from workloadbuilder.runtime import Reconciler

@@ -1,0 +1,445 @@
+"""The reference integrations and the pod webhook on the real v1.37.2 API server.
+
+The JobSet and LeaderWorkerSet CRDs (structural schemas written for these tests from the
+published API types, reduced to the fields the integrations read) and the example TrainJob
+CRD are installed; the Reconcilers run against the server through ``KubeCluster``; the pod
+webhook serves TLS on loopback and a ``MutatingWebhookConfiguration`` (``url`` client config,
+``caBundle`` of a self-signed CA) makes kube-apiserver call it for every pod created in the
+test's namespace. Pods are created the way their controllers would (labels, ownerReferences,
+no ``schedulingGroup``) and must come back linked by the webhook.
+
+There is no kube-controller-manager here: PodGroups keep their protection finalizer after a
+delete (they show a ``deletionTimestamp``), and no garbage collector runs -- the controller
+itself must leave nothing behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import importlib.util
+import json
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TypeVar
+
+import pytest
+
+import integrations
+from integrations.job import SCHEDULING_ANNOTATION, opted_in_job
+from integrations.webhook import PodWebhook, self_signed
+from workloadbuilder.api import PodGroup, Workload, object_to_dict
+from workloadbuilder.cluster import KubeCluster
+from workloadbuilder.errors import NotFound
+from workloadbuilder.kinds import plan_job
+from workloadbuilder.kinds.lws import lws_pods
+from workloadbuilder.runtime import EVENT_GANG_UNSCHEDULABLE, Reconciler
+from workloadbuilder.testing import (
+    ControlPlane,
+    make_job,
+    make_jobset,
+    make_lws,
+    make_replicated_job,
+    make_scheduling,
+)
+
+pytestmark = pytest.mark.controlplane
+
+T = TypeVar("T")
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "trainjob"
+
+_ANY = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+_SCHEDULING = {
+    "type": "object",
+    "description": "KEP-6089 building blocks (WorkloadPodGroup* / per-entry lists)",
+    "x-kubernetes-preserve-unknown-fields": True,
+}
+
+
+def _crd(group: str, kind: str, plural: str, version: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {
+            "group": group,
+            "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": version,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {"spec": spec, "status": _ANY},
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+#: jobset.x-k8s.io/v1alpha2 JobSetSpec (api/jobset/v1alpha2/jobset_types.go), reduced
+JOBSET_CRD = _crd(
+    "jobset.x-k8s.io",
+    "JobSet",
+    "jobsets",
+    "v1alpha2",
+    {
+        "type": "object",
+        "properties": {
+            "replicatedJobs": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["name", "template"],
+                    "properties": {
+                        "name": {"type": "string"},
+                        "replicas": {"type": "integer", "format": "int32", "default": 1},
+                        "groupName": {"type": "string"},
+                        "dependsOn": {"type": "array", "items": _ANY},
+                        "template": _ANY,
+                    },
+                },
+            },
+            "startupPolicy": _ANY,
+            "successPolicy": _ANY,
+            "failurePolicy": _ANY,
+            "network": _ANY,
+            "suspend": {"type": "boolean"},
+            "managedBy": {"type": "string"},
+            "ttlSecondsAfterFinished": {"type": "integer", "format": "int32"},
+            "coordinator": _ANY,
+            "scheduling": _SCHEDULING,
+        },
+    },
+)
+
+#: leaderworkerset.x-k8s.io/v1 LeaderWorkerSetSpec (api/leaderworkerset/v1), reduced
+LWS_CRD = _crd(
+    "leaderworkerset.x-k8s.io",
+    "LeaderWorkerSet",
+    "leaderworkersets",
+    "v1",
+    {
+        "type": "object",
+        "properties": {
+            "replicas": {"type": "integer", "format": "int32", "default": 1},
+            "leaderWorkerTemplate": {
+                "type": "object",
+                "properties": {
+                    "size": {"type": "integer", "format": "int32", "default": 1},
+                    "leaderTemplate": _ANY,
+                    "workerTemplate": _ANY,
+                    "restartPolicy": {"type": "string"},
+                    "subGroupPolicy": _ANY,
+                    "resizePolicy": {"type": "string"},
+                },
+            },
+            "rolloutStrategy": _ANY,
+            "startupPolicy": {"type": "string"},
+            "networkConfig": _ANY,
+            "scheduling": _SCHEDULING,
+        },
+    },
+)
+
+
+def _load(name: str) -> ModuleType:
+    sys.path.insert(0, str(EXAMPLE))
+    try:
+        spec = importlib.util.spec_from_file_location(name, EXAMPLE / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(EXAMPLE))
+
+
+@pytest.fixture(scope="module")
+def crds(control_plane: ControlPlane) -> list[str]:
+    """Install the JobSet, LWS and TrainJob CRDs and wait until they are served."""
+    import yaml
+
+    trainjob = yaml.safe_load((EXAMPLE / "crd.yaml").read_text())
+    names = []
+    with control_plane.client() as api:
+        for crd in (JOBSET_CRD, LWS_CRD, trainjob):
+            r = api.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+            assert r.ok or r.status == 409, r.message
+            names.append(crd["metadata"]["name"])
+        deadline = time.monotonic() + 60
+        for name in names:
+            while True:
+                r = api.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+                conds = (r.body or {}).get("status", {}).get("conditions", [])
+                if any(c["type"] == "Established" and c["status"] == "True" for c in conds):
+                    break
+                assert time.monotonic() < deadline, f"CRD {name} not established"
+                time.sleep(0.1)
+    return names
+
+
+async def _until(
+    probe: Callable[[], Awaitable[T]], ok: Callable[[T], bool], *, timeout: float = 30.0
+) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = await probe()
+        if ok(value):
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out; last value: {value!r}")
+        await asyncio.sleep(0.1)
+
+
+class _Env:
+    def __init__(self, cluster: KubeCluster, namespace: str, reconcilers: list[Reconciler]):
+        self.cluster = cluster
+        self.ns = namespace
+        self.reconcilers = reconcilers
+
+    async def names(self, kind: str, *, live_only: bool = False) -> list[str]:
+        out = []
+        for o in (await self.cluster.list(kind, self.ns)).items:
+            meta = o["metadata"] if isinstance(o, dict) else object_to_dict(o)["metadata"]
+            if live_only and meta.get("deletionTimestamp"):
+                continue
+            out.append(meta["name"])
+        return sorted(out)
+
+    async def wait_names(self, kind: str, want: list[str], *, live_only: bool = True) -> None:
+        await _until(lambda: self.names(kind, live_only=live_only), lambda n: n == sorted(want))
+
+
+@contextlib.asynccontextmanager
+async def _running(
+    control_plane: ControlPlane,
+    namespace: str,
+    kinds: list[str],
+    extra: Sequence[Any] = (),
+) -> AsyncIterator[_Env]:
+    cluster = KubeCluster.from_kubeconfig(control_plane.kubeconfig)
+    reconcilers = [Reconciler(cluster, integrations.integration_for(k)) for k in kinds]
+    reconcilers += [Reconciler(cluster, i) for i in extra]
+    run_dir = control_plane.run_dir / f"webhook-{namespace}"
+    cert, key, ca = self_signed(str(run_dir), ["127.0.0.1"])
+    hook = PodWebhook(reconcilers, cert_file=cert, key_file=key)
+    await hook.start("127.0.0.1", 0)
+    config_name = f"wb-{namespace}"
+    config = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": config_name},
+        "webhooks": [
+            {
+                "name": "pods.integrations.workloadbuilder.io",
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "failurePolicy": "Fail",  # the test wants to see every call
+                "timeoutSeconds": 5,
+                "clientConfig": {
+                    "url": f"https://127.0.0.1:{hook.port}/mutate",
+                    "caBundle": base64.b64encode(ca).decode(),
+                },
+                "rules": [
+                    {
+                        "operations": ["CREATE"],
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "resources": ["pods"],
+                        "scope": "Namespaced",
+                    }
+                ],
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+            }
+        ],
+    }
+    from integrations.webhook import MUTATING_WEBHOOK_CONFIGURATION
+
+    await cluster.create(config)
+    tasks = []
+    try:
+        for r in reconcilers:
+            await r.start()
+        tasks = [asyncio.create_task(r.run()) for r in reconcilers]
+        yield _Env(cluster, namespace, reconcilers)
+    finally:
+        with contextlib.suppress(NotFound):
+            await cluster.delete(MUTATING_WEBHOOK_CONFIGURATION, config_name)
+        for r in reconcilers:
+            await r.stop()
+        for t in tasks:
+            t.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        await hook.stop()
+        await cluster.close()
+
+
+async def test_lws_groups_webhook_links_resize_and_cleanup(
+    control_plane: ControlPlane, crds: list[str], namespace: str
+) -> None:
+    async with _running(control_plane, namespace, ["lws"]) as env:
+        lws = make_lws("l", namespace).replicas(2).size(2).scheduling(make_scheduling()).obj()
+        await env.cluster.create(lws)
+        await env.wait_names("PodGroup", ["l-0", "l-1"])
+        assert await env.names("Workload") == ["l"]
+        # the pods as the LWS controller's StatefulSets create them: linked by the webhook
+        for pod in lws_pods(lws):
+            created = await env.cluster.create(pod)
+            assert isinstance(created, dict)
+            want = f"l-{pod['metadata']['labels']['leaderworkerset.sigs.k8s.io/group-index']}"
+            assert created["spec"]["schedulingGroup"] == {"podGroupName": want}
+        # a pod that is not ours passes unchanged
+        other = await env.cluster.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "other", "namespace": namespace},
+                "spec": {"containers": [{"name": "c", "image": "x"}]},
+            }
+        )
+        assert isinstance(other, dict) and "schedulingGroup" not in other["spec"]
+        # elastic: replicas 2 -> 3 -> 1
+        live = await env.cluster.get("LeaderWorkerSet", "l", namespace)
+        assert isinstance(live, dict)
+        live["spec"]["replicas"] = 3
+        live = await env.cluster.update(live)
+        await env.wait_names("PodGroup", ["l-0", "l-1", "l-2"])
+        assert isinstance(live, dict)
+        live["spec"]["replicas"] = 1
+        await env.cluster.update(live)
+        await env.wait_names("PodGroup", ["l-0"])  # l-1, l-2 are terminating (finalizer)
+        # deletion: no garbage collector here, the controller removes its objects
+        await env.cluster.delete("LeaderWorkerSet", "l", namespace)
+        await env.wait_names("Workload", [])
+        await env.wait_names("PodGroup", [])
+
+
+async def test_jobset_job_trainjob_and_events(
+    control_plane: ControlPlane, crds: list[str], namespace: str
+) -> None:
+    operator = _load("trainjob_operator")
+    async with _running(
+        control_plane, namespace, ["jobset", "job"], [operator.TrainJobIntegration()]
+    ) as env:
+        # JobSet: one gang over both child Jobs; their pods (job-name label) are linked
+        js = (
+            make_jobset("js", namespace)
+            .scheduling(make_scheduling().gang())
+            .replicated_job(make_replicated_job("w").replicas(2))
+            .obj()
+        )
+        await env.cluster.create(js)
+        await _until(lambda: env.names("PodGroup"), lambda n: len(n) == 1)
+        (js_group,) = await env.names("PodGroup")
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "js-w-1-0",
+                "namespace": namespace,
+                "labels": {
+                    "batch.kubernetes.io/job-name": "js-w-1",
+                    "jobset.sigs.k8s.io/jobset-name": "js",
+                },
+            },
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]},
+        }
+        created = await env.cluster.create(pod)
+        assert isinstance(created, dict)
+        assert created["spec"]["schedulingGroup"] == {"podGroupName": js_group}
+
+        # an opted-in Job: exactly the native controller's objects
+        job = make_job("opt", namespace).parallelism(2).obj()
+        job["metadata"]["annotations"] = {
+            SCHEDULING_ANNOTATION: json.dumps({"schedulingPolicy": {"gang": {}}})
+        }
+        live_job = await env.cluster.create(job)
+        assert isinstance(live_job, dict)
+        native = opted_in_job(live_job)
+        assert native is not None
+        plan = plan_job(native)
+        wl_name = plan.workload.metadata.name or ""
+        wl = await _until(lambda: _get(env, "Workload", wl_name), lambda w: isinstance(w, Workload))
+        assert isinstance(wl, Workload)
+        plan = plan.with_workload_uid(wl.metadata.uid or "")
+        pg_name = plan.pod_groups[0].metadata.name or ""
+        pg = await _until(lambda: _get(env, "PodGroup", pg_name), lambda p: p is not None)
+        assert isinstance(pg, PodGroup)
+        assert pg.metadata.owner_references == plan.pod_groups[0].metadata.owner_references
+        assert pg.spec.scheduling_policy == plan.pod_groups[0].spec.scheduling_policy
+        assert wl.spec == plan.workload.spec
+
+        # the scheduler's verdict is mirrored as an event on the Job
+        cond = {
+            "type": "PodGroupInitiallyScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": "0/0 nodes are available",
+            "lastTransitionTime": "2026-12-01T00:00:00Z",
+        }
+        await env.cluster.patch(
+            "PodGroup",
+            pg_name,
+            {"status": {"conditions": [cond]}},
+            namespace,
+            subresource="status",
+        )
+
+        async def events() -> list[tuple[str, str]]:
+            return [
+                (e["involvedObject"]["name"], e["reason"])
+                for e in (await env.cluster.list("Event", namespace)).items
+                if isinstance(e, dict)
+            ]
+
+        await _until(events, lambda ev: ("opt", EVENT_GANG_UNSCHEDULABLE) in ev)
+
+        # a custom CRD with a 29-line integration
+        tj = await env.cluster.create(
+            {**operator.EXAMPLE, "metadata": {"name": "llm", "namespace": namespace}}
+        )
+        await _until(lambda: env.names("Workload"), lambda n: "llm" in n)
+        await operator.reconcile_pods(env.cluster, tj)
+        tj_pods = [
+            p
+            for p in (await env.cluster.list("Pod", namespace)).items
+            if isinstance(p, dict) and p["metadata"]["name"].startswith("llm-")
+        ]
+        assert len(tj_pods) == 4
+        assert len({p["spec"]["schedulingGroup"]["podGroupName"] for p in tj_pods}) == 1
+
+        # deleting the owners leaves no Workload behind (no GC in this control plane)
+        await env.cluster.delete("JobSet", "js", namespace)
+        await env.cluster.delete("Job", "opt", namespace)
+        await env.cluster.delete("TrainJob", "llm", namespace)
+        await env.wait_names("Workload", [])
+        await env.wait_names("PodGroup", [])
+
+
+async def _get(env: _Env, kind: str, name: str) -> Any:
+    try:
+        return await env.cluster.get(kind, name, env.ns)
+    except NotFound:
+        return None
+
+
+def test_crds_are_structural(crds: list[str], control_plane: ControlPlane) -> None:
+    with control_plane.client() as api:
+        for name in crds:
+            r = api.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+            conds = {c["type"]: c["status"] for c in r.body["status"]["conditions"]}
+            assert conds.get("NonStructuralSchema", "False") == "False"
+            assert conds["Established"] == "True"
