@@ -7,7 +7,8 @@ from typing import Any
 
 __all__ = ["RULES"]
 
-#: read the owner kind; nothing is written to it
+#: watch the owner kind (never written); ``create`` only for the ``--job-mode auto`` probe,
+#: a server-side dry run (drop it with ``--job-mode opt-in`` or ``native``)
 RULES: list[dict[str, Any]] = [
-    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["list", "watch", "create"]},
 ]

@@ -7,5 +7,5 @@ from typing import Any
 __all__ = ["RULES"]
 
 RULES: list[dict[str, Any]] = [
-    {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": ["list", "watch"]},
 ]

@@ -10,6 +10,6 @@ RULES: list[dict[str, Any]] = [
     {
         "apiGroups": ["leaderworkerset.x-k8s.io"],
         "resources": ["leaderworkersets"],
-        "verbs": ["get", "list", "watch"],
+        "verbs": ["list", "watch"],
     },
 ]
