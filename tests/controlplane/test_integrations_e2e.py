@@ -319,3 +319,95 @@ def test_crds_are_structural(crds: list[str], control_plane: ControlPlane) -> No
             conds = {c["type"]: c["status"] for c in r.body["status"]["conditions"]}
             assert conds.get("NonStructuralSchema", "False") == "False"
             assert conds["Established"] == "True"
+
+
+async def test_gangs_end_bound_all_or_nothing_with_our_scheduler(
+    control_plane: ControlPlane, crds: list[str], namespace: str
+) -> None:
+    from scheduler import Scheduler, SchedulerConfig
+    from workloadbuilder.testing import make_node, make_pod_template
+
+    pool_label = "integrations-e2e.workloadbuilder.test/pool"
+    scheduler_name = f"wb-{namespace}"
+    async with _running(control_plane, namespace, ["lws"]) as env:
+        nodes = [f"{namespace}-n{i}" for i in range(2)]
+        for n in nodes:
+            node = make_node(n).label(pool_label, namespace)
+            await env.cluster.create(
+                node.resources({"cpu": "4", "memory": "8Gi", "pods": 110}).obj()
+            )
+        sched = Scheduler(env.cluster, SchedulerConfig(scheduler_name=scheduler_name))
+        runner = asyncio.create_task(sched.run())
+        try:
+
+            def lws_of(name: str, replicas: int, cpu: str) -> dict[str, Any]:
+                template = (
+                    make_pod_template()
+                    .scheduler_name(scheduler_name)
+                    .node_selector(pool_label, namespace)
+                    .request("cpu", cpu)
+                )
+                return (
+                    make_lws(name, namespace)
+                    .replicas(replicas)
+                    .size(3)
+                    .worker_template(template)
+                    .scheduling(make_scheduling())
+                    .obj()
+                )
+
+            fits = lws_of("fits", 2, "1")  # 2 gangs x 3 pods x 1 cpu: fit in 8 cpus
+            big = lws_of("big", 1, "2")  # then 3 x 2 cpu: only 2 cpus are left
+            for lws in (fits, big):
+                await env.cluster.create(lws)
+            await env.wait_names("PodGroup", ["big-0", "fits-0", "fits-1"])
+            for lws in (fits, big):
+                for pod in lws_pods(lws):
+                    created = await env.cluster.create(pod)
+                    assert isinstance(created, dict) and created["spec"]["schedulingGroup"]
+
+            async def pods() -> dict[str, dict[str, Any]]:
+                return {
+                    p["metadata"]["name"]: p
+                    for p in (await env.cluster.list("Pod", namespace)).items
+                    if isinstance(p, dict)
+                }
+
+            await _until(
+                pods,
+                lambda ps: all(
+                    p["spec"].get("nodeName") in nodes
+                    for n, p in ps.items()
+                    if n.startswith("fits-")
+                ),
+                timeout=60,
+            )
+
+            async def events() -> list[tuple[str, str, str]]:
+                return [
+                    (e["involvedObject"]["name"], e["reason"], e["message"])
+                    for e in (await env.cluster.list("Event", namespace)).items
+                    if isinstance(e, dict)
+                ]
+
+            ev = await _until(
+                events,
+                lambda ev: (
+                    any(o == "big" and r == EVENT_GANG_UNSCHEDULABLE for o, r, _ in ev)
+                    and sum(1 for o, r, _ in ev if o == "fits" and r == "GangScheduled") == 2
+                ),
+                timeout=60,
+            )
+            current = await pods()
+            assert not any(
+                p["spec"].get("nodeName") for n, p in current.items() if n.startswith("big-")
+            )
+            (msg,) = [m for o, r, m in ev if o == "big" and r == EVENT_GANG_UNSCHEDULABLE]
+            assert "big-0" in msg
+        finally:
+            await sched.stop()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(runner, 30)
+            for n in nodes:
+                with contextlib.suppress(NotFound):
+                    await env.cluster.delete("Node", n)
