@@ -102,7 +102,8 @@ def _kinds(value: str) -> list[str]:
     unknown = [k for k in names if k not in KINDS]
     if unknown or not names:
         raise SystemExit(
-            f"error: unknown --kinds {','.join(unknown) or value!r}: choose from {','.join(KINDS)}"
+            f"error: unknown --kinds {','.join(unknown) if unknown else repr(value)}: "
+            f"choose from {','.join(KINDS)}"
         )
     return names
 

@@ -198,3 +198,42 @@ async def test_status_events_mirror_the_pod_group_condition() -> None:
 
 def test_resource_info_unused() -> None:
     assert ResourceInfo  # imported for custom kinds in other tests
+
+
+async def test_preemption_of_a_member_is_reported_once() -> None:
+    from workloadbuilder.runtime import EVENT_GANG_PREEMPTED
+    from workloadbuilder.testing import make_pod
+
+    cluster = MemoryCluster()
+    job = await cluster.create(
+        make_job("p", "default").parallelism(2).scheduling(make_scheduling().gang()).obj()
+    )
+    assert isinstance(job, dict)
+    rec = Reconciler(cluster, JobIntegration())
+    await rec.start()
+    try:
+        await _run(rec)
+        group = plan_for(job).pod_groups[0].metadata.name or ""
+        await cluster.create(make_pod("p-0", "default").pod_group(group).obj())
+        cond = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "PreemptionByScheduler",
+            "message": "preempted by default/high",
+            "lastTransitionTime": "2026-12-01T00:00:00Z",
+        }
+        await cluster.patch(
+            "Pod", "p-0", {"status": {"conditions": [cond]}}, "default", subresource="status"
+        )
+        await _run(rec)
+        await rec.reconcile("default/p")
+        events = [e for e in (await cluster.list("Event", "default")).items if isinstance(e, dict)]
+        preempted = [e for e in events if e["reason"] == EVENT_GANG_PREEMPTED]
+        assert len(preempted) == 1
+        assert "1 pod(s) preempted: preempted by default/high" in preempted[0]["message"]
+        assert preempted[0]["involvedObject"]["name"] == "p"
+        await cluster.delete("Pod", "p-0", "default")
+        await _run(rec)
+        assert rec.disrupted == {}
+    finally:
+        await rec.stop()

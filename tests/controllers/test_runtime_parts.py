@@ -174,3 +174,31 @@ async def test_run_integrations_with_leader_election() -> None:
     assert await asyncio.wait_for(task, 10) == 0
     lease = await cluster.get("Lease", "wb-int", "default")
     assert isinstance(lease, dict) and lease["spec"]["holderIdentity"] == ""
+
+
+def test_metrics_and_cli_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from integrations.cli import IntegrationsMetrics, register
+
+    rec = Reconciler(MemoryCluster(), JobSetIntegration())
+    rec.reconciles, rec.errors = 3, 1
+    registry = CollectorRegistry()
+    registry.register(IntegrationsMetrics([rec], None))
+    text = generate_latest(registry).decode()
+    assert 'workloadbuilder_integration_reconciles_total{kind="JobSet"} 3.0' in text
+    assert 'workloadbuilder_integration_reconcile_errors_total{kind="JobSet"} 1.0' in text
+    assert 'workloadbuilder_integration_queue_depth{kind="JobSet"} 0.0' in text
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    for argv, message in (
+        (["integrations", "run", "--kinds", "job,nope"], "unknown --kinds nope"),
+        (["integrations", "run", "--webhook-port", "9443"], "needs --tls-cert"),
+        (["integrations", "run", "--self-signed", "--tls-cert", "c"], "cannot be combined"),
+    ):
+        args = parser.parse_args(argv)
+        with pytest.raises(SystemExit, match=message):
+            asyncio.run(args.func(args))

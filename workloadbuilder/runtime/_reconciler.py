@@ -353,13 +353,16 @@ class Reconciler:
                 ),
                 None,
             )
-            pods = self.disrupted.setdefault(gkey, {})
-            if event != "DELETED" and cond is not None and cond.get("status") == "True":
-                if uid in pods:
-                    continue
-                pods[uid] = str(cond.get("message") or cond.get("reason") or "")
-            else:
+            if event == "DELETED" or cond is None or cond.get("status") != "True":
+                if event == "DELETED" and gkey in self.disrupted:
+                    self.disrupted[gkey].pop(uid, None)
+                    if not self.disrupted[gkey]:
+                        del self.disrupted[gkey]
                 continue
+            pods = self.disrupted.setdefault(gkey, {})
+            if uid in pods:
+                continue
+            pods[uid] = str(cond.get("message") or cond.get("reason") or "")
             pg = self.objects.get(("PodGroup", str(meta.get("namespace") or ""), str(group)))
             owner = self.owner_key_of(pg) if pg is not None else None
             if owner is not None:
