@@ -16,8 +16,16 @@ runs.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import signal
+import socket
+import ssl
+import subprocess
+import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -125,10 +133,10 @@ def test_clusterrole_matches_the_code() -> None:
     }
 
 
-async def test_rbac_is_sufficient_and_minimal(
-    control_plane: ControlPlane,
-    crds: list[str],
-) -> None:
+@pytest.fixture(scope="module")
+def sa_kubeconfig(control_plane: ControlPlane, crds: list[str]) -> Path:
+    """Apply the manifests (RBAC for real, the rest as dry runs); a kubeconfig of the
+    ServiceAccount's identity."""
     with control_plane.client() as api:
         for doc in _manifests():
             if doc["kind"] in ("Deployment", "Service", "MutatingWebhookConfiguration"):
@@ -138,11 +146,17 @@ async def test_rbac_is_sufficient_and_minimal(
                 if r.status == 409:
                     continue
             assert r.ok, f"{doc['kind']}: {r.message}"
-    ns = control_plane.create_namespace("deploy-int-")
     user = f"system:serviceaccount:{NS}:{SA}"
-    kubeconfig = control_plane.mint_kubeconfig(
+    return control_plane.mint_kubeconfig(
         user, ["system:serviceaccounts", f"system:serviceaccounts:{NS}"]
     )
+
+
+async def test_rbac_is_sufficient_and_minimal(
+    control_plane: ControlPlane, sa_kubeconfig: Path
+) -> None:
+    kubeconfig = sa_kubeconfig
+    ns = control_plane.create_namespace("deploy-int-")
     admin = KubeCluster.from_kubeconfig(control_plane.kubeconfig)
     rec = Recording(KubeCluster.from_kubeconfig(kubeconfig))
     try:
@@ -251,3 +265,119 @@ async def _min_counts(groups: Callable[[], Awaitable[list[PodGroup]]], n: int) -
         for p in await groups()
         if (p.metadata.name or "").startswith("opt-")
     )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _status(url: str, context: ssl.SSLContext | None = None, body: bytes | None = None) -> Any:
+    req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=5, context=context) as r:
+            return int(r.status), r.read()
+    except urllib.error.HTTPError as e:
+        return int(e.code), b""
+    except OSError:
+        return 0, b""
+
+
+async def test_deployment_command_line_runs_as_the_service_account(
+    control_plane: ControlPlane, sa_kubeconfig: Path, tmp_path: Path
+) -> None:
+    """``workloadbuilder`` + the Deployment's args (kubeconfig for the token, loopback ports,
+    certificate files for the Secret): ready = synced and leading, the webhook answers over
+    TLS, objects are created, SIGTERM releases the Lease and exits 0."""
+    from integrations.webhook import self_signed
+
+    (dep,) = [d for d in _manifests() if d["kind"] == "Deployment"]
+    (container,) = dep["spec"]["template"]["spec"]["containers"]
+    assert container["command"] == ["workloadbuilder"]
+    args = [a.replace("$(POD_NAMESPACE)", NS) for a in container["args"]]
+    cert, key, ca = self_signed(str(tmp_path), ["127.0.0.1"])
+    metrics, hook = _free_port(), _free_port()
+    argv = [
+        str(Path(sys.executable).parent / "workloadbuilder"),
+        *args,
+        "--kubeconfig",
+        str(sa_kubeconfig),
+        "--tls-cert",
+        cert,
+        "--tls-key",
+        key,
+        "--webhook-port",
+        str(hook),
+        "--webhook-host",
+        "127.0.0.1",
+        "--metrics-port",
+        str(metrics),
+        "--bind-address",
+        "127.0.0.1",
+    ]
+    ns = control_plane.create_namespace("deploy-cli-")
+    admin = KubeCluster.from_kubeconfig(control_plane.kubeconfig)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+
+        async def ready() -> bool:
+            assert proc.poll() is None, proc.communicate()
+            code, _ = await asyncio.to_thread(_status, f"http://127.0.0.1:{metrics}/readyz")
+            return bool(code == 200)
+
+        await _until(ready)
+        lease = await admin.get("Lease", SA, NS)
+        assert isinstance(lease, dict) and lease["spec"]["holderIdentity"].endswith(f"_{proc.pid}")
+        await admin.create(
+            make_lws("l", ns).replicas(1).size(2).scheduling(make_scheduling()).obj()
+        )
+
+        async def group() -> bool:
+            return [p.metadata.name for p in (await admin.list("PodGroup", ns)).items] == ["l-0"]  # type: ignore[union-attr]
+
+        await _until(group)
+        review = {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": "x",
+                "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "operation": "CREATE",
+                "namespace": ns,
+                "object": {
+                    "metadata": {
+                        "name": "l-0",
+                        "labels": {
+                            "leaderworkerset.sigs.k8s.io/name": "l",
+                            "leaderworkerset.sigs.k8s.io/group-index": "0",
+                        },
+                    },
+                    "spec": {"containers": []},
+                },
+            },
+        }
+        ctx = ssl.create_default_context(cadata=ca.decode())
+        code, body = await asyncio.to_thread(
+            _status, f"https://127.0.0.1:{hook}/mutate", ctx, json.dumps(review).encode()
+        )
+        assert code == 200
+        assert json.loads(base64.b64decode(json.loads(body)["response"]["patch"])) == [
+            {"op": "add", "path": "/spec/schedulingGroup", "value": {"podGroupName": "l-0"}}
+        ]
+        code, text = await asyncio.to_thread(_status, f"http://127.0.0.1:{metrics}/metrics")
+        assert code == 200 and b"workloadbuilder_webhook_reviews_total" in text
+        proc.send_signal(signal.SIGTERM)
+        exit_code = await asyncio.to_thread(proc.wait, 30)
+        output = proc.stdout.read() if proc.stdout is not None else ""
+        assert exit_code == 0, output
+        assert "forbidden" not in output.lower(), output
+        lease = await admin.get("Lease", SA, NS)
+        assert isinstance(lease, dict) and lease["spec"]["holderIdentity"] == ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        await admin.close()
