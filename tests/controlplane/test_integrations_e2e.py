@@ -20,6 +20,7 @@ import base64
 import contextlib
 import importlib.util
 import json
+import random
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -33,9 +34,9 @@ import integrations
 from integrations.job import SCHEDULING_ANNOTATION, opted_in_job
 from integrations.webhook import PodWebhook, self_signed
 from workloadbuilder.api import PodGroup, Workload, object_to_dict
-from workloadbuilder.cluster import KubeCluster
+from workloadbuilder.cluster import ClusterProxy, KubeCluster
 from workloadbuilder.errors import NotFound
-from workloadbuilder.kinds import plan_job
+from workloadbuilder.kinds import plan_for, plan_job
 from workloadbuilder.kinds.lws import lws_pods
 from workloadbuilder.runtime import EVENT_GANG_UNSCHEDULABLE, Reconciler
 from workloadbuilder.testing import (
@@ -411,3 +412,73 @@ async def test_gangs_end_bound_all_or_nothing_with_our_scheduler(
             for n in nodes:
                 with contextlib.suppress(NotFound):
                     await env.cluster.delete("Node", n)
+
+
+class _Crash(ClusterProxy):
+    """Cancels (like a killed process) before the ``budget``-th write."""
+
+    def __init__(self, inner: Any, budget: int) -> None:
+        super().__init__(inner)
+        self.budget = budget
+
+    async def around(self, verb: str, info: Any, subresource: Any, call: Any) -> Any:
+        if verb in ("create", "patch", "update", "delete"):
+            if self.budget <= 0:
+                call.close()
+                raise asyncio.CancelledError("crash")
+            self.budget -= 1
+        return await call
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+async def test_restarts_at_random_points_leave_no_duplicates_or_orphans(
+    control_plane: ControlPlane, crds: list[str], namespace: str, seed: int
+) -> None:
+    rng = random.Random(seed)
+    cluster = KubeCluster.from_kubeconfig(control_plane.kubeconfig)
+    try:
+        js = await cluster.create(
+            make_jobset("js", namespace)
+            .scheduling(make_scheduling().gang())
+            .replicated_job(make_replicated_job("w").replicas(2))
+            .replicated_job(make_replicated_job("d").depends_on("w"))
+            .obj()
+        )
+        lws = await cluster.create(
+            make_lws("l", namespace).replicas(3).size(2).scheduling(make_scheduling()).obj()
+        )
+        for _ in range(4):
+            for kind in ("jobset", "lws"):
+                crashing = _Crash(cluster, rng.randrange(0, 5))
+                rec = Reconciler(crashing, integrations.integration_for(kind), watch_pods=False)
+                await rec.start()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await rec.until_idle()
+                await rec.stop()
+        recs = [
+            Reconciler(cluster, integrations.integration_for(k), watch_pods=False)
+            for k in ("jobset", "lws")
+        ]
+        for r in recs:
+            await r.start()
+        for _ in range(20):
+            if sum([await r.until_idle() for r in recs]) == 0:
+                break
+            await asyncio.sleep(0.2)
+        for r in recs:
+            await r.stop()
+        want = plan_for(js).objects() + plan_for(lws).objects()
+        by_kind: dict[str, list[str]] = {}
+        for o in want:
+            by_kind.setdefault(o.kind, []).append(o.metadata.name or "")
+        for kind, wanted in by_kind.items():
+            live = (await cluster.list(kind, namespace)).items
+            assert sorted(o.metadata.name or "" for o in live) == sorted(wanted)  # type: ignore[union-attr]
+            for o in live:
+                controllers = [r for r in o.metadata.owner_references if r.controller]  # type: ignore[union-attr]
+                assert len(controllers) == 1 and controllers[0].uid in (
+                    js["metadata"]["uid"],  # type: ignore[index]
+                    lws["metadata"]["uid"],  # type: ignore[index]
+                )
+    finally:
+        await cluster.close()
