@@ -125,16 +125,30 @@ def crds(control_plane: ControlPlane) -> list[str]:
     names = []
     with control_plane.client() as api:
         for crd in (JOBSET_CRD, LWS_CRD, trainjob):
-            r = api.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
-            assert r.ok or r.status == 409, r.message
+            for attempt in range(10):  # a loaded server may answer 429/5xx for a moment
+                r = api.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+                if r.ok or r.status == 409:
+                    break
+                assert r.status >= 429, f"{crd['metadata']['name']}: {r.status} {r.message}"
+                time.sleep(0.5 * (attempt + 1))
+            else:
+                pytest.fail(f"CRD {crd['metadata']['name']} not created: {r.message}")
             names.append(crd["metadata"]["name"])
-        deadline = time.monotonic() + 60
-        for name in names:
+        deadline = time.monotonic() + 180
+        for crd in (JOBSET_CRD, LWS_CRD, trainjob):
+            name, spec = crd["metadata"]["name"], crd["spec"]
+            collection = (
+                f"/apis/{spec['group']}/{spec['versions'][0]['name']}/{spec['names']['plural']}"
+            )
             while True:
                 r = api.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-                conds = (r.body or {}).get("status", {}).get("conditions", [])
-                if any(c["type"] == "Established" and c["status"] == "True" for c in conds):
+                conds = (r.body or {}).get("status", {}).get("conditions", []) if r.ok else []
+                established = any(
+                    c.get("type") == "Established" and c.get("status") == "True" for c in conds
+                )
+                if established and api.get(collection).ok:  # served, not only established
                     break
-                assert time.monotonic() < deadline, f"CRD {name} not established"
-                time.sleep(0.1)
+                if time.monotonic() > deadline:
+                    pytest.fail(f"CRD {name} not served: {r.status} {conds}")
+                time.sleep(0.2)
     return names
