@@ -17,6 +17,7 @@ class TrainJobIntegration:
     """One gang: the master and every worker are scheduled all-or-nothing."""
 
     gvk = GroupVersionKind(group="example.com", versions=("v1",), kind="TrainJob")
+    conditions_path = "status.conditions"  # the Reconciler keeps a GangScheduled condition
 
     def plan(self, obj: Any, /, **options: Any) -> Plan:
         meta, spec = obj["metadata"], obj["spec"]

@@ -6,12 +6,14 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
 from tests.controllers.conftest import names, run_until_quiet
 from workloadbuilder.api import PodGroup
 from workloadbuilder.cluster import MemoryCluster
+from workloadbuilder.kinds import GroupVersionKind
 from workloadbuilder.runtime import Reconciler
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "trainjob"
@@ -61,3 +63,66 @@ async def test_trainjob_gang_pods_and_cleanup(capsys: pytest.CaptureFixture[str]
         assert await names(cluster, "Pod") == []
     finally:
         await rec.stop()
+
+
+async def test_trainjob_gets_a_gang_scheduled_condition() -> None:
+    from workloadbuilder.runtime import CONDITION_GANG_SCHEDULED
+
+    operator = _load("trainjob_operator")
+    cluster = MemoryCluster()
+    await cluster.create(operator.EXAMPLE)
+    rec = Reconciler(cluster, operator.TrainJobIntegration())
+    await rec.start()
+    try:
+        await run_until_quiet(rec)
+
+        async def condition() -> dict[str, str]:
+            tj = await cluster.get("TrainJob", "llm", "default")
+            assert isinstance(tj, dict)
+            (cond,) = [
+                c for c in tj["status"]["conditions"] if c["type"] == CONDITION_GANG_SCHEDULED
+            ]
+            return cond
+
+        assert (await condition())["status"] == "Unknown"
+        (pg_name,) = await names(cluster, "PodGroup")
+        for status, reason, message in (
+            ("False", "Unschedulable", "0/2 nodes are available: 2 Insufficient cpu."),
+            ("True", "Scheduled", "all 4 pods bound"),
+        ):
+            cond = {
+                "type": "PodGroupInitiallyScheduled",
+                "status": status,
+                "reason": reason,
+                "message": message,
+                "lastTransitionTime": "2026-12-01T00:00:00Z",
+            }
+            await cluster.patch(
+                "PodGroup",
+                pg_name,
+                {"status": {"conditions": [cond]}},
+                "default",
+                subresource="status",
+            )
+            await run_until_quiet(rec)
+            got = await condition()
+            assert got["status"] == status and got["reason"] == reason
+            if status == "False":
+                assert "2 Insufficient cpu" in got["message"]
+        rv = cluster.resource_version
+        await rec.reconcile("default/llm")
+        assert cluster.resource_version == rv  # unchanged: no write
+    finally:
+        await rec.stop()
+
+
+def test_unsupported_conditions_path_is_refused() -> None:
+    class Odd:
+        gvk = GroupVersionKind(group="example.com", versions=("v1",), kind="TrainJob")
+        conditions_path = "status.health"
+
+        def plan(self, obj: Any, /, **options: Any) -> Any:
+            raise NotImplementedError
+
+    with pytest.raises(ValueError, match=r"only 'status\.conditions'"):
+        Reconciler(MemoryCluster(), Odd())

@@ -289,6 +289,17 @@ async def test_jobset_job_trainjob_and_events(
             {**operator.EXAMPLE, "metadata": {"name": "llm", "namespace": namespace}}
         )
         await _until(lambda: env.names("Workload"), lambda n: "llm" in n)
+
+        async def tj_conditions() -> list[dict[str, Any]]:
+            live = await env.cluster.get("TrainJob", "llm", namespace)
+            assert isinstance(live, dict)
+            return list((live.get("status") or {}).get("conditions") or [])
+
+        # its integration declares conditions_path: the status subresource gets a condition
+        conds = await _until(tj_conditions, lambda c: bool(c))
+        assert [(c["type"], c["status"], c["reason"]) for c in conds] == [
+            ("GangScheduled", "Unknown", "Pending")
+        ]
         await operator.reconcile_pods(env.cluster, tj)
         tj_pods = [
             p

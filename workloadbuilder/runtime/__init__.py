@@ -25,17 +25,20 @@ from workloadbuilder.runtime._leader import LeaderElector
 from workloadbuilder.runtime._podlink import link_pod, link_pod_template
 from workloadbuilder.runtime._ratelimit import RateLimitedCluster, TokenBucket
 from workloadbuilder.runtime._reconciler import (
+    CONDITION_GANG_SCHEDULED,
     CONDITION_INITIALLY_SCHEDULED,
     EVENT_FAILED_COMPILATION,
     EVENT_GANG_PREEMPTED,
     EVENT_GANG_SCHEDULED,
     EVENT_GANG_UNSCHEDULABLE,
+    OwnerConditions,
     Reconciler,
     ReconcileResult,
 )
 from workloadbuilder.runtime._workqueue import WorkQueue
 
 __all__ = [
+    "CONDITION_GANG_SCHEDULED",
     "CONDITION_INITIALLY_SCHEDULED",
     "EVENT_FAILED_COMPILATION",
     "EVENT_GANG_PREEMPTED",
@@ -48,6 +51,7 @@ __all__ = [
     "HealthServer",
     "LeaderElector",
     "ManualClock",
+    "OwnerConditions",
     "RateLimitedCluster",
     "ReconcileResult",
     "Reconciler",

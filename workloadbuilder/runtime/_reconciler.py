@@ -41,7 +41,8 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import attrs
 
@@ -63,11 +64,13 @@ from workloadbuilder.runtime._feed import Feed, settle
 from workloadbuilder.runtime._workqueue import WorkQueue
 
 __all__ = [
+    "CONDITION_GANG_SCHEDULED",
     "CONDITION_INITIALLY_SCHEDULED",
     "EVENT_FAILED_COMPILATION",
     "EVENT_GANG_PREEMPTED",
     "EVENT_GANG_SCHEDULED",
     "EVENT_GANG_UNSCHEDULABLE",
+    "OwnerConditions",
     "ReconcileResult",
     "Reconciler",
 ]
@@ -82,6 +85,20 @@ EVENT_GANG_UNSCHEDULABLE = "GangUnschedulable"
 EVENT_GANG_PREEMPTED = "GangPreempted"
 EVENT_FAILED_COMPILATION = "FailedWorkloadCompilation"
 EVENT_NAME_CONFLICT = "SchedulingObjectConflict"
+#: the owner condition written for integrations that declare a ``conditions_path``
+CONDITION_GANG_SCHEDULED = "GangScheduled"
+
+
+@runtime_checkable
+class OwnerConditions(Protocol):
+    """An integration whose kind has a status subresource with a ``metav1.Condition`` list at
+    ``conditions_path`` (only ``"status.conditions"`` is supported): the Reconciler then also
+    keeps a :data:`CONDITION_GANG_SCHEDULED` condition there (``True`` when every PodGroup
+    of the plan is scheduled, ``False`` with the scheduler's reason and message when one is
+    not, ``Unknown`` before the scheduler has tried)."""
+
+    conditions_path: str
+
 
 _OWNED_KINDS = ("Workload", "CompositePodGroup", "PodGroup")
 #: how long a delegating child waits before looking for its parent's Workload again
@@ -213,6 +230,12 @@ class Reconciler:
         self.integration = integration
         gvk = integration.gvk
         self.resource = resource or resource_info(gvk.kind, gvk.api_version)
+        self.conditions = isinstance(integration, OwnerConditions)
+        if self.conditions and integration.conditions_path != "status.conditions":  # type: ignore[attr-defined]
+            raise ValueError(
+                f"{gvk}: conditions_path {integration.conditions_path!r} is not supported "  # type: ignore[attr-defined]
+                "(only 'status.conditions')"
+            )
         self.plan_options = plan_options
         self.watch_pods = watch_pods
         self.component = component
@@ -809,3 +832,64 @@ class Reconciler:
                     "Warning",
                     out,
                 )
+        if self.conditions:
+            await self._owner_condition(owner, plan)
+
+    def _owner_condition_value(self, owner: Mapping[str, Any], plan: Plan) -> dict[str, str]:
+        ns = _meta_of(dict(owner))[1]
+        states = []
+        for pg in plan.pod_groups:
+            live = self.objects.get(("PodGroup", ns, pg.metadata.name or ""))
+            cond = None
+            if isinstance(live, PodGroup) and live.status is not None:
+                cond = next(
+                    (c for c in live.status.conditions if c.type == CONDITION_INITIALLY_SCHEDULED),
+                    None,
+                )
+            states.append((pg.metadata.name or "", cond))
+        failed = [(n, c) for n, c in states if c is not None and c.status == "False"]
+        if failed:
+            n, c = failed[0]
+            return {
+                "status": "False",
+                "reason": c.reason or "Unschedulable",
+                "message": f"PodGroup {n}: {c.message or ''}",
+            }
+        if states and all(c is not None and c.status == "True" for _, c in states):
+            return {"status": "True", "reason": "Scheduled", "message": "all gangs scheduled"}
+        return {"status": "Unknown", "reason": "Pending", "message": "waiting for the scheduler"}
+
+    async def _owner_condition(self, owner: Mapping[str, Any], plan: Plan) -> None:
+        name, ns, _, _, _ = _meta_of(dict(owner))
+        want = self._owner_condition_value(owner, plan)
+        conds = [
+            c for c in (owner.get("status") or {}).get("conditions") or [] if isinstance(c, dict)
+        ]
+        current = next((c for c in conds if c.get("type") == CONDITION_GANG_SCHEDULED), None)
+        if current is not None and all(current.get(k) == v for k, v in want.items()):
+            return
+        ltt = (
+            current.get("lastTransitionTime")
+            if current is not None and current.get("status") == want["status"]
+            else None
+        ) or datetime.fromtimestamp(self.clock.now(), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        cond = {"type": CONDITION_GANG_SCHEDULED, **want, "lastTransitionTime": ltt}
+        generation = (owner.get("metadata") or {}).get("generation")
+        if isinstance(generation, int):
+            cond["observedGeneration"] = generation
+        others = [c for c in conds if c.get("type") != CONDITION_GANG_SCHEDULED]
+        rv = (owner.get("metadata") or {}).get("resourceVersion")
+        try:
+            updated = await self.cluster.patch(
+                self.resource,
+                name,
+                {"metadata": {"resourceVersion": rv}, "status": {"conditions": [*others, cond]}},
+                ns,
+                patch_type="merge",
+                subresource="status",
+                field_manager=self.component,
+            )
+        except NotFound:
+            return
+        if isinstance(updated, dict):
+            self.owners[f"{ns}/{name}"] = updated
