@@ -237,3 +237,54 @@ async def test_preemption_of_a_member_is_reported_once() -> None:
         assert rec.disrupted == {}
     finally:
         await rec.stop()
+
+
+async def test_delegated_child_job_waits_for_its_parents_workload_and_plans_from_it() -> None:
+    from workloadbuilder.builder import PodSet, simple_workload
+
+    clock = ManualClock()
+    cluster = MemoryCluster()
+    parent = {
+        "apiVersion": "example.com/v1",
+        "kind": "Parent",
+        "metadata": {"name": "p", "uid": "u"},
+    }
+    child = make_job("p-workers-0", "default").parallelism(2).obj()
+    child["metadata"]["annotations"] = {"scheduling.k8s.io/group-template-name": "workers"}
+    child["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "example.com/v1",
+            "kind": "Parent",
+            "name": "p",
+            "uid": "u",
+            "controller": True,
+        }
+    ]
+    await cluster.create(child)
+    rec = Reconciler(cluster, JobIntegration(), watch_pods=False, clock=clock)
+    await rec.start()
+    try:
+        await _run(rec)
+        assert await _names(cluster, "PodGroup") == []  # no parent Workload yet: it waits
+        wake = rec.next_wakeup()
+        assert wake is not None and wake > clock.now()
+
+        parent_plan = simple_workload(
+            name="p",
+            namespace="default",
+            owner=parent,
+            pod_sets=[PodSet(name="workers", replicas=2)],
+        )
+        await cluster.create(parent_plan.workload)
+        await _run(rec)  # the parent's Workload re-queues the child at once
+        (pg_name,) = await _names(cluster, "PodGroup")
+        pg = await cluster.get("PodGroup", pg_name, "default")
+        assert isinstance(pg, PodGroup) and pg.spec.workload_ref is not None
+        assert (pg.spec.workload_ref.workload_name, pg.spec.workload_ref.template_name) == (
+            "p",
+            "workers",
+        )
+        assert [r.kind for r in pg.metadata.owner_references] == ["Job"]
+        assert await _names(cluster, "Workload") == ["p"]  # the child creates no Workload
+    finally:
+        await rec.stop()

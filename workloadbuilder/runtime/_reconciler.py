@@ -256,6 +256,9 @@ class Reconciler:
         #: owner key -> objects it was seen to control (they may lose the reference when the
         #: owner is deleted with the Orphan policy, the default of batch/v1 Jobs)
         self._known: dict[str, set[ObjKey]] = {}
+        #: delegating children: (namespace, parent kind, parent name) -> owner keys, and back
+        self._children: dict[tuple[str, str, str], set[str]] = {}
+        self._parent_of: dict[str, tuple[tuple[str, str, str], ...]] = {}
         self._workers: list[asyncio.Task[None]] = []
         self.reconciles = 0
         self.errors = 0
@@ -332,10 +335,18 @@ class Reconciler:
         for o in items:
             name, ns, _, _, _ = _meta_of(o)
             key = f"{ns}/{name}"
+            for parent in self._parent_of.pop(key, ()):
+                self._children.get(parent, set()).discard(key)
             if event == "DELETED":
                 self.owners.pop(key, None)
             else:
                 self.owners[key] = o
+                if self._delegated(o) is not None:
+                    for ref in _meta_of(o)[4]:
+                        if ref.controller:
+                            parent = (ns, ref.kind, ref.name)
+                            self._children.setdefault(parent, set()).add(key)
+                            self._parent_of[key] = (parent,)
             self.queue.add(key)
 
     def _on_object(self, event: str, obj: Any) -> None:
@@ -351,11 +362,11 @@ class Reconciler:
             if owner is not None:
                 self._known.setdefault(owner, set()).add(k)
                 self.queue.add(owner)
-            elif k[0] == "Workload" and isinstance(self.integration, DelegatedGroups):
+            elif isinstance(o, Workload) and o.spec.controller_ref is not None:
                 # a parent-owned Workload: the children that delegate to it plan from it
-                for key, owner_obj in self.owners.items():
-                    if key.startswith(f"{ns}/") and self._delegated(owner_obj) is not None:
-                        self.queue.add(key)
+                ref = o.spec.controller_ref
+                for key in self._children.get((ns, ref.kind, ref.name), ()):
+                    self.queue.add(key)
 
     def _on_pod(self, event: str, obj: Any) -> None:
         items = obj if event == "SYNC" else [obj]
