@@ -256,6 +256,11 @@ class Reconciler:
         #: owner key -> objects it was seen to control (they may lose the reference when the
         #: owner is deleted with the Orphan policy, the default of batch/v1 Jobs)
         self._known: dict[str, set[ObjKey]] = {}
+        #: owner key -> keys of the objects it controls, and back
+        self._by_owner: dict[str, set[ObjKey]] = {}
+        self._owner_of: dict[ObjKey, str] = {}
+        #: owner key -> resourceVersion at which it was found not managed (the webhook skips it)
+        self._unmanaged: dict[str, str] = {}
         #: delegating children: (namespace, parent kind, parent name) -> owner keys, and back
         self._children: dict[tuple[str, str, str], set[str]] = {}
         self._parent_of: dict[str, tuple[tuple[str, str, str], ...]] = {}
@@ -326,7 +331,25 @@ class Reconciler:
 
     def owned(self, key: str) -> list[KubeObject]:
         """The live objects controlled by the owner ``key`` (any incarnation)."""
-        return [o for o in self.objects.values() if self.owner_key_of(o) == key]
+        return [self.objects[k] for k in sorted(self._by_owner.get(key, ())) if k in self.objects]
+
+    def _store(self, k: ObjKey, obj: KubeObject) -> None:
+        self._drop(k)
+        self.objects[k] = obj
+        owner = self.owner_key_of(obj)
+        if owner is not None:
+            self._by_owner.setdefault(owner, set()).add(k)
+            self._owner_of[k] = owner
+
+    def _drop(self, k: ObjKey) -> None:
+        self.objects.pop(k, None)
+        owner = self._owner_of.pop(k, None)
+        if owner is not None:
+            keys = self._by_owner.get(owner)
+            if keys is not None:
+                keys.discard(k)
+                if not keys:
+                    del self._by_owner[owner]
 
     # ---- event handlers --------------------------------------------------------------
 
@@ -339,6 +362,7 @@ class Reconciler:
                 self._children.get(parent, set()).discard(key)
             if event == "DELETED":
                 self.owners.pop(key, None)
+                self._unmanaged.pop(key, None)
             else:
                 self.owners[key] = o
                 if self._delegated(o) is not None:
@@ -355,9 +379,9 @@ class Reconciler:
             name, ns, _, _, _ = _meta_of(o)
             k = (_kind_of(o), ns, name)
             if event == "DELETED":
-                self.objects.pop(k, None)
+                self._drop(k)
             else:
-                self.objects[k] = o
+                self._store(k, o)
             owner = self.owner_key_of(o)
             if owner is not None:
                 self._known.setdefault(owner, set()).add(k)
@@ -589,10 +613,10 @@ class Reconciler:
                 created = await self.cluster.get(desired.kind, name, ns)
             else:
                 out.created.append(k)
-                self.objects[k] = created
+                self._store(k, created)
                 return created
             live = created
-            self.objects[k] = live
+            self._store(k, live)
         return await self._adopt(live, desired, owner, out)
 
     async def _adopt(
@@ -646,7 +670,7 @@ class Reconciler:
             field_manager=self.component,
         )
         out.adopted.append((desired.kind, ns, name))
-        self.objects[(desired.kind, ns, name)] = patched
+        self._store((desired.kind, ns, name), patched)
         return patched
 
     @staticmethod
@@ -687,7 +711,7 @@ class Reconciler:
                         f"{ns}/{self._owner_name(owner)}", owner, f"update refused: {e}", out
                     )
                 continue
-            self.objects[k] = patched
+            self._store(k, patched)
             out.patched.append(k)
 
     async def _delete_all(self, objs: Iterable[KubeObject], out: _Outcome) -> None:
@@ -716,7 +740,7 @@ class Reconciler:
                 continue
             with contextlib.suppress(NotFound):
                 await self.cluster.delete(k[0], name, ns, propagation_policy="Background")
-            self.objects.pop(k, None)
+            self._drop(k)
             out.deleted.append(k)
 
     # ---- pods ------------------------------------------------------------------------
@@ -738,9 +762,13 @@ class Reconciler:
         for key, owner in list(self.owners.items()):
             if not key.startswith(prefix) or key in self.plans:
                 continue
+            rv = str((owner.get("metadata") or {}).get("resourceVersion") or "")
+            if self._unmanaged.get(key) == rv:
+                continue
             try:
                 lazy = self._plan(owner)
             except (BuildError, ValueError, TypeError):
+                self._unmanaged[key] = rv
                 continue
             if lazy is None:
                 continue
