@@ -493,3 +493,110 @@ async def test_restarts_at_random_points_leave_no_duplicates_or_orphans(
                 )
     finally:
         await cluster.close()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_cli_self_signed_mode_patches_the_ca_bundle_and_is_called(
+    control_plane: ControlPlane, crds: list[str], namespace: str
+) -> None:
+    """``integrations run --self-signed``: the CA goes into the MutatingWebhookConfiguration,
+    after which kube-apiserver's calls over TLS link the pods."""
+    import signal
+    import subprocess
+    import urllib.request
+
+    from integrations.webhook import MUTATING_WEBHOOK_CONFIGURATION
+
+    port, metrics = _free_port(), _free_port()
+    name = f"wb-cli-{namespace}"
+    admin = KubeCluster.from_kubeconfig(control_plane.kubeconfig)
+    config = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": [
+            {
+                "name": "lws-pods.integrations.workloadbuilder.io",
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "failurePolicy": "Fail",
+                "clientConfig": {"url": f"https://127.0.0.1:{port}/mutate"},
+                "rules": [
+                    {
+                        "operations": ["CREATE"],
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "resources": ["pods"],
+                    }
+                ],
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                "objectSelector": {
+                    "matchExpressions": [
+                        {"key": "leaderworkerset.sigs.k8s.io/name", "operator": "Exists"}
+                    ]
+                },
+            }
+        ],
+    }
+    await admin.create(config)
+    cli = str(Path(sys.executable).parent / "workloadbuilder")
+    argv = [
+        cli, "integrations", "run", "--kinds", "lws",
+        "--kubeconfig", str(control_plane.kubeconfig),
+        "--webhook-port", str(port), "--webhook-host", "127.0.0.1", "--self-signed",
+        "--webhook-hosts", "127.0.0.1", "--webhook-configuration", name,
+        "--metrics-port", str(metrics), "--bind-address", "127.0.0.1",
+    ]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+
+        async def ready() -> bool:
+            assert proc.poll() is None, proc.communicate()
+
+            def get() -> int:
+                try:
+                    url = f"http://127.0.0.1:{metrics}/readyz"
+                    with urllib.request.urlopen(url, timeout=2) as r:
+                        return int(r.status)
+                except OSError:
+                    return 0
+
+            return await asyncio.to_thread(get) == 200
+
+        await _until(ready, lambda ok: ok, timeout=60)
+        live = await admin.get(MUTATING_WEBHOOK_CONFIGURATION, name)
+        assert isinstance(live, dict)
+        bundle = base64.b64decode(live["webhooks"][0]["clientConfig"]["caBundle"])
+        assert b"BEGIN CERTIFICATE" in bundle
+        lws = make_lws("l", namespace).replicas(1).size(2).scheduling(make_scheduling()).obj()
+        await admin.create(lws)
+
+        async def groups() -> list[str]:
+            return sorted(
+                p.metadata.name or ""
+                for p in (await admin.list("PodGroup", namespace)).items  # type: ignore[union-attr]
+            )
+
+        await _until(groups, lambda g: g == ["l-0"])
+        for pod in lws_pods(lws):
+            created = await admin.create(pod)
+            assert isinstance(created, dict)
+            assert created["spec"]["schedulingGroup"] == {"podGroupName": "l-0"}
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.to_thread(proc.wait, 30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        with contextlib.suppress(NotFound):
+            await admin.delete(MUTATING_WEBHOOK_CONFIGURATION, name)
+        await admin.close()
