@@ -11,10 +11,9 @@ import signal
 import socket
 import tempfile
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from integrations import KINDS, integration_for
-from integrations.webhook import PodWebhook, patch_ca_bundle, self_signed
 from workloadbuilder.cluster import Cluster
 from workloadbuilder.errors import ApiError
 from workloadbuilder.runtime import (
@@ -24,6 +23,9 @@ from workloadbuilder.runtime import (
     add_kube_flags,
     kube_cluster,
 )
+
+if TYPE_CHECKING:  # aiohttp's server is imported only when a webhook is served
+    from integrations.webhook import PodWebhook
 
 __all__ = ["IntegrationsMetrics", "detect_native_job_integration", "register", "run_integrations"]
 
@@ -247,6 +249,8 @@ async def _run_command(args: argparse.Namespace) -> int:
     webhook: PodWebhook | None = None
     tmp: tempfile.TemporaryDirectory[str] | None = None
     if args.webhook_port is not None:
+        from integrations.webhook import PodWebhook, patch_ca_bundle, self_signed
+
         cert, key = args.tls_cert, args.tls_key
         if args.self_signed:
             tmp = tempfile.TemporaryDirectory(prefix="wb-webhook-")
