@@ -6,7 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from controlplane._crds import crds  # the JobSet / LWS / TrainJob CRDs fixture
 from workloadbuilder.testing import ControlPlane, RestClient
+
+__all__ = ["api", "crds", "namespace"]
 
 
 @pytest.fixture(scope="session")

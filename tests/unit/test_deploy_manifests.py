@@ -43,7 +43,9 @@ def _all_yaml() -> list[Path]:
 
 
 def _by_kind(kind: str) -> dict[str, Any]:
-    (doc,) = [d for p in _all_yaml() for d in _documents(p) if d.get("kind") == kind]
+    """The scheduler's manifest of ``kind`` (examples/deploy/integrations has its own test)."""
+    files = sorted(SCHEDULER_DIR.glob("*.yaml"))
+    (doc,) = [d for p in files for d in _documents(p) if d.get("kind") == kind]
     return doc
 
 

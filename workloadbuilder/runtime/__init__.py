@@ -11,6 +11,9 @@
 * :func:`add_kube_flags` / :func:`kube_cluster`: ``--kubeconfig --context`` to a
   :class:`~workloadbuilder.cluster.KubeCluster` (in-cluster config inside a pod).
 * :class:`RateLimitedCluster` / :class:`TokenBucket`: client-side QPS and burst.
+* :class:`WorkQueue`: a rate-limited work queue (controller-runtime semantics).
+* :class:`Reconciler`: the generic integration controller (Plan -> cluster objects).
+* :func:`link_pod` / :func:`link_pod_template`: link pods an operator creates to their group.
 """
 
 from workloadbuilder.runtime._clock import Clock, ManualClock, WallClock
@@ -19,9 +22,28 @@ from workloadbuilder.runtime._feed import Feed, Handler, settle
 from workloadbuilder.runtime._health import HealthServer
 from workloadbuilder.runtime._kubeflags import add_kube_flags, kube_cluster
 from workloadbuilder.runtime._leader import LeaderElector
+from workloadbuilder.runtime._podlink import link_pod, link_pod_template
 from workloadbuilder.runtime._ratelimit import RateLimitedCluster, TokenBucket
+from workloadbuilder.runtime._reconciler import (
+    CONDITION_GANG_SCHEDULED,
+    CONDITION_INITIALLY_SCHEDULED,
+    EVENT_FAILED_COMPILATION,
+    EVENT_GANG_PREEMPTED,
+    EVENT_GANG_SCHEDULED,
+    EVENT_GANG_UNSCHEDULABLE,
+    OwnerConditions,
+    Reconciler,
+    ReconcileResult,
+)
+from workloadbuilder.runtime._workqueue import WorkQueue
 
 __all__ = [
+    "CONDITION_GANG_SCHEDULED",
+    "CONDITION_INITIALLY_SCHEDULED",
+    "EVENT_FAILED_COMPILATION",
+    "EVENT_GANG_PREEMPTED",
+    "EVENT_GANG_SCHEDULED",
+    "EVENT_GANG_UNSCHEDULABLE",
     "Clock",
     "Component",
     "Feed",
@@ -29,10 +51,16 @@ __all__ = [
     "HealthServer",
     "LeaderElector",
     "ManualClock",
+    "OwnerConditions",
     "RateLimitedCluster",
+    "ReconcileResult",
+    "Reconciler",
     "TokenBucket",
     "WallClock",
+    "WorkQueue",
     "add_kube_flags",
     "kube_cluster",
+    "link_pod",
+    "link_pod_template",
     "settle",
 ]

@@ -1,0 +1,934 @@
+"""The generic integration controller: for every object of a registered
+:class:`~workloadbuilder.kinds.Integration`'s kind, make the cluster hold exactly the
+Workload, CompositePodGroups and PodGroups of its :class:`~workloadbuilder.kinds.Plan`.
+
+One :class:`Reconciler` serves one integration. It watches (through
+:class:`~workloadbuilder.runtime.Feed`) the owner kind, Workloads, PodGroups,
+CompositePodGroups and, for preemption events, Pods; every change is mapped to the key
+``<namespace>/<owner name>`` of the owner it concerns (the controller ownerReference of an
+owned object, the group of a pod) and queued in a :class:`WorkQueue` (dedup, per-key
+exponential backoff, never two workers on one key). A reconcile of one key:
+
+1. owner gone or being deleted: delete every object it controls (PodGroups, then
+   CompositePodGroups leaves first, then the Workload) -- the garbage collector would do it
+   too, but not on a cluster without kube-controller-manager, and never for objects whose
+   owner never existed;
+2. ``plan(owner)`` (a delegating child -- :class:`~workloadbuilder.kinds.DelegatedGroups` --
+   is planned from its parent's Workload, and waits for it);
+3. objects controlled by an earlier incarnation of the owner (same name, other uid) are
+   deleted;
+4. create-or-get, in the upstream order: the Workload (then its uid goes into the PodGroups'
+   ownerReferences), CompositePodGroups root first, PodGroups. ``AlreadyExists`` re-reads the
+   object; an existing object without a controller is adopted (our controller reference is
+   added, with the read resourceVersion as precondition); one controlled by someone else is
+   left alone with a ``Warning`` event;
+5. the plan's minCount patches (elastic resize) for the objects whose live ``minCount``
+   differs;
+6. objects the owner controls that the plan no longer has are deleted;
+7. status mirroring: ``GangScheduled`` / ``GangUnschedulable`` (with the scheduler's
+   message) events on the owner from each PodGroup's ``PodGroupInitiallyScheduled``
+   condition, ``GangPreempted`` from its pods' ``DisruptionTarget`` condition.
+
+API errors are retried with the key's backoff; invalid owners get one
+``FailedWorkloadCompilation`` event per distinct message and are not retried until they
+change. Names are deterministic (the adapters'), so a restart at any point finds what it
+created and continues.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import attrs
+
+from workloadbuilder.api import CompositePodGroup, PodGroup, Workload, to_dict
+from workloadbuilder.builder import Plan
+from workloadbuilder.cluster import Cluster, KubeObject, ResourceInfo, resource_info
+from workloadbuilder.errors import (
+    AlreadyExists,
+    ApiError,
+    BuildError,
+    Conflict,
+    Invalid,
+    NotFound,
+    ValidationError,
+)
+from workloadbuilder.kinds import DelegatedGroups, Integration, NotManagedError
+from workloadbuilder.runtime._clock import Clock, WallClock
+from workloadbuilder.runtime._feed import Feed, settle
+from workloadbuilder.runtime._workqueue import WorkQueue
+
+__all__ = [
+    "CONDITION_GANG_SCHEDULED",
+    "CONDITION_INITIALLY_SCHEDULED",
+    "EVENT_FAILED_COMPILATION",
+    "EVENT_GANG_PREEMPTED",
+    "EVENT_GANG_SCHEDULED",
+    "EVENT_GANG_UNSCHEDULABLE",
+    "OwnerConditions",
+    "ReconcileResult",
+    "Reconciler",
+]
+
+_log = logging.getLogger(__name__)
+
+#: the PodGroup condition the scheduler writes
+CONDITION_INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
+#: event reasons recorded on the owner
+EVENT_GANG_SCHEDULED = "GangScheduled"
+EVENT_GANG_UNSCHEDULABLE = "GangUnschedulable"
+EVENT_GANG_PREEMPTED = "GangPreempted"
+EVENT_FAILED_COMPILATION = "FailedWorkloadCompilation"
+EVENT_NAME_CONFLICT = "SchedulingObjectConflict"
+#: the owner condition written for integrations that declare a ``conditions_path``
+CONDITION_GANG_SCHEDULED = "GangScheduled"
+
+
+@runtime_checkable
+class OwnerConditions(Protocol):
+    """An integration whose kind has a status subresource with a ``metav1.Condition`` list at
+    ``conditions_path`` (only ``"status.conditions"`` is supported): the Reconciler then also
+    keeps a :data:`CONDITION_GANG_SCHEDULED` condition there (``True`` when every PodGroup
+    of the plan is scheduled, ``False`` with the scheduler's reason and message when one is
+    not, ``Unknown`` before the scheduler has tried)."""
+
+    conditions_path: str
+
+
+_OWNED_KINDS = ("Workload", "CompositePodGroup", "PodGroup")
+#: how long a delegating child waits before looking for its parent's Workload again
+_PARENT_RETRY = 1.0
+
+ObjKey = tuple[str, str, str]  # (kind, namespace, name)
+
+
+@attrs.frozen
+class _Ref:
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool
+
+
+def _meta_of(obj: KubeObject) -> tuple[str, str, str, str | None, list[_Ref]]:
+    """(name, namespace, uid, deletionTimestamp, ownerReferences) of a model or a dict."""
+    if isinstance(obj, dict):
+        meta = obj.get("metadata") or {}
+        refs = [
+            _Ref(
+                str(r.get("apiVersion") or ""),
+                str(r.get("kind") or ""),
+                str(r.get("name") or ""),
+                str(r.get("uid") or ""),
+                r.get("controller") is True,
+            )
+            for r in meta.get("ownerReferences") or []
+            if isinstance(r, Mapping)
+        ]
+        return (
+            str(meta.get("name") or ""),
+            str(meta.get("namespace") or ""),
+            str(meta.get("uid") or ""),
+            meta.get("deletionTimestamp"),
+            refs,
+        )
+    m = obj.metadata
+    refs = [
+        _Ref(r.api_version, r.kind, r.name, r.uid, r.controller is True) for r in m.owner_references
+    ]
+    return m.name or "", m.namespace or "", m.uid or "", m.deletion_timestamp, refs
+
+
+def _group(api_version: str) -> str:
+    return api_version.split("/")[0] if "/" in api_version else ""
+
+
+def _kind_of(obj: KubeObject) -> str:
+    return str(obj.get("kind")) if isinstance(obj, dict) else obj.kind
+
+
+def _gang_min(obj: KubeObject) -> int | None:
+    if isinstance(obj, PodGroup) and obj.spec.scheduling_policy.gang is not None:
+        return obj.spec.scheduling_policy.gang.min_count
+    return None
+
+
+def _templates(obj: KubeObject) -> Any:
+    if isinstance(obj, Workload):
+        return (
+            [to_dict(t) for t in obj.spec.pod_group_templates],
+            [to_dict(t) for t in obj.spec.composite_pod_group_templates],
+        )
+    return None
+
+
+@attrs.frozen(kw_only=True)
+class ReconcileResult:
+    """What one reconcile did (returned by :meth:`Reconciler.reconcile`, for tests and
+    metrics)."""
+
+    created: tuple[ObjKey, ...] = ()
+    adopted: tuple[ObjKey, ...] = ()
+    patched: tuple[ObjKey, ...] = ()
+    deleted: tuple[ObjKey, ...] = ()
+    events: tuple[str, ...] = ()
+    requeue_after: float | None = None
+
+
+class _Outcome:
+    def __init__(self) -> None:
+        self.created: list[ObjKey] = []
+        self.adopted: list[ObjKey] = []
+        self.patched: list[ObjKey] = []
+        self.deleted: list[ObjKey] = []
+        self.events: list[str] = []
+        self.requeue_after: float | None = None
+
+    def result(self) -> ReconcileResult:
+        return ReconcileResult(
+            created=tuple(self.created),
+            adopted=tuple(self.adopted),
+            patched=tuple(self.patched),
+            deleted=tuple(self.deleted),
+            events=tuple(self.events),
+            requeue_after=self.requeue_after,
+        )
+
+
+class Reconciler:
+    """Keeps the scheduling objects of every object of ``integration``'s kind in line with
+    its plan (see the module docstring). A :class:`~workloadbuilder.runtime.Component`.
+
+    * ``resource``: where the owner kind is served (default: the registered
+      :class:`~workloadbuilder.cluster.ResourceInfo` of the integration's GVK; register a
+      CRD's with :func:`~workloadbuilder.cluster.register_resource`).
+    * ``plan_options(owner)``: extra keyword arguments for ``integration.plan``.
+    * ``watch_pods``: watch Pods for ``DisruptionTarget`` (preemption events).
+    * ``component``: ``reportingComponent`` of the events and the field manager of writes.
+    """
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        integration: Integration,
+        *,
+        resource: ResourceInfo | None = None,
+        plan_options: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
+        watch_pods: bool = True,
+        component: str = "workloadbuilder-integrations",
+        clock: Clock | None = None,
+        base_delay: float = 0.005,
+        max_delay: float = 300.0,
+    ) -> None:
+        self.cluster = cluster
+        self.integration = integration
+        gvk = integration.gvk
+        self.resource = resource or resource_info(gvk.kind, gvk.api_version)
+        self.conditions = isinstance(integration, OwnerConditions)
+        if self.conditions and integration.conditions_path != "status.conditions":  # type: ignore[attr-defined]
+            raise ValueError(
+                f"{gvk}: conditions_path {integration.conditions_path!r} is not supported "  # type: ignore[attr-defined]
+                "(only 'status.conditions')"
+            )
+        self.plan_options = plan_options
+        self.watch_pods = watch_pods
+        self.component = component
+        self.clock: Clock = clock or WallClock()
+        self.queue = WorkQueue(base_delay=base_delay, max_delay=max_delay, clock=self.clock)
+        self.feeds: list[Feed] = []
+        #: owner key -> owner object
+        self.owners: dict[str, dict[str, Any]] = {}
+        #: (kind, namespace, name) -> live Workload / PodGroup / CompositePodGroup
+        self.objects: dict[ObjKey, KubeObject] = {}
+        #: pod group key "ns/name" -> pods in it that carry a DisruptionTarget=True condition
+        self.disrupted: dict[str, dict[str, str]] = {}
+        #: the last plan of each owner key (the webhook reads it)
+        self.plans: dict[str, Plan] = {}
+        self._reported: dict[tuple[str, str], tuple[str, str, str]] = {}
+        self._reported_preempted: dict[tuple[str, str], frozenset[str]] = {}
+        self._compile_errors: dict[str, str] = {}
+        #: owner key -> objects it was seen to control (they may lose the reference when the
+        #: owner is deleted with the Orphan policy, the default of batch/v1 Jobs)
+        self._known: dict[str, set[ObjKey]] = {}
+        #: owner key -> keys of the objects it controls, and back
+        self._by_owner: dict[str, set[ObjKey]] = {}
+        self._owner_of: dict[ObjKey, str] = {}
+        #: owner key -> resourceVersion at which it was found not managed (the webhook skips it)
+        self._unmanaged: dict[str, str] = {}
+        #: delegating children: (namespace, parent kind, parent name) -> owner keys, and back
+        self._children: dict[tuple[str, str, str], set[str]] = {}
+        self._parent_of: dict[str, tuple[tuple[str, str, str], ...]] = {}
+        self._workers: list[asyncio.Task[None]] = []
+        self.reconciles = 0
+        self.errors = 0
+        self.started = False
+
+    # ---- ownership -------------------------------------------------------------------
+
+    def _is_owner_ref(self, ref: _Ref) -> bool:
+        gvk = self.integration.gvk
+        return ref.controller and ref.kind == gvk.kind and _group(ref.api_version) == gvk.group
+
+    def owner_key_of(self, obj: KubeObject) -> str | None:
+        """The key of the owner of our kind that controls ``obj``, or None."""
+        _name, ns, _, _, refs = _meta_of(obj)
+        for ref in refs:
+            if self._is_owner_ref(ref):
+                return f"{ns}/{ref.name}"
+        return None
+
+    def _controller_uid(self, obj: KubeObject) -> str | None:
+        for ref in _meta_of(obj)[4]:
+            if self._is_owner_ref(ref):
+                return ref.uid
+        return None
+
+    def _leftovers(self, key: str) -> list[KubeObject]:
+        """What the gone owner ``key`` leaves behind: the objects it controls, the objects it
+        was seen to control that have no controller any more (orphaned), the Workloads whose
+        ``spec.controllerRef`` names it and have no controller, and their uncontrolled
+        groups."""
+        ns, _, name = key.partition("/")
+        gvk = self.integration.gvk
+        found: dict[ObjKey, KubeObject] = {}
+        for o in self.owned(key):
+            found[(_kind_of(o), ns, _meta_of(o)[0])] = o
+
+        def uncontrolled(o: KubeObject) -> bool:
+            return not any(r.controller for r in _meta_of(o)[4])
+
+        for k in self._known.get(key, set()):
+            seen = self.objects.get(k)
+            if seen is not None and uncontrolled(seen):
+                found[k] = seen
+        workloads: set[str] = set()
+        for (kind, n, wl_name), o in self.objects.items():
+            if kind != "Workload" or n != ns or not isinstance(o, Workload):
+                continue
+            ref = o.spec.controller_ref
+            if (
+                ref is not None
+                and ref.kind == gvk.kind
+                and (ref.api_group or "") == gvk.group
+                and ref.name == name
+                and (uncontrolled(o) or self.owner_key_of(o) == key)
+            ):
+                workloads.add(wl_name)
+                found[(kind, n, wl_name)] = o
+        for (kind, n, obj_name), o in self.objects.items():
+            if n != ns or not isinstance(o, PodGroup | CompositePodGroup) or not uncontrolled(o):
+                continue
+            wref = o.spec.workload_ref
+            if wref is not None and wref.workload_name in workloads:
+                found[(kind, n, obj_name)] = o
+        return list(found.values())
+
+    def owned(self, key: str) -> list[KubeObject]:
+        """The live objects controlled by the owner ``key`` (any incarnation)."""
+        return [self.objects[k] for k in sorted(self._by_owner.get(key, ())) if k in self.objects]
+
+    def _store(self, k: ObjKey, obj: KubeObject) -> None:
+        self._drop(k)
+        self.objects[k] = obj
+        owner = self.owner_key_of(obj)
+        if owner is not None:
+            self._by_owner.setdefault(owner, set()).add(k)
+            self._owner_of[k] = owner
+
+    def _drop(self, k: ObjKey) -> None:
+        self.objects.pop(k, None)
+        owner = self._owner_of.pop(k, None)
+        if owner is not None:
+            keys = self._by_owner.get(owner)
+            if keys is not None:
+                keys.discard(k)
+                if not keys:
+                    del self._by_owner[owner]
+
+    # ---- event handlers --------------------------------------------------------------
+
+    def _on_owner(self, event: str, obj: Any) -> None:
+        items = obj if event == "SYNC" else [obj]
+        for o in items:
+            name, ns, _, _, _ = _meta_of(o)
+            key = f"{ns}/{name}"
+            for parent in self._parent_of.pop(key, ()):
+                self._children.get(parent, set()).discard(key)
+            if event == "DELETED":
+                self.owners.pop(key, None)
+                self._unmanaged.pop(key, None)
+            else:
+                self.owners[key] = o
+                if self._delegated(o) is not None:
+                    for ref in _meta_of(o)[4]:
+                        if ref.controller:
+                            parent = (ns, ref.kind, ref.name)
+                            self._children.setdefault(parent, set()).add(key)
+                            self._parent_of[key] = (parent,)
+            self.queue.add(key)
+
+    def _on_object(self, event: str, obj: Any) -> None:
+        items = obj if event == "SYNC" else [obj]
+        for o in items:
+            name, ns, _, _, _ = _meta_of(o)
+            k = (_kind_of(o), ns, name)
+            if event == "DELETED":
+                self._drop(k)
+            else:
+                self._store(k, o)
+            owner = self.owner_key_of(o)
+            if owner is not None:
+                self._known.setdefault(owner, set()).add(k)
+                self.queue.add(owner)
+            elif isinstance(o, Workload) and o.spec.controller_ref is not None:
+                # a parent-owned Workload: the children that delegate to it plan from it
+                ref = o.spec.controller_ref
+                for key in self._children.get((ns, ref.kind, ref.name), ()):
+                    self.queue.add(key)
+
+    def _on_pod(self, event: str, obj: Any) -> None:
+        items = obj if event == "SYNC" else [obj]
+        for pod in items:
+            if not isinstance(pod, dict):
+                continue
+            meta = pod.get("metadata") or {}
+            group = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+            if not group:
+                continue
+            gkey = f"{meta.get('namespace') or ''}/{group}"
+            uid = str(meta.get("uid") or meta.get("name"))
+            cond = next(
+                (
+                    c
+                    for c in (pod.get("status") or {}).get("conditions") or []
+                    if isinstance(c, Mapping) and c.get("type") == "DisruptionTarget"
+                ),
+                None,
+            )
+            if event == "DELETED" or cond is None or cond.get("status") != "True":
+                if event == "DELETED" and gkey in self.disrupted:
+                    self.disrupted[gkey].pop(uid, None)
+                    if not self.disrupted[gkey]:
+                        del self.disrupted[gkey]
+                continue
+            pods = self.disrupted.setdefault(gkey, {})
+            if uid in pods:
+                continue
+            pods[uid] = str(cond.get("message") or cond.get("reason") or "")
+            pg = self.objects.get(("PodGroup", str(meta.get("namespace") or ""), str(group)))
+            owner = self.owner_key_of(pg) if pg is not None else None
+            if owner is not None:
+                self.queue.add(owner)
+
+    # ---- Component -------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the feeds (owner kind, Workloads, CompositePodGroups, PodGroups, Pods)."""
+        feeds = [
+            Feed(self.cluster, "Workload", self._on_object),
+            Feed(self.cluster, "CompositePodGroup", self._on_object, optional=True),
+            Feed(self.cluster, "PodGroup", self._on_object),
+        ]
+        if self.watch_pods:
+            feeds.append(Feed(self.cluster, "Pod", self._on_pod))
+        feeds.append(Feed(self.cluster, self.resource, self._on_owner))
+        for feed in feeds:
+            await feed.start()
+        self.feeds = feeds
+        self.started = True
+
+    async def stop(self) -> None:
+        """Stop the workers and the feeds."""
+        self.queue.shut_down()
+        for task in self._workers:
+            task.cancel()
+        for task in self._workers:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._workers.clear()
+        for feed in self.feeds:
+            await feed.stop()
+        self.feeds = []
+        self.started = False
+
+    async def sync(self) -> None:
+        """Let the feeds deliver everything the cluster has sent so far."""
+        await settle(self.feeds)
+
+    async def until_idle(self) -> int:
+        """Reconcile every key that is due now (and what those reconciles cause); returns
+        the number of reconciles."""
+        done = 0
+        while True:
+            await self.sync()
+            key = self.queue.pop_ready()
+            if key is None:
+                return done
+            await self._process(key)
+            done += 1
+
+    def next_wakeup(self) -> float | None:
+        """When the next delayed key (a backoff, a parent wait) is due."""
+        return self.queue.next_wakeup()
+
+    async def run(self, *, workers: int = 1) -> None:
+        """``start()`` (unless started), then process the queue with ``workers`` workers
+        until cancelled or :meth:`stop`."""
+        if not self.started:
+            await self.start()
+        self._workers = [asyncio.create_task(self._worker()) for _ in range(max(1, workers))]
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(*self._workers)
+
+    async def _worker(self) -> None:
+        while True:
+            key = await self.queue.get()
+            if key is None:
+                return
+            await self._process(key)
+
+    async def _process(self, key: str) -> None:
+        try:
+            result = await self.reconcile(key)
+        except (ApiError, OSError) as e:
+            self.errors += 1
+            _log.info("reconcile %s %s failed (retrying): %s", self.resource.kind, key, e)
+            self.queue.add_rate_limited(key)
+        except Exception:
+            self.errors += 1
+            _log.exception("reconcile %s %s failed", self.resource.kind, key)
+            self.queue.add_rate_limited(key)
+        else:
+            self.queue.forget(key)
+            if result.requeue_after is not None:
+                self.queue.add_after(key, result.requeue_after)
+        finally:
+            self.reconciles += 1
+            self.queue.done(key)
+
+    # ---- reconcile -------------------------------------------------------------------
+
+    def _delegated(self, owner: Mapping[str, Any]) -> str | None:
+        if not isinstance(self.integration, DelegatedGroups):
+            return None
+        try:
+            return self.integration.delegated_template(owner)
+        except BuildError:
+            return None
+
+    def _plan(self, owner: Mapping[str, Any]) -> Plan | None:
+        """The owner's plan; None when a delegating child's parent Workload is missing."""
+        if self._delegated(owner) is not None:
+            assert isinstance(self.integration, DelegatedGroups)
+            _, ns, _, _, _ = _meta_of(dict(owner))
+            workloads = [o for (k, n, _), o in self.objects.items() if k == "Workload" and n == ns]
+            parent = self.integration.find_parent_workload(
+                owner, [w for w in workloads if isinstance(w, Workload)]
+            )
+            if parent is None:
+                return None
+            return self.integration.plan_delegated(owner, parent)
+        options = dict(self.plan_options(owner)) if self.plan_options is not None else {}
+        return self.integration.plan(owner, **options)
+
+    async def reconcile(self, key: str) -> ReconcileResult:
+        """Bring the objects of the owner ``key`` (``<namespace>/<name>``) in line; raises
+        ``ApiError`` for errors worth a retry."""
+        out = _Outcome()
+        owner = self.owners.get(key)
+        if owner is None or _meta_of(owner)[3]:
+            await self._delete_all(self._leftovers(key), out)
+            self.plans.pop(key, None)
+            self._known.pop(key, None)
+            self._forget_status(key)
+            return out.result()
+        _name, ns, uid, _, _ = _meta_of(owner)
+        try:
+            plan = self._plan(owner)
+        except NotManagedError:
+            self.plans.pop(key, None)
+            return out.result()
+        except (ValidationError, BuildError) as e:
+            self.plans.pop(key, None)
+            await self._compile_failed(key, owner, str(e), out)
+            return out.result()
+        if plan is None:
+            out.requeue_after = _PARENT_RETRY
+            return out.result()
+        self._compile_errors.pop(key, None)
+
+        # objects of an earlier incarnation of the owner (same name, other uid)
+        stale = [o for o in self.owned(key) if uid and self._controller_uid(o) != uid]
+        await self._delete_all(stale, out)
+
+        if plan.owns_workload:
+            live = await self._ensure(plan.workload, owner, out)
+            if live is None:
+                return out.result()
+            wl_uid = _meta_of(live)[2]
+            if wl_uid:
+                plan = plan.with_workload_uid(wl_uid)
+        groups: list[CompositePodGroup | PodGroup] = [
+            *plan.composite_pod_groups,
+            *plan.pod_groups,
+        ]
+        for obj in groups:
+            await self._ensure(obj, owner, out)
+        self.plans[key] = plan
+
+        await self._apply_patches(plan, out, owner)
+
+        wanted = {(o.kind, ns, o.metadata.name or "") for o in plan.objects()}
+        extra = [
+            o
+            for o in self.owned(key)
+            if (_kind_of(o), ns, _meta_of(o)[0]) not in wanted and self._controller_uid(o) == uid
+        ]
+        await self._delete_all(extra, out)
+        await self._mirror_status(owner, plan, out)
+        return out.result()
+
+    async def _ensure(
+        self,
+        desired: Workload | PodGroup | CompositePodGroup,
+        owner: Mapping[str, Any],
+        out: _Outcome,
+    ) -> KubeObject | None:
+        """Create-or-get (and adopt) one object; the live object, or None when another
+        controller holds the name."""
+        ns = desired.metadata.namespace or ""
+        name = desired.metadata.name or ""
+        k: ObjKey = (desired.kind, ns, name)
+        live = self.objects.get(k)
+        if live is None:
+            try:
+                created = await self.cluster.create(desired, ns, field_manager=self.component)
+            except AlreadyExists:
+                created = await self.cluster.get(desired.kind, name, ns)
+            else:
+                out.created.append(k)
+                self._store(k, created)
+                return created
+            live = created
+            self._store(k, live)
+        return await self._adopt(live, desired, owner, out)
+
+    async def _adopt(
+        self,
+        live: KubeObject,
+        desired: Workload | PodGroup | CompositePodGroup,
+        owner: Mapping[str, Any],
+        out: _Outcome,
+    ) -> KubeObject | None:
+        name, ns, _, deleting, refs = _meta_of(live)
+        _, _, owner_uid, _, _ = _meta_of(dict(owner))
+        controller = next((r for r in refs if r.controller), None)
+        if controller is not None:
+            if self._is_owner_ref(controller) and controller.uid in (owner_uid, ""):
+                return live
+            if self._is_owner_ref(controller):
+                # an earlier incarnation's object under the same name: it goes, we come back
+                raise Conflict(
+                    f"{desired.kind} {ns}/{name} belongs to an earlier {controller.kind}"
+                )
+            await self._event(
+                owner,
+                EVENT_NAME_CONFLICT,
+                f"{desired.kind} {name} is controlled by {controller.kind} {controller.name}; "
+                "not touching it",
+                "Warning",
+                out,
+            )
+            return None
+        if deleting:
+            raise Conflict(f"{desired.kind} {ns}/{name} is being deleted")
+        # adopt: add our controller reference, guarded by the version we read
+        ours = [to_dict(r) for r in desired.metadata.owner_references]
+        existing = (
+            list(live["metadata"].get("ownerReferences") or [])
+            if isinstance(live, dict)
+            else [to_dict(r) for r in live.metadata.owner_references]
+        )
+        keep = [r for r in existing if r.get("uid") not in {o.get("uid") for o in ours}]
+        rv = (
+            live["metadata"].get("resourceVersion")
+            if isinstance(live, dict)
+            else (live.metadata.resource_version)
+        )
+        patched = await self.cluster.patch(
+            desired.kind,
+            name,
+            {"metadata": {"ownerReferences": [*keep, *ours], "resourceVersion": rv}},
+            ns,
+            patch_type="merge",
+            field_manager=self.component,
+        )
+        out.adopted.append((desired.kind, ns, name))
+        self._store((desired.kind, ns, name), patched)
+        return patched
+
+    @staticmethod
+    def _owner_name(owner: Mapping[str, Any]) -> str:
+        return _meta_of(dict(owner))[0]
+
+    async def _apply_patches(
+        self, plan: Plan, out: _Outcome, owner: Mapping[str, Any] | None = None
+    ) -> None:
+        by_name = {(o.kind, o.metadata.name): o for o in plan.objects()}
+        for patch in plan.patches():
+            ns = patch.namespace or ""
+            k: ObjKey = (patch.kind, ns, patch.name)
+            live = self.objects.get(k)
+            want = by_name.get((patch.kind, patch.name))
+            if live is None or want is None:
+                continue
+            if patch.kind == "PodGroup":
+                if _gang_min(live) == _gang_min(want):
+                    continue
+            elif _templates(live) == _templates(want):
+                continue
+            try:
+                patched = await self.cluster.patch(
+                    patch.kind,
+                    patch.name,
+                    patch.body,
+                    ns,
+                    patch_type="strategic",
+                    field_manager=self.component,
+                )
+            except NotFound:
+                continue
+            except Invalid as e:
+                # not a minCount-only change (e.g. a new template): the API refuses it
+                if owner is not None:
+                    await self._compile_failed(
+                        f"{ns}/{self._owner_name(owner)}", owner, f"update refused: {e}", out
+                    )
+                continue
+            self._store(k, patched)
+            out.patched.append(k)
+
+    async def _delete_all(self, objs: Iterable[KubeObject], out: _Outcome) -> None:
+        order = {"PodGroup": 0, "CompositePodGroup": 1, "Workload": 2}
+
+        def depth(o: KubeObject) -> int:
+            if isinstance(o, CompositePodGroup):
+                d, parent = 0, o.spec.parent_composite_pod_group_name
+                seen: set[str] = set()
+                while parent and parent not in seen and d < 64:
+                    seen.add(parent)
+                    d += 1
+                    p = self.objects.get(("CompositePodGroup", o.metadata.namespace or "", parent))
+                    parent = (
+                        p.spec.parent_composite_pod_group_name
+                        if isinstance(p, CompositePodGroup)
+                        else None
+                    )
+                return -d  # leaves first
+            return 0
+
+        for o in sorted(objs, key=lambda o: (order.get(_kind_of(o), 3), depth(o))):
+            name, ns, _, deleting, _ = _meta_of(o)
+            k: ObjKey = (_kind_of(o), ns, name)
+            if deleting:
+                continue
+            with contextlib.suppress(NotFound):
+                await self.cluster.delete(k[0], name, ns, propagation_policy="Background")
+            self._drop(k)
+            out.deleted.append(k)
+
+    # ---- pods ------------------------------------------------------------------------
+
+    def pod_group_for(self, pod: Mapping[str, Any]) -> str | None:
+        """The PodGroup a new pod of one of our owners joins (None: not ours).
+
+        Tries the plans computed so far in the pod's namespace, then plans the owners of that
+        namespace that have none yet (a pod may arrive before its owner was reconciled).
+        Names are deterministic, so the group may not exist yet: the pod then waits for it.
+        """
+        ns = str((pod.get("metadata") or {}).get("namespace") or "")
+        prefix = f"{ns}/"
+        for key, plan in list(self.plans.items()):
+            if key.startswith(prefix):
+                group = plan.pod_group_for(pod)
+                if group is not None:
+                    return group
+        for key, owner in list(self.owners.items()):
+            if not key.startswith(prefix) or key in self.plans:
+                continue
+            rv = str((owner.get("metadata") or {}).get("resourceVersion") or "")
+            if self._unmanaged.get(key) == rv:
+                continue
+            try:
+                lazy = self._plan(owner)
+            except (BuildError, ValueError, TypeError):
+                self._unmanaged[key] = rv
+                continue
+            if lazy is None:
+                continue
+            group = lazy.pod_group_for(pod)
+            if group is not None:
+                self.queue.add(key)
+                return group
+        return None
+
+    # ---- status and events -------------------------------------------------------------
+
+    def _forget_status(self, key: str) -> None:
+        self._compile_errors.pop(key, None)
+        for d in (self._reported, self._reported_preempted):
+            for k in [k for k in d if k[0] == key]:
+                d.pop(k, None)
+
+    async def _event(
+        self,
+        owner: Mapping[str, Any],
+        reason: str,
+        message: str,
+        type_: Literal["Normal", "Warning"],
+        out: _Outcome,
+    ) -> None:
+        name, ns, uid, _, _ = _meta_of(dict(owner))
+        involved = {
+            "apiVersion": owner.get("apiVersion") or self.resource.api_version,
+            "kind": owner.get("kind") or self.resource.kind,
+            "name": name,
+            "namespace": ns,
+            "uid": uid,
+        }
+        try:
+            await self.cluster.create_event(
+                namespace=ns,
+                involved_object=involved,
+                reason=reason,
+                message=message,
+                type=type_,
+                reporting_component=self.component,
+            )
+        except (ApiError, OSError) as e:  # events are best effort
+            _log.info("event %s on %s/%s not recorded: %s", reason, ns, name, e)
+            return
+        out.events.append(reason)
+
+    async def _compile_failed(
+        self, key: str, owner: Mapping[str, Any], message: str, out: _Outcome
+    ) -> None:
+        if self._compile_errors.get(key) == message:
+            return
+        self._compile_errors[key] = message
+        await self._event(owner, EVENT_FAILED_COMPILATION, message, "Warning", out)
+
+    async def _mirror_status(self, owner: Mapping[str, Any], plan: Plan, out: _Outcome) -> None:
+        name, ns, _, _, _ = _meta_of(dict(owner))
+        key = f"{ns}/{name}"
+        for pg in plan.pod_groups:
+            pg_name = pg.metadata.name or ""
+            live = self.objects.get(("PodGroup", ns, pg_name))
+            if isinstance(live, PodGroup) and live.status is not None:
+                cond = next(
+                    (c for c in live.status.conditions if c.type == CONDITION_INITIALLY_SCHEDULED),
+                    None,
+                )
+                if cond is not None:
+                    state = (cond.status, cond.reason or "", cond.message or "")
+                    if self._reported.get((key, pg_name)) != state:
+                        self._reported[(key, pg_name)] = state
+                        if cond.status == "True":
+                            await self._event(
+                                owner,
+                                EVENT_GANG_SCHEDULED,
+                                f"PodGroup {pg_name} scheduled"
+                                + (f": {cond.message}" if cond.message else ""),
+                                "Normal",
+                                out,
+                            )
+                        elif cond.status == "False":
+                            await self._event(
+                                owner,
+                                EVENT_GANG_UNSCHEDULABLE,
+                                f"PodGroup {pg_name} is unschedulable ({cond.reason}): "
+                                f"{cond.message or ''}",
+                                "Warning",
+                                out,
+                            )
+            pods = self.disrupted.get(f"{ns}/{pg_name}") or {}
+            seen = self._reported_preempted.get((key, pg_name), frozenset())
+            new = frozenset(pods) - seen
+            if new:
+                self._reported_preempted[(key, pg_name)] = seen | new
+                detail = sorted({pods[u] for u in new if pods[u]})
+                await self._event(
+                    owner,
+                    EVENT_GANG_PREEMPTED,
+                    f"PodGroup {pg_name}: {len(new)} pod(s) preempted"
+                    + (f": {'; '.join(detail)}" if detail else ""),
+                    "Warning",
+                    out,
+                )
+        if self.conditions:
+            await self._owner_condition(owner, plan)
+
+    def _owner_condition_value(self, owner: Mapping[str, Any], plan: Plan) -> dict[str, str]:
+        ns = _meta_of(dict(owner))[1]
+        states = []
+        for pg in plan.pod_groups:
+            live = self.objects.get(("PodGroup", ns, pg.metadata.name or ""))
+            cond = None
+            if isinstance(live, PodGroup) and live.status is not None:
+                cond = next(
+                    (c for c in live.status.conditions if c.type == CONDITION_INITIALLY_SCHEDULED),
+                    None,
+                )
+            states.append((pg.metadata.name or "", cond))
+        failed = [(n, c) for n, c in states if c is not None and c.status == "False"]
+        if failed:
+            n, c = failed[0]
+            return {
+                "status": "False",
+                "reason": c.reason or "Unschedulable",
+                "message": f"PodGroup {n}: {c.message or ''}",
+            }
+        if states and all(c is not None and c.status == "True" for _, c in states):
+            return {"status": "True", "reason": "Scheduled", "message": "all gangs scheduled"}
+        return {"status": "Unknown", "reason": "Pending", "message": "waiting for the scheduler"}
+
+    async def _owner_condition(self, owner: Mapping[str, Any], plan: Plan) -> None:
+        name, ns, _, _, _ = _meta_of(dict(owner))
+        want = self._owner_condition_value(owner, plan)
+        conds = [
+            c for c in (owner.get("status") or {}).get("conditions") or [] if isinstance(c, dict)
+        ]
+        current = next((c for c in conds if c.get("type") == CONDITION_GANG_SCHEDULED), None)
+        if current is not None and all(current.get(k) == v for k, v in want.items()):
+            return
+        ltt = (
+            current.get("lastTransitionTime")
+            if current is not None and current.get("status") == want["status"]
+            else None
+        ) or datetime.fromtimestamp(self.clock.now(), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        cond = {"type": CONDITION_GANG_SCHEDULED, **want, "lastTransitionTime": ltt}
+        generation = (owner.get("metadata") or {}).get("generation")
+        if isinstance(generation, int):
+            cond["observedGeneration"] = generation
+        others = [c for c in conds if c.get("type") != CONDITION_GANG_SCHEDULED]
+        rv = (owner.get("metadata") or {}).get("resourceVersion")
+        try:
+            updated = await self.cluster.patch(
+                self.resource,
+                name,
+                {"metadata": {"resourceVersion": rv}, "status": {"conditions": [*others, cond]}},
+                ns,
+                patch_type="merge",
+                subresource="status",
+                field_manager=self.component,
+            )
+        except NotFound:
+            return
+        if isinstance(updated, dict):
+            self.owners[f"{ns}/{name}"] = updated
