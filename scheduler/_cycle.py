@@ -192,7 +192,7 @@ def _explain(
     fit = scheduled + placed + attempt.remaining
     parts: list[str] = []
     if gang:
-        head = f"minCount {min_count}: at most {fit} pods fit"
+        head = f"minCount {min_count}: at most {fit} {'pod fits' if fit == 1 else 'pods fit'}"
         if scheduled:
             head += f" ({scheduled} already scheduled)"
         if fit < min_count:

@@ -444,7 +444,7 @@ async def test_topology_constrained_group_is_placed_in_one_domain_not_across(env
     cond = await env.group_condition("racked")
     assert (cond.status, cond.reason) == ("False", "Unschedulable")
     assert cond.message.startswith(f"{rack}: no rack fits 2 pods x cpu 6; best is ")
-    assert " with 1; minCount 2: at most 1 pods fit, 1 short" in cond.message
+    assert " with 1; minCount 2: at most 1 pod fits, 1 short" in cond.message
     # other groups are not held up by it
     assert len(await env.bound("plain")) == 2
 

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from scheduler import Scheduler, SchedulerConfig
 from scheduler._plugins import node_matches_affinity
 from scheduler._resources import pod_requirements
+from workloadbuilder.api import PodGroup, from_dict
+from workloadbuilder.cluster import MemoryCluster
 from workloadbuilder.resources import format_quantity, parse_quantity
 from workloadbuilder.resources import pod_requests as pod_resource_requests
+from workloadbuilder.testing.builders import make_node, make_pod, make_pod_group
 
 
 @pytest.mark.parametrize(
@@ -102,3 +106,19 @@ def test_required_node_affinity() -> None:
     assert not node_matches_affinity(req, {"zone": "a", "gpus": "2"}, "n1")
     assert not node_matches_affinity(req, {"zone": "c", "gpus": "8"}, "n1")
     assert node_matches_affinity(req, {}, "n9")
+
+
+async def test_explanation_grammar_for_one_pod() -> None:
+    """'at most 1 pod fits', never '1 pods fit' (a regression from trying it as a user)."""
+    async with MemoryCluster() as c:
+        await c.create(make_node("n").allocatable("cpu", "1").allocatable("memory", "4Gi").obj())
+        pg = make_pod_group("g", "default").gang(2).obj()
+        await c.create(from_dict(pg, PodGroup))
+        for i in range(2):
+            pod = make_pod(f"g-{i}", "default").scheduler_name("workloadbuilder-scheduler")
+            await c.create(pod.pod_group("g").request("cpu", "1").obj())
+        s = Scheduler(c, SchedulerConfig())
+        await s.until_idle()
+        assert s.explanations[("default", "g")].startswith(
+            "minCount 2: at most 1 pod fits, 1 short"
+        )
