@@ -324,6 +324,46 @@ async def _get(env: _Env, kind: str, name: str) -> Any:
         return None
 
 
+async def test_jobset_suspend_keeps_the_gang_and_resize_moves_min_count(
+    control_plane: ControlPlane, crds: list[str], namespace: str
+) -> None:
+    """On the real API server: a suspended JobSet still gets its Workload and PodGroup (the
+    gang waits for its pods, not for the owner), resuming changes nothing, and growing a
+    ReplicatedJob moves the gang's minCount through the integration's resize patch."""
+    async with _running(control_plane, namespace, ["jobset"]) as env:
+        js = (
+            make_jobset("sus", namespace)
+            .scheduling(make_scheduling().gang())
+            .replicated_job(make_replicated_job("w").replicas(2))
+            .obj()
+        )
+        js["spec"]["suspend"] = True
+        await env.cluster.create(js)
+        await _until(lambda: env.names("PodGroup"), lambda n: len(n) == 1)
+        (name,) = await env.names("PodGroup")
+        workloads = await env.names("Workload")
+        assert len(workloads) == 1
+
+        async def min_count() -> int | None:
+            pg = await _get(env, "PodGroup", name)
+            if not isinstance(pg, PodGroup) or pg.spec.scheduling_policy.gang is None:
+                return None
+            return int(pg.spec.scheduling_policy.gang.min_count)
+
+        assert await min_count() == 2
+        live = await env.cluster.get("JobSet", "sus", namespace)
+        assert isinstance(live, dict)
+        live["spec"]["suspend"] = False
+        live = await env.cluster.update(live)
+        assert isinstance(live, dict)
+        live["spec"]["replicatedJobs"][0]["replicas"] = 3
+        await env.cluster.update(live)
+        assert await _until(min_count, lambda m: m == 3) == 3
+        # the same objects, resized in place: nothing created twice, nothing left stale
+        assert await env.names("PodGroup") == [name]
+        assert await env.names("Workload") == workloads
+
+
 def test_crds_are_structural(crds: list[str], control_plane: ControlPlane) -> None:
     with control_plane.client() as api:
         for name in crds:
