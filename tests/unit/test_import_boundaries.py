@@ -1,4 +1,4 @@
-"""No module imports another package's ``_private`` module (design.md §2).
+"""No module imports another package's ``_private`` module (docs/architecture.md, "Import rules").
 
 ``import a.b._c`` / ``from a.b._c import x`` / ``from a.b import _c`` (and
 ``importlib.import_module("a.b._c")``) are allowed only in
