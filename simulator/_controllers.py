@@ -106,16 +106,17 @@ class JobRun:
             if self.completions is None
             else min(self.parallelism, self.completions)
         )
-        return [self._next_pod() for _ in range(n)]
+        return [self.next_pod() for _ in range(n)]
 
     def pod_succeeded(self) -> list[dict[str, Any]]:
         """Record a success; returns the replacement pod, if the Job needs one."""
         self.succeeded += 1
         if self.completions is not None and self.created < self.completions:
-            return [self._next_pod()]
+            return [self.next_pod()]
         return []
 
-    def _next_pod(self) -> dict[str, Any]:
+    def next_pod(self) -> dict[str, Any]:
+        """The Job's next pod (completion index = pods created so far)."""
         index = self.created
         self.created += 1
         meta = self.template.get("metadata") or {}

@@ -265,6 +265,8 @@ class Simulation:
         self._integrations: dict[str, Integration] = played_integrations()
         self._reconcilers: dict[str, Reconciler] = {}
         self._written: list[KubeObject] = []
+        #: (namespace, name) of a played Job -> the run that makes its pods
+        self._job_runs: dict[tuple[str, str], JobRun] = {}
         self._removed: list[tuple[str, str, str]] = []
 
     # -- public ---------------------------------------------------------------------------
@@ -460,6 +462,8 @@ class Simulation:
             except WorkloadBuilderError as e:
                 raise self._error(obj, f"the {kind} adapter refused it: {e}") from None
             owner = f"{kind}/{obj.name}"
+            if kind == "Job" and planned.runs:
+                self._job_runs[(obj.namespace or "default", obj.name)] = planned.runs[0]
             for run in planned.runs:
                 for pod in run.initial_pods():
                     await self._create_pod(obj, pod, t, owner=owner, run=run)
@@ -652,6 +656,8 @@ class Simulation:
                     gkey = (st.namespace, st.group)
                     self._prebound[gkey] = self._prebound.get(gkey, 0) + 1
                 await self._start_running(st, t)
+        elif obj.controlled and isinstance(stored, dict):
+            await self._resize(obj, stored, t)
         elif isinstance(stored, PodGroup):
             state = self._groups.get((ns or "default", obj.name))
             if state is not None:
@@ -660,6 +666,57 @@ class Simulation:
             cstate = self._composites.get((ns or "default", obj.name))
             if cstate is not None:
                 self._update_composite(cstate, stored, t)
+
+    async def _resize(self, obj: ScenarioObject, stored: dict[str, Any], t: float) -> None:
+        """An elastic resize of a played object (``spec.parallelism`` of a Job,
+        ``spec.replicas`` of a LeaderWorkerSet; the scenario parser refuses other updates):
+        its Reconciler re-plans (patches ``minCount``, creates and deletes PodGroups), then the
+        pods are added or removed as the workload controller would."""
+        await self._step_controllers(t)
+        ns = obj.namespace or "default"
+        owner = f"{obj.kind}/{obj.name}"
+        live = [
+            st
+            for st in self._pods.values()
+            if st.owner == owner and st.namespace == ns and st.deleted is None
+        ]
+        active = [st for st in live if st.finished is None]
+        if obj.kind == "Job":
+            run = self._job_runs.get((ns, obj.name))
+            if run is None:
+                return
+            run.parallelism = int((stored.get("spec") or {}).get("parallelism") or 0)
+            want = run.parallelism
+            if run.completions is not None:
+                want = max(0, min(want, run.completions - run.created + len(active)))
+            if want > len(active):
+                for _ in range(want - len(active)):
+                    await self._create_pod(obj, run.next_pod(), t, owner=owner, run=run)
+            else:
+                # kube-controller-manager deletes the excess active pods: unscheduled before
+                # scheduled, newer before older (ties: the last created first)
+                doomed = sorted(reversed(active), key=lambda st: (st.node is not None, -st.created))
+                await self._delete_pods(doomed[: len(active) - want], t)
+            return
+        meta = stored.get("metadata") or {}
+        plan = self._reconcilers[obj.kind].plans.get(f"{ns}/{meta.get('name')}")
+        planned = pod_controller(
+            stored,
+            self._integrations[obj.kind],
+            plan.pod_group_for if plan is not None else None,
+        )
+        wanted = {str(p["metadata"]["name"]) for p in planned.pods}
+        known = {st.name for st in self._pods.values() if st.owner == owner and st.namespace == ns}
+        await self._delete_pods([st for st in active if st.name not in wanted], t)
+        for pod in planned.pods:
+            if str(pod["metadata"]["name"]) not in known:
+                await self._create_pod(obj, pod, t, owner=owner, run=None)
+
+    async def _delete_pods(self, pods: list[_PodState], t: float) -> None:
+        for st in pods:
+            with contextlib.suppress(NotFound):
+                await self.cluster.delete("Pod", st.name, st.namespace)
+            self._vanished(st, t)
 
     async def _delete(self, obj: ScenarioObject, t: float) -> None:
         """Delete the object (its dependents go with it through garbage collection); a
