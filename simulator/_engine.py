@@ -208,11 +208,18 @@ def _api_message(e: ApiError) -> str:
 class Simulation:
     """Runs a :class:`Scenario` against the scheduler on an in-memory cluster and virtual time.
 
-    The loop, at each event time ``t``: create the objects that arrive at ``t`` (playing the
-    Job/JobSet/LeaderWorkerSet controllers), mark the pods whose duration ends at ``t`` as
-    Succeeded, ``await scheduler.sync()``, ``await scheduler.until_idle()``, record
+    The Workloads, CompositePodGroups and PodGroups of Jobs, JobSets and LeaderWorkerSets are
+    made by one :class:`workloadbuilder.runtime.Reconciler` per played kind (the integrations
+    of :func:`simulator._controllers.played_integrations`), stepped like the scheduler; the
+    simulator only plays what their workload controllers do with pods.
+
+    The loop, at each event time ``t``: create the objects that arrive at ``t`` (stepping the
+    Reconcilers, then creating the pods), mark the pods whose duration ends at ``t`` as
+    Succeeded, step the Reconcilers, ``await scheduler.sync()``,
+    ``await scheduler.until_idle()``, step the Reconcilers again, record
     the pods bound at ``t`` (they then run for their duration), check the gang invariant, and
-    advance to the next arrival, completion, scheduler wake-up (``next_wakeup()``) or clock
+    advance to the next arrival, completion, scheduler or Reconciler wake-up
+    (``next_wakeup()``) or clock
     sleeper. It stops when nothing more can happen: no arrivals or completions are left and
     either no pod is pending or the scheduler's own wake-ups brought no change for ``settle``
     seconds; or at the ``until`` horizon.
