@@ -1,10 +1,17 @@
-"""Minimal stand-ins for the Job, JobSet and LeaderWorkerSet controllers (until the real
-integrations run in the simulator).
+"""The simulator's controllers: the reference integrations keep the scheduling objects, and
+minimal stand-ins for what kube-controller-manager, the JobSet and the LeaderWorkerSet
+controllers do with pods.
 
-They look the object up in the SDK's integration registry
-(:func:`workloadbuilder.kinds.default_registry`), create the Workload and PodGroups of its
-plan, and then create the pods directly, each with ``spec.schedulingGroup.podGroupName`` from
-``plan.pod_group_for(pod)``. Names and labels come from the SDK's adapters:
+**Scheduling objects** (Workload, CompositePodGroups, PodGroups) are not made here: the engine
+runs one :class:`workloadbuilder.runtime.Reconciler` per played kind with the integration of
+:func:`played_integrations` (the SDK's native :class:`~workloadbuilder.kinds.JobIntegration`
+for Jobs with ``spec.scheduling``, as kube-controller-manager's ``WorkloadWithJob`` does; the
+``integrations`` package's JobSet and LeaderWorkerSet integrations). They create, resize and
+clean up the objects exactly as in a cluster.
+
+**Pods** are what the stand-ins below create (:func:`pod_controller`), each linked to its group
+by the integration (``group_for`` is the Reconciler's ``pod_group_for``, i.e. the plan's
+``pod_group_for``):
 
 * **Job**: ``min(parallelism, completions)`` pods at first; when ``completions`` is set, each
   pod that succeeds is replaced until ``completions`` pods have been created (pods never fail).
@@ -39,7 +46,14 @@ from workloadbuilder.kinds import (
 )
 from workloadbuilder.kinds.job import job_pod_metadata
 
-__all__ = ["JobRun", "Planned", "controls", "plan_object"]
+__all__ = [
+    "JobRun",
+    "Planned",
+    "controls",
+    "plan_object",
+    "played_integrations",
+    "pod_controller",
+]
 
 PodGroupFor = Callable[[Mapping[str, Any]], "str | None"]
 
@@ -60,9 +74,10 @@ def _api_versions(group: str, versions: tuple[str, ...]) -> tuple[str, ...]:
 
 @attrs.frozen(kw_only=True)
 class Planned:
-    """What a controller creates for one object: the scheduling objects in creation order
-    (Workload, CompositePodGroups root first, PodGroups), the job runs that make pods, and the
-    pods that are created once and never replaced."""
+    """What the controllers create for one object: the scheduling objects in creation order
+    (Workload, CompositePodGroups root first, PodGroups; only :func:`plan_object` fills them,
+    the simulator's Reconcilers create them), the job runs that make pods, and the pods that
+    are created once and never replaced."""
 
     objects: tuple[Workload | CompositePodGroup | PodGroup, ...] = ()
     runs: tuple[JobRun, ...] = ()
@@ -91,16 +106,17 @@ class JobRun:
             if self.completions is None
             else min(self.parallelism, self.completions)
         )
-        return [self._next_pod() for _ in range(n)]
+        return [self.next_pod() for _ in range(n)]
 
     def pod_succeeded(self) -> list[dict[str, Any]]:
         """Record a success; returns the replacement pod, if the Job needs one."""
         self.succeeded += 1
         if self.completions is not None and self.created < self.completions:
-            return [self._next_pod()]
+            return [self.next_pod()]
         return []
 
-    def _next_pod(self) -> dict[str, Any]:
+    def next_pod(self) -> dict[str, Any]:
+        """The Job's next pod (completion index = pods created so far)."""
         index = self.created
         self.created += 1
         meta = self.template.get("metadata") or {}
@@ -169,7 +185,9 @@ def _plan(integration: Integration, obj: Mapping[str, Any]) -> Plan | None:
         return None
 
 
-def _job_run(job: Mapping[str, Any], owner_ref: dict[str, Any], plan: Plan | None) -> JobRun:
+def _job_run(
+    job: Mapping[str, Any], owner_ref: dict[str, Any], group_for: PodGroupFor | None
+) -> JobRun:
     meta = job.get("metadata") or {}
     spec = job.get("spec") or {}
     parallelism = spec.get("parallelism")
@@ -182,14 +200,59 @@ def _job_run(job: Mapping[str, Any], owner_ref: dict[str, Any], plan: Plan | Non
         completions=None if completions is None else int(completions),
         indexed=spec.get("completionMode") == "Indexed",
         owner_ref=owner_ref,
-        group_for=plan.pod_group_for if plan is not None else None,
+        group_for=group_for,
     )
 
 
+def played_integrations() -> dict[str, Integration]:
+    """Kind -> the integration the simulator runs a Reconciler for: the SDK's native
+    :class:`~workloadbuilder.kinds.JobIntegration` for ``batch/v1`` Jobs (they carry
+    ``spec.scheduling``, so it produces what kube-controller-manager's ``WorkloadWithJob``
+    controller would -- the adapter is parity-tested against it; ``integrations.job``'s opt-in
+    integration leaves such Jobs to the native controller), and the JobSet and LeaderWorkerSet
+    integrations of :mod:`integrations`."""
+    from integrations import integration_for
+    from workloadbuilder.kinds import JobIntegration
+
+    return {
+        JOB_GVK.kind: JobIntegration(),
+        JOBSET_GVK.kind: integration_for("jobset"),
+        LWS_GVK.kind: integration_for("lws"),
+    }
+
+
+def pod_controller(
+    obj: Mapping[str, Any], integration: Integration, group_for: PodGroupFor | None
+) -> Planned:
+    """The pods the workload controller of ``obj`` (a stored Job, JobSet or LeaderWorkerSet,
+    with its ``metadata.uid``) creates, linked to their PodGroup by ``group_for`` (the
+    integration's ``pod_group_for``; None when the integration manages no groups for
+    ``obj``: pods then keep their template's ``schedulingGroup``, if any)."""
+    owner = _owner_ref(obj)
+    if isinstance(integration, ChildWorkloads):
+        # The children's pod templates already name their PodGroups (the parent planned them).
+        runs = tuple(_job_run(child, owner, None) for child in integration.child_workloads(obj))
+        return Planned(runs=runs)
+    if integration.gvk == JOB_GVK:
+        return Planned(runs=(_job_run(obj, owner, group_for),))
+    if integration.gvk != LWS_GVK:
+        raise ValueError(f"no controller for kind {obj.get('kind')!r}")
+    from workloadbuilder.kinds.lws import lws_pods  # loaded on first use, like the adapter
+
+    pods = []
+    for pod in lws_pods(obj):
+        if owner.get("uid"):
+            pod["metadata"]["ownerReferences"] = [dict(owner)]
+        pods.append(_with_group(pod, group_for))
+    return Planned(pods=tuple(pods))
+
+
 def plan_object(obj: Mapping[str, Any], registry: IntegrationRegistry | None = None) -> Planned:
-    """What the controller of ``obj`` (a stored Job, JobSet or LeaderWorkerSet, with its
-    ``metadata.uid``) creates. Errors of the adapters (``ValidationError``, ``BuildError``)
-    propagate; a kind the simulator does not play is a ``ValueError``."""
+    """What the controllers of ``obj`` would create, without a cluster: the integration's
+    plan (the objects its Reconciler creates) and the pods of :func:`pod_controller`. The
+    simulator itself runs the Reconcilers; this is for tests and tools. Errors of the adapters
+    (``ValidationError``, ``BuildError``) propagate; a kind the simulator does not play is a
+    ``ValueError``."""
     registry = registry if registry is not None else default_registry()
     kind = obj.get("kind")
     try:
@@ -200,20 +263,5 @@ def plan_object(obj: Mapping[str, Any], registry: IntegrationRegistry | None = N
         raise ValueError(f"no controller for kind {kind!r}")
     plan = _plan(integration, obj)
     objects = tuple(plan.objects()) if plan is not None else ()
-    owner = _owner_ref(obj)
-    if isinstance(integration, ChildWorkloads):
-        # The children's pod templates already name their PodGroups (the parent planned them).
-        runs = tuple(_job_run(child, owner, None) for child in integration.child_workloads(obj))
-        return Planned(objects=objects, runs=runs)
-    if integration.gvk == JOB_GVK:
-        return Planned(objects=objects, runs=(_job_run(obj, owner, plan),))
-    assert integration.gvk == LWS_GVK
-    from workloadbuilder.kinds.lws import lws_pods  # loaded on first use, like the adapter
-
-    group_for = plan.pod_group_for if plan is not None else None
-    pods = []
-    for pod in lws_pods(obj):
-        if owner.get("uid"):
-            pod["metadata"]["ownerReferences"] = [dict(owner)]
-        pods.append(_with_group(pod, group_for))
-    return Planned(objects=objects, pods=tuple(pods))
+    pods = pod_controller(obj, integration, plan.pod_group_for if plan is not None else None)
+    return attrs.evolve(pods, objects=objects)

@@ -15,8 +15,8 @@ from typing import Any, Protocol
 import attrs
 
 from simulator._clock import VirtualClock
-from simulator._controllers import JobRun, plan_object
-from simulator._recording import RecordingCluster
+from simulator._controllers import JobRun, played_integrations, pod_controller
+from simulator._recording import ControllerWrites, RecordingCluster
 from simulator._result import (
     CompositeRecord,
     GroupRecord,
@@ -47,9 +47,10 @@ from workloadbuilder.errors import (
     NotFound,
     WorkloadBuilderError,
 )
+from workloadbuilder.kinds import Integration, NotManagedError
 from workloadbuilder.resources import CPU
 from workloadbuilder.resources import pod_requests as sdk_pod_requests
-from workloadbuilder.runtime import Component
+from workloadbuilder.runtime import Component, Reconciler
 
 __all__ = [
     "DEFAULT_SCHEDULER_NAME",
@@ -207,11 +208,18 @@ def _api_message(e: ApiError) -> str:
 class Simulation:
     """Runs a :class:`Scenario` against the scheduler on an in-memory cluster and virtual time.
 
-    The loop, at each event time ``t``: create the objects that arrive at ``t`` (playing the
-    Job/JobSet/LeaderWorkerSet controllers), mark the pods whose duration ends at ``t`` as
-    Succeeded, ``await scheduler.sync()``, ``await scheduler.until_idle()``, record
+    The Workloads, CompositePodGroups and PodGroups of Jobs, JobSets and LeaderWorkerSets are
+    made by one :class:`workloadbuilder.runtime.Reconciler` per played kind (the integrations
+    of :func:`simulator._controllers.played_integrations`), stepped like the scheduler; the
+    simulator only plays what their workload controllers do with pods.
+
+    The loop, at each event time ``t``: create the objects that arrive at ``t`` (stepping the
+    Reconcilers, then creating the pods), mark the pods whose duration ends at ``t`` as
+    Succeeded, step the Reconcilers, ``await scheduler.sync()``,
+    ``await scheduler.until_idle()``, step the Reconcilers again, record
     the pods bound at ``t`` (they then run for their duration), check the gang invariant, and
-    advance to the next arrival, completion, scheduler wake-up (``next_wakeup()``) or clock
+    advance to the next arrival, completion, scheduler or Reconciler wake-up
+    (``next_wakeup()``) or clock
     sleeper. It stops when nothing more can happen: no arrivals or completions are left and
     either no pod is pending or the scheduler's own wake-ups brought no change for ``settle``
     seconds; or at the ``until`` horizon.
@@ -260,6 +268,13 @@ class Simulation:
         self._binds: list[tuple[str, str, str]] = []
         self._deletes: list[tuple[str, str]] = []
         self._deleted = 0
+        #: the played kinds' integrations and their Reconcilers (kind -> ...)
+        self._integrations: dict[str, Integration] = played_integrations()
+        self._reconcilers: dict[str, Reconciler] = {}
+        self._written: list[KubeObject] = []
+        #: (namespace, name) of a played Job -> the run that makes its pods
+        self._job_runs: dict[tuple[str, str], JobRun] = {}
+        self._removed: list[tuple[str, str, str]] = []
 
     # -- public ---------------------------------------------------------------------------
 
@@ -272,6 +287,7 @@ class Simulation:
             await self._create_namespaces()
             recording = RecordingCluster(cluster, on_bind=self._on_bind, on_delete=self._on_delete)
             sched = self._scheduler_factory(recording, self.clock)
+            await self._start_controllers(cluster)
             await sched.start()
             try:
                 end = await self._loop(sched)
@@ -281,6 +297,8 @@ class Simulation:
                 await self._refresh_composites(end)
             finally:
                 await sched.stop()
+                for reconciler in self._reconcilers.values():
+                    await reconciler.stop()
         finally:
             await cluster.close()
         return self._result(end)
@@ -306,8 +324,10 @@ class Simulation:
                 changed = True
             for _ in range(3):  # let woken sleepers and watch deliveries run
                 await asyncio.sleep(0)
+            await self._step_controllers(t)
             await sched.sync()
             await sched.until_idle()
+            await self._step_controllers(t)  # status mirroring of what the scheduler wrote
             if await self._observe(sched, t):
                 changed = True
             if changed:
@@ -323,9 +343,12 @@ class Simulation:
             if self._completions:
                 external.append(self._completions[0][0])
             internal: list[float] = []
-            wake = sched.next_wakeup()
-            if wake is not None:
-                internal.append(self.clock.to_elapsed(wake))
+            for wake in (
+                sched.next_wakeup(),
+                *(r.next_wakeup() for r in self._reconcilers.values()),
+            ):
+                if wake is not None:
+                    internal.append(self.clock.to_elapsed(wake))
             sleeper = self.clock.next_deadline()
             if sleeper is not None:
                 internal.append(sleeper)
@@ -427,19 +450,27 @@ class Simulation:
             stored = await self._create(obj, manifest)
             if not isinstance(stored, dict):
                 raise self._error(obj, "the cluster returned an unexpected object")
+            integration = self._integrations[kind]
             try:
-                planned = plan_object(stored)
+                # what the integration's Reconciler will refuse (it records an event), said
+                # here as a scenario error; the objects come from the Reconciler
+                integration.plan(stored)
+            except NotManagedError:
+                pass
+            except WorkloadBuilderError as e:
+                raise self._error(obj, f"the {kind} adapter refused it: {e}") from None
+            await self._step_controllers(t)
+            meta = stored.get("metadata") or {}
+            plan = self._reconcilers[kind].plans.get(f"{meta.get('namespace')}/{meta.get('name')}")
+            try:
+                planned = pod_controller(
+                    stored, integration, plan.pod_group_for if plan is not None else None
+                )
             except WorkloadBuilderError as e:
                 raise self._error(obj, f"the {kind} adapter refused it: {e}") from None
             owner = f"{kind}/{obj.name}"
-            uids: dict[tuple[str, str], str] = {}
-            for item in planned.objects:
-                item = _fill_owner_uids(item, uids)
-                stored_item = await self._create_scheduling_object(obj, item, t, owner=owner)
-                if stored_item.metadata.uid:
-                    uids[(stored_item.kind, stored_item.metadata.name or "")] = (
-                        stored_item.metadata.uid
-                    )
+            if kind == "Job" and planned.runs:
+                self._job_runs[(obj.namespace or "default", obj.name)] = planned.runs[0]
             for run in planned.runs:
                 for pod in run.initial_pods():
                     await self._create_pod(obj, pod, t, owner=owner, run=run)
@@ -473,8 +504,20 @@ class Simulation:
         stored = await self._create(obj, model)
         if not isinstance(stored, (Workload, PodGroup, CompositePodGroup)):
             raise self._error(obj, f"the cluster returned an unexpected {type(stored).__name__}")
+        self._register(stored, t, owner=owner, namespace=obj.namespace or "default")
+        return stored
+
+    def _register(
+        self,
+        stored: Workload | PodGroup | CompositePodGroup,
+        t: float,
+        *,
+        owner: str,
+        namespace: str,
+    ) -> None:
+        """Start recording a new PodGroup or CompositePodGroup."""
         if isinstance(stored, PodGroup):
-            ns = stored.metadata.namespace or obj.namespace or "default"
+            ns = stored.metadata.namespace or namespace
             name = stored.metadata.name or ""
             duration = None
             if stored.metadata.annotations.get(DURATION_ANNOTATION):
@@ -493,12 +536,76 @@ class Simulation:
             self._update_group(state, stored, t)
             self._groups[(ns, name)] = state
         elif isinstance(stored, CompositePodGroup):
-            ns = stored.metadata.namespace or obj.namespace or "default"
+            ns = stored.metadata.namespace or namespace
             name = stored.metadata.name or ""
             cstate = _CompositeState(namespace=ns, name=name, owner=owner, arrival=t)
             self._update_composite(cstate, stored, t)
             self._composites[(ns, name)] = cstate
-        return stored
+
+    # -- the integrations ---------------------------------------------------------------------
+
+    async def _start_controllers(self, cluster: Cluster) -> None:
+        """One Reconciler per played kind the scenario has, on the cluster (through
+        :class:`ControllerWrites`, which tells us what they write)."""
+        kinds = {o.kind for o in self.scenario.objects if o.controlled}
+        writes = ControllerWrites(
+            cluster, on_write=self._on_controller_write, on_delete=self._on_controller_delete
+        )
+        for kind, integration in self._integrations.items():
+            if kind not in kinds:
+                continue
+            reconciler = Reconciler(writes, integration, clock=self.clock)
+            await reconciler.start()
+            self._reconcilers[kind] = reconciler
+
+    def _on_controller_write(self, stored: KubeObject) -> None:
+        self._written.append(stored)
+
+    def _on_controller_delete(self, kind: str, namespace: str, name: str) -> None:
+        self._removed.append((kind, namespace, name))
+
+    async def _step_controllers(self, t: float) -> None:
+        """Step the Reconcilers as the scheduler is stepped (``sync``, ``until_idle``) until
+        none has work left now, then record what they created, resized or deleted."""
+        for _ in range(8):
+            done = 0
+            for reconciler in self._reconcilers.values():
+                done += await reconciler.until_idle()
+            if not done:
+                break
+        self._absorb(t)
+
+    def _absorb(self, t: float) -> None:
+        written, self._written = self._written, []
+        for item in written:
+            if not isinstance(item, (PodGroup, CompositePodGroup)):
+                continue
+            key = (item.metadata.namespace or "default", item.metadata.name or "")
+            if isinstance(item, PodGroup):
+                state = self._groups.get(key)
+                if state is not None:
+                    self._update_group(state, item, t)
+                    continue
+            else:
+                cstate = self._composites.get(key)
+                if cstate is not None:
+                    self._update_composite(cstate, item, t)
+                    continue
+            self._register(item, t, owner=self._owner_of(item), namespace=key[0])
+        removed, self._removed = self._removed, []
+        for kind, ns, name in removed:
+            if kind == "PodGroup" and (ns, name) in self._groups:
+                self._groups[(ns, name)].deleted = t
+            elif kind == "CompositePodGroup" and (ns, name) in self._composites:
+                self._composites[(ns, name)].deleted = t
+
+    def _owner_of(self, item: PodGroup | CompositePodGroup) -> str:
+        """``Kind/name`` of the played object whose Reconciler controls ``item``."""
+        for kind, reconciler in self._reconcilers.items():
+            key = reconciler.owner_key_of(item)
+            if key is not None:
+                return f"{kind}/{key.partition('/')[2]}"
+        return ""
 
     # -- updates and deletions --------------------------------------------------------------
 
@@ -556,6 +663,8 @@ class Simulation:
                     gkey = (st.namespace, st.group)
                     self._prebound[gkey] = self._prebound.get(gkey, 0) + 1
                 await self._start_running(st, t)
+        elif obj.controlled and isinstance(stored, dict):
+            await self._resize(obj, stored, t)
         elif isinstance(stored, PodGroup):
             state = self._groups.get((ns or "default", obj.name))
             if state is not None:
@@ -564,6 +673,57 @@ class Simulation:
             cstate = self._composites.get((ns or "default", obj.name))
             if cstate is not None:
                 self._update_composite(cstate, stored, t)
+
+    async def _resize(self, obj: ScenarioObject, stored: dict[str, Any], t: float) -> None:
+        """An elastic resize of a played object (``spec.parallelism`` of a Job,
+        ``spec.replicas`` of a LeaderWorkerSet; the scenario parser refuses other updates):
+        its Reconciler re-plans (patches ``minCount``, creates and deletes PodGroups), then the
+        pods are added or removed as the workload controller would."""
+        await self._step_controllers(t)
+        ns = obj.namespace or "default"
+        owner = f"{obj.kind}/{obj.name}"
+        live = [
+            st
+            for st in self._pods.values()
+            if st.owner == owner and st.namespace == ns and st.deleted is None
+        ]
+        active = [st for st in live if st.finished is None]
+        if obj.kind == "Job":
+            run = self._job_runs.get((ns, obj.name))
+            if run is None:
+                return
+            run.parallelism = int((stored.get("spec") or {}).get("parallelism") or 0)
+            want = run.parallelism
+            if run.completions is not None:
+                want = max(0, min(want, run.completions - run.created + len(active)))
+            if want > len(active):
+                for _ in range(want - len(active)):
+                    await self._create_pod(obj, run.next_pod(), t, owner=owner, run=run)
+            else:
+                # kube-controller-manager deletes the excess active pods: unscheduled before
+                # scheduled, newer before older (ties: the last created first)
+                doomed = sorted(reversed(active), key=lambda st: (st.node is not None, -st.created))
+                await self._delete_pods(doomed[: len(active) - want], t)
+            return
+        meta = stored.get("metadata") or {}
+        plan = self._reconcilers[obj.kind].plans.get(f"{ns}/{meta.get('name')}")
+        planned = pod_controller(
+            stored,
+            self._integrations[obj.kind],
+            plan.pod_group_for if plan is not None else None,
+        )
+        wanted = {str(p["metadata"]["name"]) for p in planned.pods}
+        known = {st.name for st in self._pods.values() if st.owner == owner and st.namespace == ns}
+        await self._delete_pods([st for st in active if st.name not in wanted], t)
+        for pod in planned.pods:
+            if str(pod["metadata"]["name"]) not in known:
+                await self._create_pod(obj, pod, t, owner=owner, run=None)
+
+    async def _delete_pods(self, pods: list[_PodState], t: float) -> None:
+        for st in pods:
+            with contextlib.suppress(NotFound):
+                await self.cluster.delete("Pod", st.name, st.namespace)
+            self._vanished(st, t)
 
     async def _delete(self, obj: ScenarioObject, t: float) -> None:
         """Delete the object (its dependents go with it through garbage collection); a
@@ -587,6 +747,7 @@ class Simulation:
             self._groups[key].deleted = t
         if obj.kind == "CompositePodGroup" and key in self._composites:
             self._composites[key].deleted = t
+        await self._step_controllers(t)
         await self._sweep(t)
 
     async def _sweep(self, t: float) -> None:
@@ -1169,20 +1330,6 @@ class Simulation:
                 )
             )
         return tuple(out)
-
-
-def _fill_owner_uids(
-    item: Workload | PodGroup | CompositePodGroup, uids: Mapping[tuple[str, str], str]
-) -> Workload | PodGroup | CompositePodGroup:
-    """Adapters cannot know the uids of objects created just before (the Workload, parent
-    CompositePodGroups); fill them into the ownerReferences, as a controller does."""
-    refs = item.metadata.owner_references
-    if not any(not r.uid for r in refs):
-        return item
-    fixed = tuple(
-        attrs.evolve(r, uid=uids.get((r.kind, r.name), r.uid)) if not r.uid else r for r in refs
-    )
-    return attrs.evolve(item, metadata=attrs.evolve(item.metadata, owner_references=fixed))
 
 
 def _apply(live: Any, previous: Any, new: Any, *, top: bool = True) -> Any:

@@ -1,10 +1,11 @@
-"""A Cluster wrapper that tells the simulator about the scheduler's bindings and deletions
-as they happen, so the simulator never has to list every pod to find them."""
+"""Cluster wrappers: one tells the simulator about the scheduler's bindings and deletions
+as they happen, so the simulator never has to list every pod to find them; the other tells
+it about the scheduling objects the integrations' Reconcilers write."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 from workloadbuilder.cluster import (
     Cluster,
@@ -17,7 +18,9 @@ from workloadbuilder.cluster import (
     resource_info,
 )
 
-__all__ = ["RecordingCluster"]
+__all__ = ["ControllerWrites", "RecordingCluster"]
+
+T = TypeVar("T")
 
 
 class RecordingCluster(ClusterProxy):
@@ -117,3 +120,60 @@ class RecordingCluster(ClusterProxy):
         """Forwarded; reports the evicted pod."""
         await super().evict(namespace, pod_name, grace_period_seconds=grace_period_seconds)
         self._on_delete(namespace, pod_name)
+
+
+_SCHEDULING_KINDS = frozenset({"Workload", "CompositePodGroup", "PodGroup"})
+
+
+class ControllerWrites(ClusterProxy):
+    """Forwards every call to ``inner`` (the cluster the integrations' Reconcilers use);
+    reports every Workload, CompositePodGroup and PodGroup they create or change
+    (``on_write(stored)``) and delete (``on_delete(kind, namespace, name)``), so the simulator
+    records the scheduling objects the integrations made without listing them."""
+
+    def __init__(
+        self,
+        inner: Cluster,
+        *,
+        on_write: Callable[[KubeObject], None],
+        on_delete: Callable[[str, str, str], None],
+    ) -> None:
+        super().__init__(inner)
+        self._on_write = on_write
+        self._on_delete_object = on_delete
+
+    async def around(
+        self, verb: str, info: ResourceInfo, subresource: str | None, call: Awaitable[T]
+    ) -> T:
+        """Awaits ``call``; reports created, updated and patched scheduling objects."""
+        out = await call
+        if (
+            verb in ("create", "update", "patch")
+            and subresource is None
+            and info.kind in _SCHEDULING_KINDS
+        ):
+            self._on_write(cast(KubeObject, out))
+        return out
+
+    async def delete(
+        self,
+        kind: str | ResourceInfo,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: PropagationPolicy | None = None,
+        preconditions: Preconditions | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> None:
+        """Forwarded; reports deleted scheduling objects."""
+        await super().delete(
+            kind,
+            name,
+            namespace,
+            propagation_policy=propagation_policy,
+            preconditions=preconditions,
+            grace_period_seconds=grace_period_seconds,
+        )
+        info = resource_info(kind)
+        if info.kind in _SCHEDULING_KINDS:
+            self._on_delete_object(info.kind, namespace or "", name)

@@ -23,6 +23,7 @@ __all__ = [
     "AT_ANNOTATION",
     "DELETE_AT_ANNOTATION",
     "DURATION_ANNOTATION",
+    "ELASTIC_FIELDS",
     "MAX_NODES",
     "MAX_PODS_PER_OBJECT",
     "NODE_POOL_API_VERSION",
@@ -30,12 +31,14 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "ScenarioObject",
+    "elastic_update",
     "expand_node_pool",
     "load_scenario",
     "parse_scenario",
     "scenario_from_documents",
 ]
 
+_SIM_PREFIX = "sim.workloadbuilder.io/"
 ARRIVAL_ANNOTATION = "sim.workloadbuilder.io/arrival"
 DURATION_ANNOTATION = "sim.workloadbuilder.io/duration"
 #: On a later document for an object defined earlier: apply it as an update at this time.
@@ -153,6 +156,39 @@ def parse_scenario(text: str, *, source: str = "<scenario>") -> Scenario:
     return scenario_from_documents([d.obj for d in docs], source=source)
 
 
+#: the one spec field an update of a played kind may change: the workload controller's
+#: elastic resize (the integration re-plans; the simulator adds or removes the pods)
+ELASTIC_FIELDS = {"Job": "parallelism", "LeaderWorkerSet": "replicas"}
+
+
+def elastic_update(kind: str, previous: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """True when ``new`` differs from ``previous`` (a Job or LeaderWorkerSet document) only in
+    its :data:`ELASTIC_FIELDS` field (and the simulation annotations)."""
+    field = ELASTIC_FIELDS.get(kind)
+    if field is None:
+        return False
+
+    def rest(doc: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
+        out = copy.deepcopy(dict(doc))
+        meta = dict(out.get("metadata") or {})
+        annotations = {
+            k: v
+            for k, v in (meta.get("annotations") or {}).items()
+            if not str(k).startswith(_SIM_PREFIX)
+        }
+        meta.pop("annotations", None)
+        if annotations:
+            meta["annotations"] = annotations
+        out["metadata"] = meta
+        spec = dict(out.get("spec") or {})
+        value = spec.pop(field, None)
+        out["spec"] = spec
+        return out, value
+
+    (before, old), (after, value) = rest(previous), rest(new)
+    return before == after and old != value and isinstance(value, int) and value >= 0
+
+
 def scenario_from_documents(raw: Sequence[Any], *, source: str = "<scenario>") -> Scenario:
     """Build a scenario from its documents (1-based numbering, in order)."""
     objects: list[ScenarioObject] = []
@@ -179,10 +215,14 @@ def scenario_from_documents(raw: Sequence[Any], *, source: str = "<scenario>") -
                         f"update it at a later time, annotate this document with {AT_ANNOTATION})",
                         path="metadata.name",
                     )
-                if obj.controlled or obj.pool is not None:
+                if obj.pool is not None or (
+                    obj.controlled and not elastic_update(obj.kind, prev.manifest, obj.manifest)
+                ):
+                    field = ELASTIC_FIELDS.get(obj.kind)
+                    but = f", except a change of spec.{field} (elastic)" if field else ""
                     raise err(
                         f"Forbidden: updates of a {'NodePool' if obj.pool else obj.kind} are not "
-                        "simulated (update its PodGroups, pods or nodes instead)",
+                        f"simulated{but} (update its PodGroups, pods or nodes instead)",
                         path=f"metadata.annotations[{AT_ANNOTATION}]",
                     )
                 if ident in deletes and at >= deletes[ident]:
