@@ -4,8 +4,9 @@ outcome the rule requires.
 Isolation: every rule gets its own namespace and its own fake Nodes (no kubelet; Ready,
 allocatable set through the status subresource). The Nodes carry the taint
 ``conformance.workloadbuilder.io/run=<run id>:NoSchedule`` that only the suite's pods
-tolerate, so real workloads never land on them and the suite's pods never land on real
-Nodes. Everything is deleted when the rule ends (pass, fail or error).
+tolerate, so real workloads never land on them, and the suite's pods never land on real
+Nodes (they also select the suite's Nodes by the label ``RUN_LABEL``). Everything is
+deleted when the rule ends (pass, fail or error).
 """
 
 from __future__ import annotations
@@ -170,6 +171,9 @@ class _Scenario:
                 pod = make_pod(f"{prefix}-{i}", self.namespace)
                 pod.scheduler_name(str(spec.get("schedulerName", self.runner.scheduler_name)))
                 pod.tolerations(_toleration(TAINT_KEY, self.runner.run_id))
+                # the taint keeps real pods off the suite's Nodes; the selector keeps the
+                # suite's pods off real Nodes
+                pod.node_selector(RUN_LABEL, self.runner.run_id)
                 if group:
                     pod.pod_group(str(group))
                 if spec.get("node"):
