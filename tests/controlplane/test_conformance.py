@@ -1,0 +1,81 @@
+"""The conformance suite on the real v1.37.2 control plane, two ways on ONE plane: against the
+upstream kube-scheduler (``default-scheduler``, every workload-aware gate on) and against our
+scheduler running in process over ``KubeCluster`` (its own scheduler name). The rules run one
+after the other, each on its own tainted fake Nodes, so the two schedulers never meet.
+
+Every rule upstream implements must pass on upstream (if one does not, the rule is wrong);
+every rule passes on ours; extension rules are skipped on upstream with their reason.
+Run with ``-s`` to see both report tables (docs/conformance.md records them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+_ROOT = str(Path(__file__).resolve().parents[2])
+if sys.path[:1] != [_ROOT]:
+    sys.path.insert(0, _ROOT)
+if getattr(sys.modules.get("scheduler"), "__file__", "") is None:
+    del sys.modules["scheduler"]
+
+from scheduler import Scheduler, SchedulerConfig  # noqa: E402
+from workloadbuilder.cluster import KubeCluster  # noqa: E402
+from workloadbuilder.conformance import (  # noqa: E402
+    UPSTREAM_SCHEDULER,
+    ConformanceRunner,
+    RuleResult,
+    load_rules,
+    render_text,
+)
+from workloadbuilder.testing import ControlPlane  # noqa: E402
+
+pytestmark = [pytest.mark.controlplane]
+
+OURS = "wb-conformance"
+
+
+@pytest.fixture(scope="module")
+def plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
+    """A private plane with the upstream kube-scheduler (ours joins it in process)."""
+    with ControlPlane(bin_dir=control_plane.bin_dir, with_scheduler=True) as cp:
+        yield cp
+
+
+def _check(results: list[RuleResult], name: str) -> None:
+    print("\n" + render_text(results, name))
+    failed = [f"{r.rule}: {r.message}" for r in results if r.result == "fail"]
+    assert not failed, "\n".join(failed)
+
+
+async def test_upstream_kube_scheduler_passes_every_upstream_rule(plane: ControlPlane) -> None:
+    cluster = KubeCluster.from_kubeconfig(plane.kubeconfig)
+    try:
+        results = await ConformanceRunner(cluster, UPSTREAM_SCHEDULER).run(load_rules())
+    finally:
+        await cluster.close()
+    _check(results, UPSTREAM_SCHEDULER)
+    skipped = {r.rule for r in results if r.result == "skip"}
+    assert skipped == {r.id for r in load_rules() if r.extension}
+    assert all("extension" in r.message for r in results if r.result == "skip")
+
+
+async def test_our_scheduler_passes_every_rule_on_the_real_api_server(
+    plane: ControlPlane,
+) -> None:
+    cluster = KubeCluster.from_kubeconfig(plane.kubeconfig)
+    sched = Scheduler(cluster, SchedulerConfig(scheduler_name=OURS))
+    await sched.start()
+    task = asyncio.create_task(sched.run())
+    try:
+        results = await ConformanceRunner(cluster, OURS).run(load_rules())
+    finally:
+        await sched.stop()
+        await task
+        await cluster.close()
+    _check(results, OURS)
+    assert [r.result for r in results] == ["pass"] * len(results)
