@@ -11,6 +11,9 @@ Run with ``-s`` to see both report tables (docs/conformance.md records them).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +29,7 @@ if getattr(sys.modules.get("scheduler"), "__file__", "") is None:
 from scheduler import Scheduler, SchedulerConfig  # noqa: E402
 from workloadbuilder.cluster import KubeCluster  # noqa: E402
 from workloadbuilder.conformance import (  # noqa: E402
+    RUN_LABEL,
     UPSTREAM_SCHEDULER,
     ConformanceRunner,
     RuleResult,
@@ -62,6 +66,57 @@ async def test_upstream_kube_scheduler_passes_every_upstream_rule(plane: Control
     skipped = {r.rule for r in results if r.result == "skip"}
     assert skipped == {r.id for r in load_rules() if r.extension}
     assert all("extension" in r.message for r in results if r.result == "skip")
+
+
+async def test_extension_rules_really_differ_from_upstream(plane: ControlPlane) -> None:
+    """Forced to run, the extension rule fails on upstream: it checks our addition, not
+    something upstream already does. And the suite leaves nothing behind."""
+    cluster = KubeCluster.from_kubeconfig(plane.kubeconfig)
+    try:
+        runner = ConformanceRunner(cluster, UPSTREAM_SCHEDULER, run_extensions=True)
+        ext = [dataclasses.replace(r, timeout=8.0) for r in load_rules() if r.extension]
+        results = await runner.run(ext)
+        left = await cluster.list("Node", label_selector=RUN_LABEL)
+        pcs = await cluster.list("PriorityClass", label_selector=RUN_LABEL)
+    finally:
+        await cluster.close()
+    print("\n" + render_text(results, UPSTREAM_SCHEDULER + " (extensions forced)"))
+    assert [r.result for r in results] == ["fail"] * len(ext)
+    assert list(left.items) == [] and list(pcs.items) == []
+
+
+def test_cli_against_the_real_plane(plane: ControlPlane, tmp_path: Path) -> None:
+    """``workloadbuilder conformance run`` as a user runs it: progress on stderr, JSON on
+    stdout, a JUnit file, exit 0."""
+    junit = tmp_path / "junit.xml"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workloadbuilder.cli",
+            "conformance",
+            "run",
+            "--kubeconfig",
+            str(plane.kubeconfig),
+            "--scheduler-name",
+            UPSTREAM_SCHEDULER,
+            "--features",
+            "gang,topology",
+            "-o",
+            "json",
+            "--junit",
+            str(junit),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["summary"] == {"pass": 6, "fail": 0, "skip": 0}
+    assert "PASS  gang/fits-binds-all" in proc.stderr
+    assert 'failures="0"' in junit.read_text()
 
 
 async def test_our_scheduler_passes_every_rule_on_the_real_api_server(

@@ -117,7 +117,7 @@ async def _run(args: argparse.Namespace) -> int:
     if planned:
         print(f"note: no rules yet for {', '.join(planned)} (planned)", file=sys.stderr)
     if args.dry_run:
-        runner = ConformanceRunner(None, args.scheduler_name, run_id="dryrun")  # type: ignore[arg-type]
+        runner = ConformanceRunner(None, args.scheduler_name, run_id="dryrun")
         for rule, objs in runner.plan(rules):
             skip = runner.skip_reason(rule)
             print(f"# rule {rule.id}" + (f" (skipped: {skip})" if skip else ""))

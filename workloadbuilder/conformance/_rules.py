@@ -34,7 +34,17 @@ PLANNED_FEATURES: tuple[str, ...] = ("preemption", "dra", "elastic")
 UPSTREAM_SCHEDULER = "default-scheduler"
 
 _STEP_KINDS = frozenset(
-    {"priorityClass", "podGroup", "compositePodGroup", "pods", "patch", "settle", "expect"}
+    {
+        "priorityClass",
+        "podGroup",
+        "compositePodGroup",
+        "pods",
+        "node",
+        "patch",
+        "sleep",
+        "settle",
+        "expect",
+    }
 )
 
 
@@ -43,9 +53,10 @@ class Rule:
     """One rule of the suite: the scenario (nodes, steps) and what it requires.
 
     ``steps`` are plain data (see ``docs/conformance.md``): ``priorityClass``, ``podGroup``,
-    ``compositePodGroup`` and ``pods`` create objects (builder-style shorthands), ``patch``
-    changes one, ``settle`` waits until the scheduler has handled everything created so far
-    and ``expect`` is the outcome, polled until it holds or the deadline passes.
+    ``compositePodGroup``, ``pods`` and ``node`` create objects (builder-style shorthands),
+    ``patch`` changes one, ``sleep`` waits ``seconds``, ``settle`` waits until the scheduler
+    has handled everything created so far and ``expect`` is the outcome, polled until it
+    holds or the deadline passes.
     """
 
     id: str

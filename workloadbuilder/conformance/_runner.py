@@ -80,10 +80,13 @@ def _toleration(key: str, value: str) -> dict[str, Any]:
 class _Scenario:
     """One rule played once: its namespace, Nodes, objects, and the observations."""
 
+    @property
+    def cluster(self) -> Cluster:
+        return self.runner.cluster
+
     def __init__(self, runner: ConformanceRunner, rule: Rule, index: int) -> None:
         self.runner = runner
         self.rule = rule
-        self.cluster = runner.cluster
         self.namespace = f"wbc-{runner.run_id}-{index}"
         self.nodes: dict[str, dict[str, str]] = {}  # full name -> labels
         self.priority_classes: list[str] = []
@@ -113,9 +116,12 @@ class _Scenario:
             namespaced=False,
         )
 
-    def node_objects(self) -> list[dict[str, Any]]:
+    def node_objects(
+        self, specs: Sequence[Mapping[str, Any]] | None = None
+    ) -> list[dict[str, Any]]:
         out = []
-        specs: list[Mapping[str, Any]] = [*self.rule.nodes, {"name": "witness", "cpu": "1"}]
+        if specs is None:
+            specs = [*self.rule.nodes, {"name": "witness", "cpu": "1"}]
         for spec in specs:
             full = self.node_name(str(spec["name"]))
             labels = {str(k): str(v) for k, v in (spec.get("labels") or {}).items()}
@@ -162,6 +168,8 @@ class _Scenario:
             if spec.get("topology"):
                 cpg.topology(str(spec["topology"]))
             return [self._mark(cpg.obj())]
+        if kind == "node":
+            return self.node_objects([spec])
         if kind == "pods":
             group = spec.get("group")
             prefix = str(spec.get("prefix", group or "pod"))
@@ -199,11 +207,14 @@ class _Scenario:
     async def setup(self) -> None:
         await self.cluster.create(self.namespace_object())
         for node in self.node_objects():
-            status = node.pop("status")
-            await self.cluster.create(node)
-            await self.cluster.patch(
-                "Node", node["metadata"]["name"], {"status": status}, subresource="status"
-            )
+            await self._create_node(node)
+
+    async def _create_node(self, node: dict[str, Any]) -> None:
+        status = node.pop("status")
+        await self.cluster.create(node)
+        await self.cluster.patch(
+            "Node", node["metadata"]["name"], {"status": status}, subresource="status"
+        )
 
     async def _create(self, obj: dict[str, Any]) -> None:
         # the Priority admission plugin reads PriorityClasses from an informer: a pod naming
@@ -232,6 +243,12 @@ class _Scenario:
                 )
             elif kind == "settle":
                 await self.settle()
+            elif kind == "sleep":
+                await asyncio.sleep(float(spec.get("seconds", 1)))
+                await self.runner.step()
+            elif kind == "node":
+                for node in self.step_objects(kind, spec):
+                    await self._create_node(node)
             elif kind == "expect":
                 await self.expect(spec)
             else:
@@ -406,28 +423,41 @@ class ConformanceRunner:
 
     ``step`` is awaited before every observation: a scheduler stepped in process (on
     ``MemoryCluster``) does its work there; against a running scheduler leave it out.
+    ``progress`` is called when each rule starts and ends. ``run_id`` (default: random) names
+    the namespaces, Nodes and the taint's value. ``cluster`` may be ``None`` for
+    :meth:`plan` only.
     """
 
     def __init__(
         self,
-        cluster: Cluster,
+        cluster: Cluster | None,
         scheduler_name: str,
         *,
         step: Callable[[], Awaitable[None]] | None = None,
         poll: float = 0.1,
         progress: Progress | None = None,
         run_id: str | None = None,
+        run_extensions: bool = False,
     ) -> None:
-        self.cluster = cluster
+        self._cluster = cluster
         self.scheduler_name = scheduler_name
         self.step = step or _no_step
         self.poll = poll
         self.progress = progress
         self.run_id = run_id or secrets.token_hex(3)
+        #: run extension rules even for ``default-scheduler`` (to show they differ)
+        self.run_extensions = run_extensions
+
+    @property
+    def cluster(self) -> Cluster:
+        """The cluster under test (``ValueError`` for a plan-only runner)."""
+        if self._cluster is None:
+            raise ValueError("this ConformanceRunner has no cluster (plan only)")
+        return self._cluster
 
     def skip_reason(self, rule: Rule) -> str | None:
         """Why ``rule`` is not run for this scheduler, or ``None``."""
-        if rule.extension and self.scheduler_name == UPSTREAM_SCHEDULER:
+        if rule.extension and self.scheduler_name == UPSTREAM_SCHEDULER and not self.run_extensions:
             return f"extension, not upstream behaviour: {rule.extension_reason}"
         return None
 
