@@ -251,3 +251,28 @@ def test_cli_runs_reports_and_exits_1_on_failure(
     doc = json.loads(captured.out)
     assert doc["summary"]["fail"] == 2
     assert ET.parse(junit).getroot().get("failures") == "2"
+
+
+def test_pytest_plugin_adds_nothing_unless_asked_and_needs_a_scheduler_name(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+    import sys
+
+    base = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "workloadbuilder.conformance.pytest_plugin",
+        str(tmp_path),
+    ]
+    quiet = subprocess.run(base, capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert quiet.returncode == 5  # nothing collected: the plugin adds no item by itself
+    bad = subprocess.run(
+        [*base, "--wb-conformance"], capture_output=True, text=True, cwd=tmp_path, check=False
+    )
+    assert bad.returncode == 4 and "--wb-scheduler-name" in bad.stderr

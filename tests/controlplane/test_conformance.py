@@ -134,3 +134,37 @@ async def test_our_scheduler_passes_every_rule_on_the_real_api_server(
         await cluster.close()
     _check(results, OURS)
     assert [r.result for r in results] == ["pass"] * len(results)
+
+
+def test_pytest_plugin_against_the_real_plane(plane: ControlPlane, tmp_path: Path) -> None:
+    """``pytest -p workloadbuilder.conformance.pytest_plugin --wb-conformance``: one item per
+    rule, passing on upstream; the extension skipped."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "workloadbuilder.conformance.pytest_plugin",
+            "--wb-conformance",
+            "--wb-kubeconfig",
+            str(plane.kubeconfig),
+            "--wb-scheduler-name",
+            UPSTREAM_SCHEDULER,
+            "--wb-features",
+            "gang,composite",
+            "-rs",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "6 passed, 1 skipped" in proc.stdout
+    assert "extension, not upstream behaviour" in proc.stdout
