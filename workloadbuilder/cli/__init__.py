@@ -50,7 +50,7 @@ __all__ = [
     "validate_document",
 ]
 
-_BUILTIN = ("_build", "_validate", "_lint", "_controlplane")
+_BUILTIN = ("_build", "_validate", "_lint", "_controlplane", "_conformance")
 #: top-level module -> the extra of pyproject.toml that installs it (for the CLI's hint)
 _OPTIONAL_MODULES = {"numpy": "scheduler", "matplotlib": "simulator"}
 _log = logging.getLogger(__name__)

@@ -1,0 +1,278 @@
+"""The conformance suite against our scheduler on MemoryCluster (stepped, fast), and the
+runner's own behaviour: isolation, cleanup, skips, failure detection, reports, the CLI."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scheduler import Scheduler, SchedulerConfig, load_config
+from workloadbuilder.cli import main
+from workloadbuilder.cluster import MemoryCluster
+from workloadbuilder.conformance import (
+    FEATURES,
+    RUN_LABEL,
+    TAINT_KEY,
+    UPSTREAM_SCHEDULER,
+    ConformanceRunner,
+    Rule,
+    RuleResult,
+    load_rules,
+    render_json,
+    render_junit,
+    render_text,
+    select_rules,
+)
+
+OURS = "wb-conformance"
+RULES = load_rules()
+
+
+@dataclasses.dataclass
+class Stepped:
+    cluster: MemoryCluster
+    scheduler: Scheduler
+
+    async def step(self) -> None:
+        await self.scheduler.sync()
+        await self.scheduler.until_idle()
+
+    def runner(self, name: str = OURS, **kw: Any) -> ConformanceRunner:
+        return ConformanceRunner(self.cluster, name, step=self.step, poll=0.01, **kw)
+
+
+@pytest.fixture
+async def stepped() -> AsyncIterator[Stepped]:
+    cluster = MemoryCluster()
+    s = Scheduler(cluster, SchedulerConfig(scheduler_name=OURS))
+    await s.start()
+    try:
+        yield Stepped(cluster, s)
+    finally:
+        await s.stop()
+        await cluster.close()
+
+
+def test_rules_are_well_formed() -> None:
+    ids = [r.id for r in RULES]
+    assert len(ids) == len(set(ids)) >= 19
+    assert {r.feature for r in RULES} == set(FEATURES)
+    for r in RULES:
+        assert r.summary and r.checks, r.id
+        assert all(
+            s.startswith(("https://github.com/kubernetes/", "https://kep.k8s.io"))
+            for s in r.sources
+        )
+        assert any("v1.37.2" in s or "kep.k8s.io" in s for s in r.sources), r.id
+        assert r.id.split("/")[0] == r.feature
+        assert any("expect" in step for step in r.steps), r.id
+    assert [r.id for r in RULES if r.extension] == ["composite/bounded-search"]
+
+
+def test_malformed_rules_are_refused() -> None:
+    good = {"id": "x/y", "feature": "gang", "source": "https://kep.k8s.io/4671", "steps": []}
+    Rule.from_dict(good)
+    with pytest.raises(ValueError, match="unknown feature"):
+        Rule.from_dict({**good, "feature": "nope"})
+    with pytest.raises(ValueError, match="upstream URL"):
+        Rule.from_dict({**good, "source": "https://example.com/x"})
+    with pytest.raises(ValueError, match="bad step"):
+        Rule.from_dict({**good, "steps": [{"launch": {}}]})
+    with pytest.raises(ValueError, match="extensionReason"):
+        Rule.from_dict({**good, "extension": True})
+    with pytest.raises(ValueError, match="unknown conformance feature"):
+        select_rules(RULES, ["gang", "magic"])
+    assert select_rules(RULES, ["preemption"]) == []  # planned: no rules yet
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
+async def test_every_rule_passes_on_our_scheduler(stepped: Stepped, rule: Rule) -> None:
+    result = await stepped.runner().run_one(rule)
+    assert (result.result, result.message) == ("pass", "")
+    # everything it made is gone: no Node, no pod, no group, no PriorityClass of the run
+    for kind in ("Node", "Pod", "PodGroup", "CompositePodGroup", "PriorityClass"):
+        left = [
+            o
+            for o in (await stepped.cluster.list(kind)).items
+            if "wbc-" in str(o["metadata"]["name"] if isinstance(o, dict) else o.metadata.name)
+        ]
+        assert left == [], (kind, left)
+
+
+async def test_the_suite_fails_when_nobody_schedules(stepped: Stepped) -> None:
+    """Pods for a scheduler that does not run: every rule fails (none passes vacuously)."""
+    quick = [dataclasses.replace(r, timeout=0.3) for r in RULES]
+    results = await stepped.runner("nobody-runs-this").run(quick)
+    assert [r.result for r in results] == ["fail"] * len(RULES)
+    waits = [r for r in results if "witness" in r.message]
+    assert {r.rule for r in waits} >= {"queueing/preenqueue-quorum", "composite/tree-quorum"}
+
+
+async def test_the_greedy_composite_search_fails_only_the_extension_rule(tmp_path: Path) -> None:
+    """Our scheduler configured with upstream's greedy composite search fails the extension
+    rule, and only it among the composite rules: the rule checks what it says."""
+    config = tmp_path / "greedy.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\n"
+        "kind: KubeSchedulerConfiguration\n"
+        "profiles:\n"
+        f"- schedulerName: {OURS}\n"
+        "  pluginConfig:\n"
+        "  - name: TopologyPlacementGenerator\n"
+        "    args: {compositeSearch: {mode: greedy}}\n"
+    )
+    loaded = load_config(config)
+    cluster = MemoryCluster()
+    s = Scheduler(cluster, loaded.scheduler, framework=loaded.framework)
+    await s.start()
+    try:
+        runner = Stepped(cluster, s).runner()
+        rules = [dataclasses.replace(r, timeout=1.0) for r in select_rules(RULES, ["composite"])]
+        got = {r.rule: r.result for r in await runner.run(rules)}
+    finally:
+        await s.stop()
+        await cluster.close()
+    assert got.pop("composite/bounded-search") == "fail"
+    assert set(got.values()) == {"pass"}
+
+
+async def test_pods_tolerate_only_the_run_taint_and_nodes_carry_it(stepped: Stepped) -> None:
+    runner = stepped.runner(run_id="abc123")
+    ((_rule, objs),) = runner.plan([r for r in RULES if r.id == "gang/fits-binds-all"])
+    nodes = [o for o in objs if o["kind"] == "Node"]
+    pods = [o for o in objs if o["kind"] == "Pod"]
+    assert len(nodes) == 3 and len(pods) == 3  # a, b and the witness Node
+    for n in nodes:
+        assert {"key": TAINT_KEY, "value": "abc123", "effect": "NoSchedule"} in n["spec"]["taints"]
+    for p in pods:
+        assert p["metadata"]["namespace"] == "wbc-abc123-0"
+        assert p["spec"]["schedulerName"] == OURS
+        assert p["spec"]["nodeSelector"] == {RUN_LABEL: "abc123"}
+        assert p["spec"]["tolerations"] == [
+            {"key": TAINT_KEY, "operator": "Equal", "value": "abc123", "effect": "NoSchedule"}
+        ]
+
+
+async def test_real_workloads_are_untouched(stepped: Stepped) -> None:
+    """A real Node (no taint) with room is never used by the suite's pods, and a real pod
+    outside the suite's namespace survives the run."""
+    await stepped.cluster.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "real"},
+            "status": {
+                "allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"},
+                "capacity": {"cpu": "64", "memory": "256Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }
+    )
+    rule = next(r for r in RULES if r.id == "gang/all-or-nothing")
+    result = await stepped.runner().run_one(rule)
+    assert result.result == "pass", result.message  # the 4th pod did not go to "real"
+    assert [
+        n.get("metadata", {}).get("name") for n in (await stepped.cluster.list("Node")).items
+    ] == ["real"]
+
+
+def test_extensions_are_skipped_for_upstream() -> None:
+    runner = ConformanceRunner(MemoryCluster(), UPSTREAM_SCHEDULER)
+    ext = next(r for r in RULES if r.extension)
+    assert "greedily" in (runner.skip_reason(ext) or "")
+    assert all(runner.skip_reason(r) is None for r in RULES if not r.extension)
+    assert ConformanceRunner(MemoryCluster(), OURS).skip_reason(ext) is None
+
+
+def test_reports() -> None:
+    results = [
+        RuleResult("gang/a", "gang", "pass", 1.25, ""),
+        RuleResult("gang/b", "gang", "fail", 2.0, "PodGroup g: 1 pods bound, want 0"),
+        RuleResult("composite/c", "composite", "skip", 0.0, "extension", True),
+    ]
+    text = render_text(results, "x")
+    assert "gang/b" in text and "FAIL" in text and "1 pods bound" in text
+    assert "composite/c (extension)" in text
+    assert "1 passed, 1 failed, 1 skipped" in text and "preemption" in text
+    doc = json.loads(render_json(results, "x"))
+    assert doc["summary"] == {"pass": 1, "fail": 1, "skip": 1}
+    assert doc["results"][1]["message"] == "PodGroup g: 1 pods bound, want 0"
+    suite = ET.fromstring(render_junit(results, "x").split("?>", 1)[1])
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("3", "1", "1")
+    assert suite.find("testcase[@name='gang/b']/failure") is not None
+
+
+def test_cli_dry_run_and_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(["conformance", "run", "--scheduler-name", "s", "--dry-run", "--features", "gang"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "# rule gang/fits-binds-all" in out and "# rule topology/" not in out
+    assert main(["conformance", "run", "--scheduler-name", "s", "--features", "magic"]) == 2
+    assert "unknown conformance feature" in capsys.readouterr().err
+
+
+def test_cli_runs_reports_and_exits_1_on_failure(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Against a cluster where no scheduler runs: progress on stderr, the table, JUnit, 1."""
+    import workloadbuilder.cli._conformance as cli
+
+    monkeypatch.setattr(cli, "kube_cluster", lambda args: MemoryCluster())
+    junit = tmp_path / "r.xml"
+    rc = main(
+        [
+            "conformance",
+            "run",
+            "--scheduler-name",
+            "nobody",
+            "--features",
+            "gang",
+            "--timeout",
+            "0.3",
+            "--junit",
+            str(junit),
+            "-o",
+            "json",
+        ]
+    )
+    captured = capsys.readouterr()
+    assert rc == 1
+    assert (
+        "RUN   gang/fits-binds-all" in captured.err and "FAIL  gang/all-or-nothing" in captured.err
+    )
+    doc = json.loads(captured.out)
+    assert doc["summary"]["fail"] == 2
+    assert ET.parse(junit).getroot().get("failures") == "2"
+
+
+def test_pytest_plugin_adds_nothing_unless_asked_and_needs_a_scheduler_name(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+    import sys
+
+    base = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "workloadbuilder.conformance.pytest_plugin",
+        str(tmp_path),
+    ]
+    quiet = subprocess.run(base, capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert quiet.returncode == 5  # nothing collected: the plugin adds no item by itself
+    bad = subprocess.run(
+        [*base, "--wb-conformance"], capture_output=True, text=True, cwd=tmp_path, check=False
+    )
+    assert bad.returncode == 4 and "--wb-scheduler-name" in bad.stderr

@@ -1,0 +1,140 @@
+"""Conformance rules: one YAML file per rule under ``rules/``, loaded into :class:`Rule`."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from importlib import resources
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "FEATURES",
+    "PLANNED_FEATURES",
+    "UPSTREAM_SCHEDULER",
+    "Rule",
+    "load_rules",
+    "select_rules",
+]
+
+#: features that have rules, in report order
+FEATURES: tuple[str, ...] = (
+    "gang",
+    "queueing",
+    "basic",
+    "status",
+    "events",
+    "topology",
+    "composite",
+)
+#: features of the v1.37 scheduler profile without rules yet (nothing to run)
+PLANNED_FEATURES: tuple[str, ...] = ("preemption", "dra", "elastic")
+#: kube-scheduler's own scheduler name: rules marked ``extension`` are skipped for it
+UPSTREAM_SCHEDULER = "default-scheduler"
+
+_STEP_KINDS = frozenset(
+    {
+        "priorityClass",
+        "podGroup",
+        "compositePodGroup",
+        "pods",
+        "node",
+        "patch",
+        "sleep",
+        "settle",
+        "expect",
+    }
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """One rule of the suite: the scenario (nodes, steps) and what it requires.
+
+    ``steps`` are plain data (see ``docs/conformance.md``): ``priorityClass``, ``podGroup``,
+    ``compositePodGroup``, ``pods`` and ``node`` create objects (builder-style shorthands),
+    ``patch`` changes one, ``sleep`` waits ``seconds``, ``settle`` waits until the scheduler
+    has handled everything created so far and ``expect`` is the outcome, polled until it
+    holds or the deadline passes.
+    """
+
+    id: str
+    feature: str
+    summary: str
+    checks: str
+    sources: tuple[str, ...]
+    nodes: tuple[Mapping[str, Any], ...]
+    steps: tuple[Mapping[str, Any], ...]
+    #: a rule for one of this project's extensions, not upstream behaviour
+    extension: bool = False
+    #: why it is an extension (the reason printed when it is skipped)
+    extension_reason: str = ""
+    timeout: float = 30.0
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Rule:
+        """A rule from its YAML document; raises ``ValueError`` on a malformed one."""
+        try:
+            rid = str(data["id"])
+            feature = str(data["feature"])
+            sources = data["source"]
+            steps = data["steps"]
+        except KeyError as e:
+            raise ValueError(f"conformance rule {data.get('id', '?')}: missing {e}") from e
+        if feature not in FEATURES:
+            raise ValueError(f"conformance rule {rid}: unknown feature {feature!r}")
+        if isinstance(sources, str):
+            sources = [sources]
+        if not sources or not all(
+            str(s).startswith(("https://github.com/kubernetes/", "https://kep.k8s.io"))
+            for s in sources
+        ):
+            raise ValueError(f"conformance rule {rid}: every source must be an upstream URL")
+        for step in steps:
+            if len(step) != 1 or next(iter(step)) not in _STEP_KINDS:
+                raise ValueError(f"conformance rule {rid}: bad step {step!r}")
+        extension = bool(data.get("extension", False))
+        reason = str(data.get("extensionReason", ""))
+        if extension and not reason:
+            raise ValueError(f"conformance rule {rid}: an extension needs extensionReason")
+        return cls(
+            id=rid,
+            feature=feature,
+            summary=str(data.get("summary", "")),
+            checks=str(data.get("checks", "")).strip(),
+            sources=tuple(str(s) for s in sources),
+            nodes=tuple(data.get("nodes") or ()),
+            steps=tuple(steps),
+            extension=extension,
+            extension_reason=reason,
+            timeout=float(data.get("timeout", 30.0)),
+        )
+
+
+def load_rules() -> list[Rule]:
+    """Every rule shipped with the package, in feature order then file name."""
+    files = sorted(
+        (
+            f
+            for f in resources.files(__package__).joinpath("rules").iterdir()
+            if f.name.endswith(".yaml")
+        ),
+        key=lambda f: f.name,
+    )
+    rules = [Rule.from_dict(yaml.safe_load(f.read_text(encoding="utf-8"))) for f in files]
+    ids = [r.id for r in rules]
+    if len(set(ids)) != len(ids):
+        raise ValueError("conformance rules: duplicate ids")
+    return sorted(rules, key=lambda r: FEATURES.index(r.feature))  # stable: file order
+
+
+def select_rules(rules: Iterable[Rule], features: Sequence[str] | None = None) -> list[Rule]:
+    """The rules of ``features`` (all when ``None``); unknown names raise ``ValueError``."""
+    if features is None:
+        return list(rules)
+    unknown = [f for f in features if f not in FEATURES and f not in PLANNED_FEATURES]
+    if unknown:
+        known = ", ".join((*FEATURES, *PLANNED_FEATURES))
+        raise ValueError(f"unknown conformance feature(s) {', '.join(unknown)}; known: {known}")
+    return [r for r in rules if r.feature in features]

@@ -1,0 +1,521 @@
+"""The conformance runner: plays each rule's scenario against any ``Cluster`` and checks the
+outcome the rule requires.
+
+Isolation: every rule gets its own namespace and its own fake Nodes (no kubelet; Ready,
+allocatable set through the status subresource). The Nodes carry the taint
+``conformance.workloadbuilder.io/run=<run id>:NoSchedule`` that only the suite's pods
+tolerate, so real workloads never land on them, and the suite's pods never land on real
+Nodes (they also select the suite's Nodes by the label ``RUN_LABEL``). Everything is
+deleted when the rule ends (pass, fail or error).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import dataclasses
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from workloadbuilder.api import to_dict
+from workloadbuilder.cluster import Cluster
+from workloadbuilder.conformance._rules import UPSTREAM_SCHEDULER, Rule
+from workloadbuilder.errors import Forbidden, NotFound, WorkloadBuilderError
+from workloadbuilder.testing.builders import (
+    make_composite_pod_group,
+    make_node,
+    make_pod,
+    make_pod_group,
+    make_priority_class,
+)
+
+__all__ = [
+    "RUN_LABEL",
+    "TAINT_KEY",
+    "WITNESS_TAINT_KEY",
+    "ConformanceRunner",
+    "Progress",
+    "RuleResult",
+]
+
+#: the taint on every fake Node (value: the run id); only the suite's pods tolerate it
+TAINT_KEY = "conformance.workloadbuilder.io/run"
+#: an extra taint on the witness Node: only the witness pods (``settle``) go there
+WITNESS_TAINT_KEY = "conformance.workloadbuilder.io/witness"
+#: the label on every object the suite creates (value: the run id)
+RUN_LABEL = "conformance.workloadbuilder.io/run"
+
+Result = Literal["pass", "fail", "skip"]
+#: ``progress(rule, None)`` when a rule starts, ``progress(rule, result)`` when it ends
+Progress = Callable[[Rule, "RuleResult | None"], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class RuleResult:
+    """The result of one rule: ``pass``, ``fail`` or ``skip`` (the message says why)."""
+
+    rule: str
+    feature: str
+    result: Result
+    seconds: float
+    message: str
+    extension: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return dataclasses.asdict(self)
+
+
+class _Failed(Exception):
+    """A rule's outcome did not hold by the deadline."""
+
+
+def _toleration(key: str, value: str) -> dict[str, Any]:
+    return {"key": key, "operator": "Equal", "value": value, "effect": "NoSchedule"}
+
+
+class _Scenario:
+    """One rule played once: its namespace, Nodes, objects, and the observations."""
+
+    @property
+    def cluster(self) -> Cluster:
+        return self.runner.cluster
+
+    def __init__(self, runner: ConformanceRunner, rule: Rule, index: int) -> None:
+        self.runner = runner
+        self.rule = rule
+        self.namespace = f"wbc-{runner.run_id}-{index}"
+        self.nodes: dict[str, dict[str, str]] = {}  # full name -> labels
+        self.priority_classes: list[str] = []
+        self.deadline = 0.0
+        self.witnesses = 0
+
+    # ---- names -------------------------------------------------------------------------
+
+    def node_name(self, short: str) -> str:
+        return f"{self.namespace}-{short}"
+
+    def pc_name(self, short: str) -> str:
+        return f"{self.namespace}-{short}"
+
+    def _mark(self, obj: dict[str, Any], *, namespaced: bool = True) -> dict[str, Any]:
+        meta = obj.setdefault("metadata", {})
+        meta.setdefault("labels", {})[RUN_LABEL] = self.runner.run_id
+        if namespaced:
+            meta["namespace"] = self.namespace
+        return obj
+
+    # ---- what it creates (also the dry-run) ----------------------------------------------
+
+    def namespace_object(self) -> dict[str, Any]:
+        return self._mark(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}},
+            namespaced=False,
+        )
+
+    def node_objects(
+        self, specs: Sequence[Mapping[str, Any]] | None = None
+    ) -> list[dict[str, Any]]:
+        out = []
+        if specs is None:
+            specs = [*self.rule.nodes, {"name": "witness", "cpu": "1"}]
+        for spec in specs:
+            full = self.node_name(str(spec["name"]))
+            labels = {str(k): str(v) for k, v in (spec.get("labels") or {}).items()}
+            node = (
+                make_node(full)
+                .label("kubernetes.io/hostname", full)
+                .labels(labels)
+                .taint(TAINT_KEY, self.runner.run_id)
+            )
+            if spec["name"] == "witness":
+                node.taint(WITNESS_TAINT_KEY, self.runner.run_id)
+            else:
+                self.nodes[full] = labels
+            node.resources(
+                {
+                    "cpu": str(spec.get("cpu", "4")),
+                    "memory": str(spec.get("memory", "16Gi")),
+                    "pods": str(spec.get("pods", "110")),
+                }
+            ).ready()
+            out.append(self._mark(node.obj(), namespaced=False))
+        return out
+
+    def step_objects(self, kind: str, spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The objects one creating step makes."""
+        if kind == "priorityClass":
+            pc = make_priority_class(self.pc_name(str(spec["name"])), int(spec["value"])).obj()
+            return [self._mark(pc, namespaced=False)]
+        if kind == "podGroup":
+            pg = make_pod_group(str(spec["name"]), self.namespace)
+            if spec.get("parent"):
+                pg.parent(str(spec["parent"])).workload_ref(str(spec["parent"]), str(spec["name"]))
+            if "minCount" in spec:
+                pg.gang(int(spec["minCount"]))
+            if spec.get("topology"):
+                pg.topology(str(spec["topology"]))
+            if spec.get("priorityClass"):
+                pg.priority_class(self.pc_name(str(spec["priorityClass"])))
+            return [self._mark(pg.obj())]
+        if kind == "compositePodGroup":
+            cpg = make_composite_pod_group(str(spec["name"]), self.namespace)
+            if "minGroupCount" in spec:
+                cpg.gang(int(spec["minGroupCount"]))
+            if spec.get("topology"):
+                cpg.topology(str(spec["topology"]))
+            return [self._mark(cpg.obj())]
+        if kind == "node":
+            return self.node_objects([spec])
+        if kind == "pods":
+            group = spec.get("group")
+            prefix = str(spec.get("prefix", group or "pod"))
+            start = int(spec.get("start", 0))
+            out = []
+            for i in range(start, start + int(spec.get("count", 1))):
+                pod = make_pod(f"{prefix}-{i}", self.namespace)
+                pod.scheduler_name(str(spec.get("schedulerName", self.runner.scheduler_name)))
+                pod.tolerations(_toleration(TAINT_KEY, self.runner.run_id))
+                # the taint keeps real pods off the suite's Nodes; the selector keeps the
+                # suite's pods off real Nodes
+                pod.node_selector(RUN_LABEL, self.runner.run_id)
+                if group:
+                    pod.pod_group(str(group))
+                if spec.get("node"):
+                    pod.node_name(self.node_name(str(spec["node"])))
+                if spec.get("priorityClass"):
+                    pod.priority_class(self.pc_name(str(spec["priorityClass"])))
+                pod.request("cpu", str(spec.get("cpu", "1")))
+                pod.request("memory", str(spec.get("memory", "1Gi")))
+                out.append(self._mark(pod.obj()))
+            return out
+        return []
+
+    def plan(self) -> list[dict[str, Any]]:
+        """Everything this rule creates, in order (the witness pods of ``settle`` aside)."""
+        objs = [self.namespace_object(), *self.node_objects()]
+        for step in self.rule.steps:
+            ((kind, spec),) = step.items()
+            objs.extend(self.step_objects(kind, spec or {}))
+        return objs
+
+    # ---- playing -----------------------------------------------------------------------
+
+    async def setup(self) -> None:
+        await self.cluster.create(self.namespace_object())
+        for node in self.node_objects():
+            await self._create_node(node)
+
+    async def _create_node(self, node: dict[str, Any]) -> None:
+        status = node.pop("status")
+        await self.cluster.create(node)
+        await self.cluster.patch(
+            "Node", node["metadata"]["name"], {"status": status}, subresource="status"
+        )
+
+    async def _create(self, obj: dict[str, Any]) -> None:
+        # the Priority admission plugin reads PriorityClasses from an informer: a pod naming
+        # a class created a moment ago may be refused for a short while
+        while True:
+            try:
+                await self.cluster.create(copy.deepcopy(obj))
+                return
+            except Forbidden as e:
+                if "no PriorityClass with name" not in str(e) or self._late():
+                    raise
+            await asyncio.sleep(0.05)
+
+    def _late(self) -> bool:
+        return time.monotonic() > self.deadline
+
+    async def play(self) -> None:
+        self.deadline = time.monotonic() + self.rule.timeout
+        await self.setup()
+        for step in self.rule.steps:
+            ((kind, spec),) = step.items()
+            spec = spec or {}
+            if kind == "patch":
+                await self.cluster.patch(
+                    str(spec["kind"]), str(spec["name"]), spec["patch"], self.namespace
+                )
+            elif kind == "settle":
+                await self.settle()
+            elif kind == "sleep":
+                await asyncio.sleep(float(spec.get("seconds", 1)))
+                await self.runner.step()
+            elif kind == "node":
+                for node in self.step_objects(kind, spec):
+                    await self._create_node(node)
+            elif kind == "expect":
+                await self.expect(spec)
+            else:
+                for obj in self.step_objects(kind, spec):
+                    if obj["kind"] == "PriorityClass":
+                        self.priority_classes.append(obj["metadata"]["name"])
+                    await self._create(obj)
+
+    async def _until(self, probe: Callable[[], Awaitable[list[str]]], what: str) -> None:
+        """Poll until ``probe`` returns no mismatch; fail with the last ones at the deadline."""
+        while True:
+            await self.runner.step()
+            problems = await probe()
+            if not problems:
+                return
+            if self._late():
+                raise _Failed(f"{what}: " + "; ".join(problems))
+            await asyncio.sleep(self.runner.poll)
+
+    async def settle(self) -> None:
+        """A witness pod (a basic group of one, on the witness Node) created now is bound:
+        the scheduler has handled everything created before it."""
+        self.witnesses += 1
+        name = f"wbc-witness-{self.witnesses}"
+        pg = make_pod_group(name, self.namespace).obj()
+        await self.cluster.create(self._mark(pg))
+        pod = (
+            make_pod(f"{name}-0", self.namespace)
+            .scheduler_name(self.runner.scheduler_name)
+            .pod_group(name)
+            .tolerations(
+                _toleration(TAINT_KEY, self.runner.run_id),
+                _toleration(WITNESS_TAINT_KEY, self.runner.run_id),
+            )
+            .node_selector("kubernetes.io/hostname", self.node_name("witness"))
+            .request("cpu", "10m")
+            .obj()
+        )
+        await self.cluster.create(self._mark(pod))
+
+        async def bound() -> list[str]:
+            got = await self.cluster.get("Pod", f"{name}-0", self.namespace)
+            return [] if to_dict(got)["spec"].get("nodeName") else [f"{name}-0 not bound"]
+
+        await self._until(bound, "the scheduler did not bind the witness pod")
+
+    async def expect(self, spec: Mapping[str, Any]) -> None:
+        async def probe() -> list[str]:
+            return await self.mismatches(spec)
+
+        await self._until(probe, "outcome not reached by the deadline")
+
+    # ---- observing ---------------------------------------------------------------------
+
+    async def mismatches(self, spec: Mapping[str, Any]) -> list[str]:
+        """What differs between the cluster now and the expected outcome ``spec``."""
+        pods = {
+            str(p["metadata"]["name"]): p
+            for p in map(to_dict, (await self.cluster.list("Pod", self.namespace)).items)
+        }
+        events: dict[str, set[str]] = {}
+        for ev in map(to_dict, (await self.cluster.list("Event", self.namespace)).items):
+            inv = ev.get("involvedObject") or {}
+            if inv.get("kind") == "Pod":
+                events.setdefault(str(inv.get("name")), set()).add(str(ev.get("reason")))
+        out: list[str] = []
+        for name, want in (spec.get("pods") or {}).items():
+            if name not in pods:
+                out.append(f"pod {name} does not exist")
+                continue
+            out += _pod_mismatches(name, pods[name], events.get(name, set()), want)
+        for group, want in (spec.get("groups") or {}).items():
+            out += await self._group_mismatches(group, want, pods, events)
+        for name, want in (spec.get("composites") or {}).items():
+            cpg = to_dict(await self.cluster.get("CompositePodGroup", name, self.namespace))
+            cond = _condition(cpg, "CompositePodGroupInitiallyScheduled")
+            out += _condition_mismatch(f"CompositePodGroup {name}", cond, cpg, want)
+        return out
+
+    async def _group_mismatches(
+        self,
+        group: str,
+        want: Mapping[str, Any],
+        pods: Mapping[str, dict[str, Any]],
+        events: Mapping[str, set[str]],
+    ) -> list[str]:
+        out: list[str] = []
+        try:
+            pg = to_dict(await self.cluster.get("PodGroup", group, self.namespace))
+        except NotFound:
+            return [f"PodGroup {group} does not exist"]
+        cond = _condition(pg, "PodGroupInitiallyScheduled")
+        out += _condition_mismatch(f"PodGroup {group}", cond, pg, want)
+        members = {
+            n: p
+            for n, p in pods.items()
+            if (p["spec"].get("schedulingGroup") or {}).get("podGroupName") == group
+        }
+        bound = {n: p["spec"]["nodeName"] for n, p in members.items() if p["spec"].get("nodeName")}
+        if "bound" in want and len(bound) != int(want["bound"]):
+            out.append(f"PodGroup {group}: {len(bound)} pods bound, want {want['bound']}")
+        for selector, subset in (
+            ("pods", members),
+            ("boundPods", {n: p for n, p in members.items() if n in bound}),
+            ("pendingPods", {n: p for n, p in members.items() if n not in bound}),
+        ):
+            if selector in want:
+                for n, p in sorted(subset.items()):
+                    out += _pod_mismatches(n, p, events.get(n, set()), want[selector])
+        for key, value in (want.get("domain") or {}).items():
+            got = {self.nodes.get(node, {}).get(key) for node in bound.values()}
+            if value == "same" and len(got) > 1:
+                out.append(
+                    f"PodGroup {group}: pods in several {key} domains {sorted(map(str, got))}"
+                )
+            elif value != "same" and got and got != {str(value)}:
+                out.append(f"PodGroup {group}: pods in {key} {sorted(map(str, got))}, want {value}")
+        return out
+
+
+def _condition(obj: Mapping[str, Any], ctype: str) -> dict[str, Any] | None:
+    for c in (obj.get("status") or {}).get("conditions") or ():
+        if c.get("type") == ctype:
+            return dict(c)
+    return None
+
+
+def _condition_mismatch(
+    what: str, cond: Mapping[str, Any] | None, obj: Mapping[str, Any], want: Mapping[str, Any]
+) -> list[str]:
+    out: list[str] = []
+    if "condition" in want:
+        expected = want["condition"]
+        got = None if cond is None else [str(cond.get("status")), str(cond.get("reason", ""))]
+        exp = None if expected is None else [str(v) for v in expected]
+        if got != exp:
+            out.append(f"{what}: condition {got}, want {exp}")
+    if want.get("observedGenerationCurrent") and cond is not None:
+        gen = (obj.get("metadata") or {}).get("generation")
+        if cond.get("observedGeneration") != gen:
+            out.append(f"{what}: observedGeneration {cond.get('observedGeneration')}, want {gen}")
+    return out
+
+
+def _pod_mismatches(
+    name: str, pod: Mapping[str, Any], events: set[str], want: Mapping[str, Any]
+) -> list[str]:
+    out: list[str] = []
+    bound = bool(pod["spec"].get("nodeName"))
+    if "bound" in want and bound != bool(want["bound"]):
+        out.append(f"pod {name}: bound={bound}, want {bool(want['bound'])}")
+    if "scheduled" in want:
+        cond = _condition(pod, "PodScheduled")
+        got = None if cond is None else [str(cond.get("status")), str(cond.get("reason", ""))]
+        exp = None if want["scheduled"] is None else [str(v) for v in want["scheduled"]]
+        if got != exp:
+            out.append(f"pod {name}: PodScheduled {got}, want {exp}")
+    missing = sorted(set(map(str, want.get("events") or ())) - events)
+    if missing:
+        out.append(f"pod {name}: no {', '.join(missing)} event")
+    if want.get("noEvents") and events:
+        out.append(f"pod {name}: events {sorted(events)}, want none")
+    return out
+
+
+async def _no_step() -> None:
+    return None
+
+
+class ConformanceRunner:
+    """Runs rules against ``cluster`` for the scheduler named ``scheduler_name``.
+
+    ``step`` is awaited before every observation: a scheduler stepped in process (on
+    ``MemoryCluster``) does its work there; against a running scheduler leave it out.
+    ``progress`` is called when each rule starts and ends. ``run_id`` (default: random) names
+    the namespaces, Nodes and the taint's value. ``cluster`` may be ``None`` for
+    :meth:`plan` only.
+    """
+
+    def __init__(
+        self,
+        cluster: Cluster | None,
+        scheduler_name: str,
+        *,
+        step: Callable[[], Awaitable[None]] | None = None,
+        poll: float = 0.1,
+        progress: Progress | None = None,
+        run_id: str | None = None,
+        run_extensions: bool = False,
+    ) -> None:
+        self._cluster = cluster
+        self.scheduler_name = scheduler_name
+        self.step = step or _no_step
+        self.poll = poll
+        self.progress = progress
+        self.run_id = run_id or secrets.token_hex(3)
+        #: run extension rules even for ``default-scheduler`` (to show they differ)
+        self.run_extensions = run_extensions
+
+    @property
+    def cluster(self) -> Cluster:
+        """The cluster under test (``ValueError`` for a plan-only runner)."""
+        if self._cluster is None:
+            raise ValueError("this ConformanceRunner has no cluster (plan only)")
+        return self._cluster
+
+    def skip_reason(self, rule: Rule) -> str | None:
+        """Why ``rule`` is not run for this scheduler, or ``None``."""
+        if rule.extension and self.scheduler_name == UPSTREAM_SCHEDULER and not self.run_extensions:
+            return f"extension, not upstream behaviour: {rule.extension_reason}"
+        return None
+
+    def plan(self, rules: Sequence[Rule]) -> list[tuple[Rule, list[dict[str, Any]]]]:
+        """What each rule would create (``--dry-run``); touches nothing."""
+        return [(r, _Scenario(self, r, i).plan()) for i, r in enumerate(rules)]
+
+    async def run(self, rules: Sequence[Rule]) -> list[RuleResult]:
+        """Run ``rules`` one after the other; one result each."""
+        results = []
+        for i, rule in enumerate(rules):
+            if self.progress:
+                self.progress(rule, None)
+            result = await self.run_one(rule, i)
+            if self.progress:
+                self.progress(rule, result)
+            results.append(result)
+        return results
+
+    async def run_one(self, rule: Rule, index: int = 0) -> RuleResult:
+        """Play one rule and clean up after it."""
+        reason = self.skip_reason(rule)
+        if reason is not None:
+            return RuleResult(rule.id, rule.feature, "skip", 0.0, reason, rule.extension)
+        scenario = _Scenario(self, rule, index)
+        start = time.monotonic()
+        result: Result = "pass"
+        message = ""
+        try:
+            await scenario.play()
+        except _Failed as e:
+            result, message = "fail", str(e)
+        except WorkloadBuilderError as e:
+            result, message = "fail", f"API error: {e}"
+        finally:
+            await self.cleanup(scenario)
+        return RuleResult(
+            rule.id, rule.feature, result, time.monotonic() - start, message, rule.extension
+        )
+
+    async def cleanup(self, scenario: _Scenario) -> None:
+        """Delete everything the scenario created (missing objects are fine)."""
+        ns = scenario.namespace
+        with contextlib.suppress(WorkloadBuilderError):
+            for pod in map(to_dict, (await self.cluster.list("Pod", ns)).items):
+                with contextlib.suppress(NotFound):
+                    await self.cluster.delete(
+                        "Pod", pod["metadata"]["name"], ns, grace_period_seconds=0
+                    )
+            for kind in ("PodGroup", "CompositePodGroup"):
+                for obj in map(to_dict, (await self.cluster.list(kind, ns)).items):
+                    with contextlib.suppress(NotFound):
+                        await self.cluster.delete(kind, obj["metadata"]["name"], ns)
+        for node in [*scenario.nodes, scenario.node_name("witness")]:
+            with contextlib.suppress(WorkloadBuilderError):
+                await self.cluster.delete("Node", node)
+        for pc in scenario.priority_classes:
+            with contextlib.suppress(WorkloadBuilderError):
+                await self.cluster.delete("PriorityClass", pc)
+        with contextlib.suppress(WorkloadBuilderError):
+            await self.cluster.delete("Namespace", ns)
