@@ -23,6 +23,7 @@ from scheduler._metrics import (
     PODGROUP_ATTEMPT_DURATION,
     PODGROUP_ATTEMPTS,
 )
+from scheduler._preemption import PreemptionHandle, Victim
 from scheduler._queue import QueuedEntity, SchedulingQueue
 from scheduler._snapshot import Snapshot
 from scheduler._status import (
@@ -61,6 +62,71 @@ class ScheduleOne:
         self.config = config
         #: ``(namespace, podgroup)`` -> the last Unschedulable / SchedulerError message
         self.explanations: dict[tuple[str, str], str] = {}
+        #: the group cycle in progress: (group key, pending pods, already scheduled)
+        self._cycle: tuple[tuple[str, str], list[PodInfo], int] | None = None
+        for plugin in framework.pod_group_post_filter if config.preemption else ():
+            set_handle = getattr(plugin, "set_handle", None)
+            if callable(set_handle):
+                set_handle(self)
+
+    # ---- preemption (the plugins' handle) ----------------------------------------------
+
+    def _reserve_nominated(
+        self, snap: Snapshot, priority: int, exclude: tuple[str, str] | None
+    ) -> None:
+        """Hold the nodes nominated for preemptors of at least ``priority`` (other than the
+        group ``exclude``): lower-priority work does not take the room preemption made."""
+        for p, row in self.cache.nominated():
+            if exclude is not None and p.group_key == exclude:
+                continue
+            if self.cache.pod_priority(p) >= priority:
+                snap.assume(p, row, snap.table.vector(p.req.requests))
+
+    def place_group(self, group: GroupInfo, snap: Snapshot) -> list[tuple[PodInfo, int]] | None:
+        """The group's placement on ``snap`` (the handle of PodGroupPostFilter plugins)."""
+        if self._cycle is None or self._cycle[0] != group.key:
+            return None
+        _, pending, scheduled = self._cycle
+        placements = self.framework.run_placement_generate(group, snap)
+        if isinstance(placements, Status):
+            return None
+        res = run_pod_group_cycle(
+            self.framework,
+            snap,
+            pending,
+            min_count=group.min_count,
+            scheduled=scheduled,
+            gang=group.is_gang,
+            placements=placements,
+            group=group,
+        )
+        if not res.status.ok:
+            return None
+        index = snap.table.index
+        return [(p, index[n]) for p, n in res.assignments]
+
+    def actuate(
+        self,
+        group: GroupInfo,
+        nominations: Sequence[tuple[PodInfo, str]],
+        victims: Sequence[Victim],
+    ) -> None:
+        """Preempt the victims, nominate the preemptor's pods."""
+        who = f"pod group {group.namespace}/{group.name}"
+        _log.info(
+            "%s preempts %s",
+            who,
+            ", ".join(f"{v.kind} {v.namespace}/{v.name} ({len(v.pods)} pods)" for v in victims),
+        )
+        for p, node in nominations:
+            self.cache.nominations[p.key] = node
+            self.status.nominate(p, node)
+        for v in victims:
+            for victim in v.pods:
+                self.status.preempt(victim, who)
+
+    def _is_a_handle(self) -> PreemptionHandle:  # mypy checks the protocol
+        return self
 
     def __call__(self, e: QueuedEntity) -> None:
         """Schedule the entity ``e`` (popped, in flight)."""
@@ -83,7 +149,9 @@ class ScheduleOne:
             return
         t0 = time.perf_counter()
         snap = Snapshot(self.cache)
+        self._reserve_nominated(snap, self.cache.pod_priority(p), None)
         res = run_pod_group_cycle(self.framework, snap, [p], min_count=1, scheduled=0, gang=False)
+        snap.revert()
         result = "scheduled" if res.status.ok else "unschedulable"
         ATTEMPT_DURATION.labels(result=result, profile=self.config.scheduler_name).observe(
             time.perf_counter() - t0
@@ -171,9 +239,11 @@ class ScheduleOne:
             return
         t0 = time.perf_counter()
         snap = Snapshot(self.cache)
+        self._reserve_nominated(snap, self.cache.group_priority(g), gk)
         placements = self.framework.run_placement_generate(g, snap)
         if isinstance(placements, Status):
             if placements.code is Code.ERROR:
+                snap.revert()
                 self._group_error(e, g, pending, placements.message)
                 return
             res = CycleResult(
@@ -192,7 +262,12 @@ class ScheduleOne:
             )
         post = None
         if not res.status.ok:
-            post = self.framework.run_pod_group_post_filter(g, snap, res.explanation)
+            self._cycle = (gk, pending, scheduled)
+            try:
+                post = self.framework.run_pod_group_post_filter(g, snap, res.explanation)
+            finally:
+                self._cycle = None
+        snap.revert()
         result = "scheduled" if res.status.ok else "unschedulable"
         PODGROUP_ATTEMPT_DURATION.labels(result=result).observe(time.perf_counter() - t0)
         PODGROUP_ATTEMPTS.labels(result=result).inc()
@@ -350,6 +425,7 @@ class ScheduleOne:
                 scheduled[p.group_key] = scheduled.get(p.group_key, 0) + 1
         t0 = time.perf_counter()
         snap = Snapshot(self.cache)
+        self._reserve_nominated(snap, self.cache.pod_priority(pending[0]), None)
         fw = self.framework
         res = place_tree(
             fw,
@@ -361,6 +437,7 @@ class ScheduleOne:
                 mode=fw.composite_search, budget=fw.search_budget, deadline=fw.search_deadline
             ),
         )
+        snap.revert()
         result = "scheduled" if res.ok else "unschedulable"
         PODGROUP_ATTEMPT_DURATION.labels(result=result).observe(time.perf_counter() - t0)
         PODGROUP_ATTEMPTS.labels(result=result).inc()

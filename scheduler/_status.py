@@ -175,6 +175,65 @@ class StatusWriter:
         except (ApiError, OSError) as e:
             _log.info("pod %s/%s condition not written: %s", p.namespace, p.name, e)
 
+    # ---- preemption ------------------------------------------------------------------
+
+    def preempt(self, victim: PodInfo, preemptor: str) -> None:
+        """Preempt a running pod: ``DisruptionTarget`` (``PreemptionByScheduler``), a
+        ``Preempted`` event, then delete it (in the background)."""
+        self.tasks.spawn(self._preempt(victim, preemptor))
+
+    async def _preempt(self, p: PodInfo, preemptor: str) -> None:
+        node = p.node_name or p.assumed_node or ""
+        conds = [dict(c) for c in p.conditions if c.get("type") != "DisruptionTarget"]
+        conds.append(
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "reason": "PreemptionByScheduler",
+                "message": f"{self.config.component}: preempting to accommodate {preemptor}",
+                "lastTransitionTime": _rfc3339(self.clock.now()),
+            }
+        )
+        try:
+            await self.cluster.patch(
+                "Pod",
+                p.name,
+                {"status": {"conditions": conds}},
+                p.namespace,
+                patch_type="merge",
+                subresource="status",
+                field_manager=self.config.component,
+            )
+            if self.config.record_events:
+                text = f"Preempted by {preemptor} on node {node}"
+                await self._event(p, "Normal", "Preempted", text)
+            await self.cluster.delete("Pod", p.name, p.namespace)
+        except NotFound:
+            pass
+        except (ApiError, OSError) as e:
+            _log.warning("preemption of pod %s/%s failed: %s", p.namespace, p.name, e)
+
+    def nominate(self, p: PodInfo, node: str) -> None:
+        """``status.nominatedNodeName`` of a preemptor's pod (in the background)."""
+        if self.config.update_status:
+            self.tasks.spawn(self._nominate(p, node))
+
+    async def _nominate(self, p: PodInfo, node: str) -> None:
+        try:
+            await self.cluster.patch(
+                "Pod",
+                p.name,
+                {"status": {"nominatedNodeName": node}},
+                p.namespace,
+                patch_type="merge",
+                subresource="status",
+                field_manager=self.config.component,
+            )
+        except NotFound:
+            pass
+        except (ApiError, OSError) as e:
+            _log.info("pod %s/%s nominatedNodeName not written: %s", p.namespace, p.name, e)
+
     # ---- pod groups ------------------------------------------------------------------
 
     def group_condition(self, g: GroupInfo, status: str, reason: str, message: str) -> None:

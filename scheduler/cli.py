@@ -422,7 +422,7 @@ def _settings(args: argparse.Namespace) -> LoadedConfig:
         overrides["resource_name"] = args.leader_elect_lease_name
     loaded.leader_election = attrs.evolve(le, **overrides)
     loaded.scheduler = attrs.evolve(
-        loaded.scheduler, bind_concurrency=max(1, args.bind_concurrency)
+        loaded.scheduler, bind_concurrency=max(1, args.bind_concurrency), preemption=True
     )
     return loaded
 
