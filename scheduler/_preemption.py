@@ -91,8 +91,9 @@ class PreemptionHandle(Protocol):
 
 
 def effective_preemption_policy(cache: Cache, group: GroupInfo) -> str:
-    """The PodGroup's ``preemptionPolicy`` when set (it overrides its pods'), else the pods'
-    (validation makes them agree), else ``PreemptLowerPriority``."""
+    """The PodGroup's ``preemptionPolicy`` when set, else its pods', else
+    ``PreemptLowerPriority``. (The cycle's validation already requires the pods' policy to
+    equal the group's, as kube-scheduler v1.37.2 does: a mismatch is a SchedulerError.)"""
     pg = group.pod_group
     if pg is not None and pg.spec.preemption_policy:
         return pg.spec.preemption_policy

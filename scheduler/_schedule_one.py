@@ -182,6 +182,15 @@ class ScheduleOne:
                 return (
                     f"pod {p.name!r} has priority {pp} but pod group {g.name!r} has priority {prio}"
                 )
+        policy = g.pod_group.spec.preemption_policy if g.pod_group is not None else None
+        if policy:  # kube-scheduler v1.37.2: the pods' policy must equal the group's
+            for p in sorted(members, key=lambda m: m.name):
+                own = p.preemption_policy or "PreemptLowerPriority"
+                if own != policy:
+                    return (
+                        f"pod {p.name!r} has preemptionPolicy {own} but pod group {g.name!r} "
+                        f"has preemptionPolicy {policy}"
+                    )
         return None
 
     def _group_error(

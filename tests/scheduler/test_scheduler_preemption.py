@@ -15,6 +15,7 @@ from waits import priority_class_admitted
 from scheduler import Scheduler, SchedulerConfig
 from scheduler._metrics import PODGROUP_PREEMPTION_ATTEMPTS
 from scheduler._plugins import default_framework
+from scheduler.cli import explain_report, render_explain
 from workloadbuilder.api import PodGroup, from_dict
 from workloadbuilder.runtime import ManualClock
 from workloadbuilder.testing.builders import make_pod, make_pod_group, make_priority_class
@@ -167,37 +168,64 @@ async def test_equal_or_higher_priority_is_never_a_victim(env: Env) -> None:
     assert await _bound(env, "high-") == 0
 
 
-async def test_preemption_policy_never_on_the_pod_group(env: Env) -> None:
-    low, high = await _prio(env)
+async def test_preemption_policy_never(env: Env) -> None:
+    low, _ = await _prio(env)
     never = await _never_class(env, "high-never", 1000)
     await env.node("a", cpu="4")
     s = env.scheduler(preemption=True)
     await _run_low(env, s, "low", 4, priority_class=low)
-    # the PodGroup's policy (Never) overrides its pods' (PreemptLowerPriority)
     # (v1.37 defaults a PodGroup's policy to PreemptLowerPriority before the Priority
     # admission plugin compares it with the class's: Never must be given explicitly)
-    await _gang(env, "high", 2, priority_class=high, group_class=never, policy="Never")
+    await _gang(env, "high", 2, priority_class=never, policy="Never")
     await s.until_idle()
     assert await _bound(env, "low-") == 4
     assert await _bound(env, "high-") == 0
     assert "preemptionPolicy Never" in s.explanations[(env.namespace, "high")]
 
+    async def written() -> bool:
+        cond = await env.group_condition("high")
+        return cond is not None and "Never" in (cond.message or "")
 
-async def test_pods_never_overridden_by_the_pod_group(env: Env) -> None:
+    await env.until(s, written)
+    report = await explain_report(env.cluster, "high", env.namespace)
+    assert "Preemption: not eligible: preemptionPolicy Never" in render_explain(report)
+
+
+async def test_pod_and_group_preemption_policies_must_agree(env: Env) -> None:
+    """kube-scheduler v1.37.2 does not let the PodGroup's policy override its pods': a
+    mismatch is a SchedulerError (seen in the parity test)."""
     low, high = await _prio(env)
     never = await _never_class(env, "high-never", 1000)
     await env.node("a", cpu="4")
     s = env.scheduler(preemption=True)
     await _run_low(env, s, "low", 4, priority_class=low)
-    await _group(env, "high", 2, priority_class=high)
-    for i in range(2):
-        await _pod(env, f"high-{i}", "high", priority_class=never)
+    await _gang(env, "high", 2, priority_class=high, group_class=never, policy="Never")
 
-    async def done() -> bool:
-        return await _bound(env, "high-") == 2
+    async def written() -> bool:
+        return await env.group_condition("high") is not None
 
-    await env.until(s, done)
-    assert await _bound(env, "low-") == 2
+    await env.until(s, written)
+    cond = await env.group_condition("high")
+    assert (cond.status, cond.reason) == ("False", "SchedulerError")
+    assert cond.message == (
+        "pod 'high-0' has preemptionPolicy PreemptLowerPriority but pod group 'high' has "
+        "preemptionPolicy Never"
+    )
+    assert await _bound(env, "low-") == 4
+
+
+async def test_explain_no_lower_priority_units(env: Env) -> None:
+    _, high = await _prio(env)
+    await env.node("a", cpu="2")
+    s = env.scheduler(preemption=True)
+    await _gang(env, "high", 3, priority_class=high)
+
+    async def written() -> bool:
+        return await env.group_condition("high") is not None
+
+    await env.until(s, written)
+    report = await explain_report(env.cluster, "high", env.namespace)
+    assert report["preemption"] == "no lower-priority units"
 
 
 async def test_actuation_marks_deletes_and_nominates(env: Env) -> None:
@@ -228,6 +256,14 @@ async def test_actuation_marks_deletes_and_nominates(env: Env) -> None:
         return "waiting for 1 victim to terminate" in s.explanations[(env.namespace, "high")]
 
     await env.until(s, waiting)
+
+    async def written() -> bool:
+        cond = await env.group_condition("high")
+        return cond is not None and "waiting for" in (cond.message or "")
+
+    await env.until(s, written)
+    report = await explain_report(env.cluster, "high", env.namespace)
+    assert report["preemption"] == "waiting for 1 victim to terminate"
     assert await _bound(env, "high-") == 0
     await env.cluster.patch("Pod", "victim", {"metadata": {"finalizers": None}}, env.namespace)
 
