@@ -9,8 +9,12 @@ first) while the placement found still fits with them back. What is left is pree
 them, and nominates the preemptor's pods on the nodes found. The group then waits, without
 preempting again, until its victims are gone.
 
+Beyond upstream (``topology_aware``, the default): a group with a topology constraint
+chooses its victims inside one domain, the one whose victims cost least (fewest units, then
+lowest highest priority, then fewest pods).
+
 Not here (yet): PodDisruptionBudgets (the cache has no PDB informer, so no unit is treated
-as PDB-violating), topology-aware victim choice, CompositePodGroup trees as preemptors.
+as PDB-violating), CompositePodGroup trees as preemptors.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler._cache import Cache, GroupInfo, GroupKey, PodInfo, PodKey
-from scheduler._interface import SUCCESS, Code, SharedLister, Status
+from scheduler._interface import SUCCESS, Code, Placement, SharedLister, Status
 from scheduler._metrics import (
     PODGROUP_PREEMPTION_ATTEMPTS,
     PODGROUP_PREEMPTION_DURATION,
@@ -74,9 +78,16 @@ class PreemptionHandle(Protocol):
     """What the plugin needs of the scheduler (upstream's framework handle and
     ``PodGroupSchedulingFunc``)."""
 
-    def place_group(self, group: GroupInfo, snap: Snapshot) -> list[tuple[PodInfo, int]] | None:
-        """Run the group's placement once on ``snap`` (victims removed): the assignments
-        ``(pod, node row)`` when the quorum fits, else None. ``snap`` is left as it was."""
+    def place_group(
+        self, group: GroupInfo, snap: Snapshot, placements: Sequence[Placement] | None = None
+    ) -> list[tuple[PodInfo, int]] | None:
+        """Run the group's placement once on ``snap`` (victims removed), over
+        ``placements`` (default: what PlacementGenerate proposes): the assignments ``(pod,
+        node row)`` when the quorum fits, else None. ``snap`` is left as it was."""
+        ...
+
+    def placements(self, group: GroupInfo, snap: Snapshot) -> list[Placement]:
+        """The group's candidate placements (PlacementGenerate; empty on failure)."""
         ...
 
     def actuate(
@@ -154,7 +165,11 @@ class DefaultPreemption:
 
     name = "DefaultPreemption"
 
-    def __init__(self) -> None:
+    def __init__(self, *, topology_aware: bool = True) -> None:
+        #: for a group with a topology constraint, choose the victims of the one domain
+        #: that costs least (ours); False: one placement over every domain at once, the
+        #: best-scored one (kube-scheduler v1.37.2)
+        self.topology_aware = topology_aware
         #: set by the scheduler when ``SchedulerConfig.preemption`` is on
         self.handle: PreemptionHandle | None = None
         #: preemptor group -> the victims it chose that may still exist (key, uid)
@@ -245,6 +260,45 @@ class DefaultPreemption:
     def _select(
         self, group: GroupInfo, snap: Snapshot, units: Sequence[Victim]
     ) -> tuple[list[Victim] | None, list[tuple[PodInfo, int]]]:
+        """The victims (None: preemption cannot help) and the preemptor's assignments."""
+        assert self.handle is not None
+        pg = group.pod_group
+        constrained = pg is not None and bool(
+            pg.spec.scheduling_constraints and pg.spec.scheduling_constraints.topology
+        )
+        if not (self.topology_aware and constrained):
+            return self._select_in(group, snap, units, None)
+        mark = snap.mark()
+        for u in units:
+            for p in u.pods:
+                snap.remove(p)
+        domains = [pl for pl in self.handle.placements(group, snap) if pl.domain]
+        snap.revert(mark)
+        best: tuple[tuple[int, int, int, str], list[Victim], list[tuple[PodInfo, int]]] | None
+        best = None
+        for pl in domains:  # one domain at a time: the cheapest victims win
+            chosen, assignments = self._select_in(group, snap, units, [pl])
+            if chosen is None:
+                continue
+            cost = (
+                len(chosen),
+                max((v.priority for v in chosen), default=-(2**31)),
+                sum(len(v.pods) for v in chosen),
+                pl.name,
+            )
+            if best is None or cost < best[0]:
+                best = (cost, chosen, assignments)
+        if best is None:
+            return None, []
+        return best[1], best[2]
+
+    def _select_in(
+        self,
+        group: GroupInfo,
+        snap: Snapshot,
+        units: Sequence[Victim],
+        placements: Sequence[Placement] | None,
+    ) -> tuple[list[Victim] | None, list[tuple[PodInfo, int]]]:
         """Remove every unit, place once, reprieve most important first."""
         assert self.handle is not None
         table = snap.table
@@ -253,7 +307,7 @@ class DefaultPreemption:
             for u in units:
                 for p in u.pods:
                     snap.remove(p)
-            assignments = self.handle.place_group(group, snap)
+            assignments = self.handle.place_group(group, snap, placements)
             if assignments is None:
                 return None, []
             load = np.zeros_like(table.used)

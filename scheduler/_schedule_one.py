@@ -16,7 +16,7 @@ from scheduler._config import SchedulerConfig
 from scheduler._cycle import CycleResult, run_pod_group_cycle
 from scheduler._enqueue import Enqueuer
 from scheduler._framework import Framework
-from scheduler._interface import Code, Status
+from scheduler._interface import Code, Placement, Status
 from scheduler._metrics import (
     ATTEMPT_DURATION,
     POD_ATTEMPTS,
@@ -82,14 +82,23 @@ class ScheduleOne:
             if self.cache.pod_priority(p) >= priority:
                 snap.assume(p, row, snap.table.vector(p.req.requests))
 
-    def place_group(self, group: GroupInfo, snap: Snapshot) -> list[tuple[PodInfo, int]] | None:
+    def placements(self, group: GroupInfo, snap: Snapshot) -> list[Placement]:
+        """The group's candidate placements (the handle of PodGroupPostFilter plugins)."""
+        out = self.framework.run_placement_generate(group, snap)
+        return [] if isinstance(out, Status) else list(out)
+
+    def place_group(
+        self, group: GroupInfo, snap: Snapshot, placements: Sequence[Placement] | None = None
+    ) -> list[tuple[PodInfo, int]] | None:
         """The group's placement on ``snap`` (the handle of PodGroupPostFilter plugins)."""
         if self._cycle is None or self._cycle[0] != group.key:
             return None
         _, pending, scheduled = self._cycle
-        placements = self.framework.run_placement_generate(group, snap)
-        if isinstance(placements, Status):
-            return None
+        if placements is None:
+            generated = self.framework.run_placement_generate(group, snap)
+            if isinstance(generated, Status):
+                return None
+            placements = generated
         res = run_pod_group_cycle(
             self.framework,
             snap,

@@ -1097,3 +1097,37 @@ async def test_preemption_policy_of_group_and_pods_must_agree(sides: tuple[Side,
     assert up.bound == ours.bound == 0
     assert up.condition == ours.condition == ("False", "SchedulerError")
     assert len(up_left) == len(ours_left) == 4
+
+
+async def test_preemption_topology_constrained_gang(sides: tuple[Side, Side]) -> None:
+    """W6: two racks of one 4-cpu node, each full of two low-priority single pods (2 cpu);
+    a high-priority gang of 2 x 2 cpu constrained to one rack. What v1.37.2 does here is
+    recorded (docs/scheduler.md); both free one rack."""
+    rack = "topology.kubernetes.io/rack"
+
+    async def scenario(s: Side) -> tuple[GroupView, set[str], dict[str, str]]:
+        low, high = await _classes(s)
+        for r in ("r1", "r2"):
+            await s.node(f"{r}-n", cpu="4", labels={rack: r})
+            for i in range(2):
+                pod = make_pod(f"low-{r}-{i}", s.namespace).priority_class(low)
+                pod.node_name(f"{s.namespace}-{r}-n").request("cpu", "2")
+                obj = pod.request("memory", "1Gi").obj()
+                obj["spec"]["terminationGracePeriodSeconds"] = 0
+                await s.cluster.create(obj)
+        pg = make_pod_group("high", s.namespace).gang(2).priority_class(high).topology(rack)
+        await s.cluster.create(pg.obj())
+        for i in range(2):
+            pod = make_pod(f"high-{i}", s.namespace).scheduler_name(s.scheduler_name)
+            pod.pod_group("high").priority_class(high).request("cpu", "2")
+            await s.cluster.create(pod.request("memory", "1Gi").obj())
+        await s.view_when("high", lambda v: v.condition is not None or v.bound > 0)
+        await asyncio.sleep(5)
+        return await s.view("high"), await _left(s, "low-"), await s.domains("high", rack)
+
+    (up, up_left, up_dom), (ours, ours_left, ours_dom) = await _both(sides, scenario)
+    _report("W6 topology-constrained preemptor", up, ours)
+    print(f"  low left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
+    print(f"  racks: upstream={up_dom} ours={ours_dom}")
+    assert up.bound == ours.bound
+    assert len(up_left) == len(ours_left)

@@ -95,6 +95,15 @@ async def _never_class(env: Env, name: str, value: int) -> str:
     return full
 
 
+async def _attempted(env: Env, s: Scheduler, name: str) -> None:
+    """Schedule until the group's cycle has written its condition."""
+
+    async def written() -> bool:
+        return await env.group_condition(name) is not None
+
+    await env.until(s, written)
+
+
 async def _prio(env: Env) -> tuple[str, str]:
     return await env.priority_class("low", 10), await env.priority_class("high", 1000)
 
@@ -147,7 +156,7 @@ async def test_no_preemption_when_the_quorum_still_does_not_fit(env: Env) -> Non
     s = env.scheduler(preemption=True)
     await _run_low(env, s, "low", 2, priority_class=low)
     await _gang(env, "high", 6, priority_class=high)
-    await s.until_idle()
+    await _attempted(env, s, "high")
     assert await _bound(env, "low-") == 2
     assert await _bound(env, "high-") == 0
     why = s.explanations[(env.namespace, "high")]
@@ -161,7 +170,7 @@ async def test_equal_or_higher_priority_is_never_a_victim(env: Env) -> None:
     await _run_low(env, s, "peer", 2, priority_class=high)
     await _run_low(env, s, "cheap", 2, priority_class=low)
     await _gang(env, "high", 4, priority_class=high)
-    await s.until_idle()
+    await _attempted(env, s, "high")
     # the low gang alone would not make room for 4: nothing is preempted
     assert await _bound(env, "peer-") == 2
     assert await _bound(env, "cheap-") == 2
@@ -177,16 +186,15 @@ async def test_preemption_policy_never(env: Env) -> None:
     # (v1.37 defaults a PodGroup's policy to PreemptLowerPriority before the Priority
     # admission plugin compares it with the class's: Never must be given explicitly)
     await _gang(env, "high", 2, priority_class=never, policy="Never")
-    await s.until_idle()
-    assert await _bound(env, "low-") == 4
-    assert await _bound(env, "high-") == 0
-    assert "preemptionPolicy Never" in s.explanations[(env.namespace, "high")]
 
     async def written() -> bool:
         cond = await env.group_condition("high")
         return cond is not None and "Never" in (cond.message or "")
 
     await env.until(s, written)
+    assert await _bound(env, "low-") == 4
+    assert await _bound(env, "high-") == 0
+    assert "preemptionPolicy Never" in s.explanations[(env.namespace, "high")]
     report = await explain_report(env.cluster, "high", env.namespace)
     assert "Preemption: not eligible: preemptionPolicy Never" in render_explain(report)
 
@@ -322,3 +330,91 @@ async def test_preemption_is_opt_in_in_process(mem_env: tuple[Env, ManualClock])
     await _gang(env, "high", 2, priority_class=high)
     await s.until_idle()
     assert "victim" in await env.pods()
+
+
+RACK = "topology.kubernetes.io/rack"
+
+
+async def _rack_scenario(env: Env, s: Scheduler) -> None:
+    """r1: one 4-cpu pod of priority 500 (1 unit); r2: two 2-cpu pods of priority 10 (2
+    units); a high-priority gang of 2 x 2 cpu constrained to one rack."""
+    mid = await env.priority_class("mid", 500)
+    low, high = await _prio(env)
+    n1 = await env.node("r1-n", cpu="4", labels={RACK: "r1"})
+    n2 = await env.node("r2-n", cpu="4", labels={RACK: "r2"})
+    await _pod(env, "v-r1", cpu="4", priority_class=mid, node=n1)
+    await _pod(env, "v-r2-0", cpu="2", priority_class=low, node=n2)
+    await _pod(env, "v-r2-1", cpu="2", priority_class=low, node=n2)
+    pg = make_pod_group("high", env.namespace).gang(2).priority_class(high).topology(RACK)
+    await env.cluster.create(from_dict(pg.obj(), PodGroup))
+    for i in range(2):
+        await _pod(env, f"high-{i}", "high", cpu="2", priority_class=high)
+
+    async def done() -> bool:
+        return await _bound(env, "high-") == 2
+
+    await env.until(s, done)
+
+
+async def test_topology_aware_choice_takes_the_cheapest_domain(env: Env) -> None:
+    s = env.scheduler(preemption=True)
+    await _rack_scenario(env, s)
+    # fewest units first: r1's one pod goes (though of higher priority), r2 stays
+    assert await _names(env, "v-") == {"v-r2-0", "v-r2-1"}
+    assert set((await env.bound("high-")).values()) == {env.node_name("r1-n")}
+
+
+async def test_topology_choice_by_priority_when_units_tie(env: Env) -> None:
+    mid = await env.priority_class("mid", 500)
+    low, high = await _prio(env)
+    n1 = await env.node("r1-n", cpu="4", labels={RACK: "r1"})
+    n2 = await env.node("r2-n", cpu="4", labels={RACK: "r2"})
+    await _pod(env, "v-r1", cpu="4", priority_class=mid, node=n1)
+    await _pod(env, "v-r2", cpu="4", priority_class=low, node=n2)
+    pg = make_pod_group("high", env.namespace).gang(2).priority_class(high).topology(RACK)
+    await env.cluster.create(from_dict(pg.obj(), PodGroup))
+    for i in range(2):
+        await _pod(env, f"high-{i}", "high", cpu="2", priority_class=high)
+    s = env.scheduler(preemption=True)
+
+    async def done() -> bool:
+        return await _bound(env, "high-") == 2
+
+    await env.until(s, done)
+    assert await _names(env, "v-") == {"v-r1"}
+    assert set((await env.bound("high-")).values()) == {n2}
+
+
+async def test_upstream_topology_mode_frees_one_rack(env: Env) -> None:
+    fw = default_framework()
+    for p in fw.pod_group_post_filter:
+        p.topology_aware = False  # type: ignore[attr-defined]
+    s = Scheduler(
+        env.cluster,
+        SchedulerConfig(scheduler_name=env.scheduler_name, preemption=True),
+        framework=fw,
+    )
+    env.schedulers.append(s)
+    await _rack_scenario(env, s)
+    left = await _names(env, "v-")
+    assert left in ({"v-r1"}, {"v-r2-0", "v-r2-1"})  # one rack freed, whichever scored best
+
+
+def test_topology_aware_is_configurable(tmp_path: Any) -> None:
+    from scheduler import load_config
+
+    path = tmp_path / "sched.yaml"
+    path.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- pluginConfig:\n  - name: DefaultPreemption\n"
+        "    args: {topologyAware: false}\n"
+    )
+    fw = load_config(path).framework
+    assert [(p.name, getattr(p, "topology_aware", None)) for p in fw.pod_group_post_filter] == [
+        ("DefaultPreemption", False)
+    ]
+    path.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- plugins:\n    podGroupPostFilter: {disabled: [{name: DefaultPreemption}]}\n"
+    )
+    assert load_config(path).framework.pod_group_post_filter == []
