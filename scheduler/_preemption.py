@@ -20,7 +20,7 @@ as PDB-violating), CompositePodGroup trees as preemptors.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal, Protocol
 
 import attrs
@@ -95,9 +95,10 @@ class PreemptionHandle(Protocol):
         group: GroupInfo,
         nominations: Sequence[tuple[PodInfo, str]],
         victims: Sequence[Victim],
+        on_failure: Callable[[], None],
     ) -> None:
         """Mark and delete the victims and nominate the preemptor's pods (in the
-        background)."""
+        background); ``on_failure`` when a victim could not be preempted."""
         ...
 
 
@@ -179,6 +180,10 @@ class DefaultPreemption:
         """Wire the plugin to its scheduler."""
         self.handle = handle
 
+    def forget(self, key: GroupKey) -> None:
+        """Stop waiting for the victims of ``key`` (their preemption failed)."""
+        self.waiting.pop(key, None)
+
     def _still_there(self, cache: Cache, group: GroupInfo) -> int:
         chosen = self.waiting.get(group.key)
         if chosen:
@@ -250,7 +255,8 @@ class DefaultPreemption:
         PODGROUP_PREEMPTION_VICTIMS.observe(len(pods))
         self.waiting[group.key] = {(p.key, p.uid) for p in pods}
         nominations = [(p, snap.node_name(row)) for p, row in assignments]
-        self.handle.actuate(group, nominations, chosen)
+        key = group.key
+        self.handle.actuate(group, nominations, chosen, lambda: self.forget(key))
         names = ", ".join(f"{v.kind} {v.namespace}/{v.name}" for v in chosen)
         return attrs.evolve(
             SUCCESS,

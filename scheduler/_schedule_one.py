@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from scheduler._binding import Binder
@@ -119,8 +119,11 @@ class ScheduleOne:
         group: GroupInfo,
         nominations: Sequence[tuple[PodInfo, str]],
         victims: Sequence[Victim],
+        on_failure: Callable[[], None],
     ) -> None:
-        """Preempt the victims, nominate the preemptor's pods."""
+        """Preempt the victims, nominate the preemptor's pods. When a victim cannot be
+        preempted the nominations are dropped and ``on_failure`` runs (the group may try
+        again after its backoff)."""
         who = f"pod group {group.namespace}/{group.name}"
         _log.info(
             "%s preempts %s",
@@ -130,9 +133,16 @@ class ScheduleOne:
         for p, node in nominations:
             self.cache.nominations[p.key] = node
             self.status.nominate(p, node)
+        keys = [p.key for p, _ in nominations]
+
+        def failed() -> None:
+            for k in keys:
+                self.cache.nominations.pop(k, None)
+            on_failure()
+
         for v in victims:
             for victim in v.pods:
-                self.status.preempt(victim, who)
+                self.status.preempt(victim, who, failed)
 
     def _is_a_handle(self) -> PreemptionHandle:  # mypy checks the protocol
         return self

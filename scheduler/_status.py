@@ -5,6 +5,7 @@ and event recorder)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -177,12 +178,17 @@ class StatusWriter:
 
     # ---- preemption ------------------------------------------------------------------
 
-    def preempt(self, victim: PodInfo, preemptor: str) -> None:
+    def preempt(
+        self, victim: PodInfo, preemptor: str, on_failure: Callable[[], None] | None = None
+    ) -> None:
         """Preempt a running pod: ``DisruptionTarget`` (``PreemptionByScheduler``), a
-        ``Preempted`` event, then delete it (in the background)."""
-        self.tasks.spawn(self._preempt(victim, preemptor))
+        ``Preempted`` event, then delete it (in the background). ``on_failure`` runs when
+        the API refuses (e.g. no ``delete`` permission)."""
+        self.tasks.spawn(self._preempt(victim, preemptor, on_failure))
 
-    async def _preempt(self, p: PodInfo, preemptor: str) -> None:
+    async def _preempt(
+        self, p: PodInfo, preemptor: str, on_failure: Callable[[], None] | None
+    ) -> None:
         node = p.node_name or p.assumed_node or ""
         conds = [dict(c) for c in p.conditions if c.get("type") != "DisruptionTarget"]
         conds.append(
@@ -212,6 +218,8 @@ class StatusWriter:
             pass
         except (ApiError, OSError) as e:
             _log.warning("preemption of pod %s/%s failed: %s", p.namespace, p.name, e)
+            if on_failure is not None:
+                on_failure()
 
     def nominate(self, p: PodInfo, node: str) -> None:
         """``status.nominatedNodeName`` of a preemptor's pod (in the background)."""

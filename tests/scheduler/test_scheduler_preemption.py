@@ -418,3 +418,47 @@ def test_topology_aware_is_configurable(tmp_path: Any) -> None:
         "profiles:\n- plugins:\n    podGroupPostFilter: {disabled: [{name: DefaultPreemption}]}\n"
     )
     assert load_config(path).framework.pod_group_post_filter == []
+
+
+class _NoDelete:
+    """A cluster that refuses pod deletes (a scheduler without the ``delete pods`` rule)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.refused = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def delete(self, kind: Any, name: str, *args: Any, **kw: Any) -> None:
+        from workloadbuilder.errors import Forbidden
+
+        if kind == "Pod":
+            self.refused += 1
+            raise Forbidden(f'pods "{name}" is forbidden')
+        await self._inner.delete(kind, name, *args, **kw)
+
+
+async def test_a_refused_preemption_does_not_leave_the_group_waiting(
+    mem_env: tuple[Env, ManualClock],
+) -> None:
+    env, clock = mem_env
+    low, high = await _prio(env)
+    node = await env.node("a", cpu="2")
+    await _pod(env, "victim", cpu="2", priority_class=low, node=node)
+    await _gang(env, "high", 2, priority_class=high)
+    wrapped = _NoDelete(env.cluster)
+    s = Scheduler(
+        wrapped,  # type: ignore[arg-type]
+        SchedulerConfig(preemption=True),
+        clock=clock,
+    )
+    env.schedulers.append(s)
+    await s.until_idle()
+    assert wrapped.refused == 1
+    assert "victim" in await env.pods()
+    assert s.cache.nominations == {}
+    clock.advance(30)  # the retry preempts again (and is refused again), it does not wait
+    await s.until_idle()
+    assert wrapped.refused == 2
+    assert "waiting for" not in s.explanations[("default", "high")]
