@@ -1036,9 +1036,9 @@ async def test_preemption_not_when_the_quorum_still_does_not_fit(
         await _prio_gang(s, "low", 2, 2, low)
         await _running(s, "low", 2)
         await _prio_gang(s, "high", 6, 6, high)
-        v = await s.view_when("high", lambda v: _failed(v, "Unschedulable"))
+        await s.view_when("high", lambda v: _failed(v, "Unschedulable") and v.condition is not None)
         await asyncio.sleep(2)  # give a wrong preemption time to show
-        return v, await _left(s, "low-")
+        return await s.view("high"), await _left(s, "low-")
 
     (up, up_left), (ours, ours_left) = await _both(sides, scenario)
     _report("W3 quorum still does not fit", up, ours)
