@@ -7,7 +7,9 @@ once and, if the quorum then fits, reprieves units in order of importance (most 
 first) while the placement found still fits with them back. What is left is preempted: the
 :class:`PreemptionHandle` (the scheduler) marks the victims ``DisruptionTarget`` and deletes
 them, and nominates the preemptor's pods on the nodes found. The group then waits, without
-preempting again, until its victims are gone.
+preempting again, until its victims are gone. Single pods preempt too
+(:meth:`DefaultPreemption.preempt_pod`: one node per candidate, as upstream's default
+preemption), taking a ``disruptionMode: all`` group only whole.
 
 Beyond upstream (``topology_aware``, the default): a group with a topology constraint
 chooses its victims inside one domain, the one whose victims cost least (fewest units, then
@@ -28,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler._cache import Cache, GroupInfo, GroupKey, PodInfo, PodKey
+from scheduler._framework import Framework
 from scheduler._interface import SUCCESS, Code, Placement, SharedLister, Status
 from scheduler._metrics import (
     PODGROUP_PREEMPTION_ATTEMPTS,
@@ -175,14 +178,92 @@ class DefaultPreemption:
         self.handle: PreemptionHandle | None = None
         #: preemptor group -> the victims it chose that may still exist (key, uid)
         self.waiting: dict[GroupKey, set[tuple[PodKey, str]]] = {}
+        #: the same for single pods
+        self.waiting_pods: dict[PodKey, set[tuple[PodKey, str]]] = {}
 
     def set_handle(self, handle: PreemptionHandle) -> None:
         """Wire the plugin to its scheduler."""
         self.handle = handle
 
+    # ---- single pods (upstream's default preemption: one node per candidate) ------------
+
+    def preempt_pod(
+        self, fw: Framework, snap: Snapshot, pod: PodInfo
+    ) -> tuple[str, list[Victim]] | str | None:
+        """For a single pod that fits nowhere: ``(node, victims)`` to preempt, a reason it
+        may not (``str``), or None when no victims would help. A unit of a
+        ``disruptionMode: all`` group goes whole (its pods on other nodes too)."""
+        cache = snap.cache
+        if pod.preemption_policy == _NEVER:
+            return "not eligible to preempt: preemptionPolicy Never"
+        chosen_before = self.waiting_pods.get(pod.key)
+        if chosen_before:
+            for key, uid in list(chosen_before):
+                q = cache.pods.get(key)
+                if q is None or q.uid != uid:
+                    chosen_before.discard((key, uid))
+            if chosen_before:
+                n = len(chosen_before)
+                return f"waiting for {n} victim{'' if n == 1 else 's'} to terminate"
+            del self.waiting_pods[pod.key]
+        prio = cache.pod_priority(pod)
+        units = victim_units(cache, prio)
+        if not units:
+            return None
+        table = snap.table
+        static = fw.run_static_filters(pod.req, table)
+        vec = table.vector(pod.req.requests)
+        by_row: dict[int, list[Victim]] = {}
+        for u in units:  # most important first, kept per row
+            for row in sorted({q.counted_node for q in u.pods if q.counted_node is not None}):
+                by_row.setdefault(row, []).append(u)
+        best: tuple[tuple[int, int, int, int], list[Victim]] | None = None
+        best_row = -1
+        for row, here in sorted(by_row.items()):
+            if not static[row]:
+                continue
+            mark = snap.mark()
+            try:
+                for u in here:
+                    for q in u.pods:
+                        snap.remove(q)
+                if not fw.run_usage_filters_one(pod.req, vec, table, row):
+                    continue
+                chosen: list[Victim] = []
+                for u in here:
+                    _add_back(snap, u.pods)
+                    if fw.run_usage_filters_one(pod.req, vec, table, row):
+                        continue
+                    for q in u.pods:
+                        snap.remove(q)
+                    chosen.append(u)
+            finally:
+                snap.revert(mark)
+            if not chosen:
+                continue
+            # upstream's pickOneNodeForPreemption: lowest highest victim priority, lowest sum
+            # of priorities, fewest victims, then the first node
+            cost = (
+                max(v.priority for v in chosen),
+                sum(v.priority * len(v.pods) for v in chosen),
+                sum(len(v.pods) for v in chosen),
+                row,
+            )
+            if best is None or cost < best[0]:
+                best, best_row = (cost, chosen), row
+        if best is None:
+            return None
+        victims = best[1]
+        self.waiting_pods[pod.key] = {(q.key, q.uid) for v in victims for q in v.pods}
+        return snap.node_name(best_row), victims
+
     def forget(self, key: GroupKey) -> None:
         """Stop waiting for the victims of ``key`` (their preemption failed)."""
         self.waiting.pop(key, None)
+
+    def forget_pod(self, key: PodKey) -> None:
+        """Stop waiting for the victims of the single pod ``key``."""
+        self.waiting_pods.pop(key, None)
 
     def _still_there(self, cache: Cache, group: GroupInfo) -> int:
         chosen = self.waiting.get(group.key)

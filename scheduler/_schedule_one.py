@@ -23,7 +23,7 @@ from scheduler._metrics import (
     PODGROUP_ATTEMPT_DURATION,
     PODGROUP_ATTEMPTS,
 )
-from scheduler._preemption import PreemptionHandle, Victim
+from scheduler._preemption import DefaultPreemption, PreemptionHandle, Victim
 from scheduler._queue import QueuedEntity, SchedulingQueue
 from scheduler._snapshot import Snapshot
 from scheduler._status import (
@@ -72,12 +72,17 @@ class ScheduleOne:
     # ---- preemption (the plugins' handle) ----------------------------------------------
 
     def _reserve_nominated(
-        self, snap: Snapshot, priority: int, exclude: tuple[str, str] | None
+        self,
+        snap: Snapshot,
+        priority: int,
+        exclude: tuple[str, str] | None,
+        exclude_pod: tuple[str, str] | None = None,
     ) -> None:
         """Hold the nodes nominated for preemptors of at least ``priority`` (other than the
-        group ``exclude``): lower-priority work does not take the room preemption made."""
+        group ``exclude`` and the pod ``exclude_pod``): lower-priority work does not take
+        the room preemption made."""
         for p, row in self.cache.nominated():
-            if exclude is not None and p.group_key == exclude:
+            if (exclude is not None and p.group_key == exclude) or p.key == exclude_pod:
                 continue
             if self.cache.pod_priority(p) >= priority:
                 snap.assume(p, row, snap.table.vector(p.req.requests))
@@ -144,6 +149,25 @@ class ScheduleOne:
             for victim in v.pods:
                 self.status.preempt(victim, who, failed)
 
+    def actuate_for_pod(
+        self, p: PodInfo, node: str, victims: Sequence[Victim], on_failure: Callable[[], None]
+    ) -> None:
+        """Preempt the victims of a single pod and nominate it."""
+        who = f"pod {p.namespace}/{p.name}"
+        _log.info(
+            "%s preempts %s", who, ", ".join(f"{v.kind} {v.namespace}/{v.name}" for v in victims)
+        )
+        self.cache.nominations[p.key] = node
+        self.status.nominate(p, node)
+
+        def failed() -> None:
+            self.cache.nominations.pop(p.key, None)
+            on_failure()
+
+        for v in victims:
+            for victim in v.pods:
+                self.status.preempt(victim, who, failed)
+
     def _is_a_handle(self) -> PreemptionHandle:  # mypy checks the protocol
         return self
 
@@ -168,7 +192,7 @@ class ScheduleOne:
             return
         t0 = time.perf_counter()
         snap = Snapshot(self.cache)
-        self._reserve_nominated(snap, self.cache.pod_priority(p), None)
+        self._reserve_nominated(snap, self.cache.pod_priority(p), None, p.key)
         res = run_pod_group_cycle(self.framework, snap, [p], min_count=1, scheduled=0, gang=False)
         snap.revert()
         result = "scheduled" if res.status.ok else "unschedulable"
@@ -183,8 +207,25 @@ class ScheduleOne:
             return
         diag = res.diagnoses.get(p.req)
         message = diag.pod_message() if diag else res.explanation or res.status.message
+        outcome: Literal["unschedulable", "error"] = "unschedulable"
+        plugin = next(
+            (q for q in self.framework.pod_group_post_filter if isinstance(q, DefaultPreemption)),
+            None,
+        )
+        if self.config.preemption and plugin is not None:
+            got = plugin.preempt_pod(self.framework, snap, p)
+            if isinstance(got, str):
+                message = f"{message} preemption: {got}."
+            elif got is not None:
+                node, victims = got
+                key = p.key
+                names = ", ".join(f"{v.kind} {v.namespace}/{v.name}" for v in victims)
+                message = f"{message} preemption: preempting {names} on {node}."
+                self.actuate_for_pod(p, node, victims, lambda: plugin.forget_pod(key))
+                outcome = "error"  # room is being made: retry after the backoff
+        snap.revert()
         self.status.pod_failed(p, REASON_UNSCHEDULABLE, message)
-        self.queue.done(e, "unschedulable")
+        self.queue.done(e, outcome)
 
     # ---- pod groups ------------------------------------------------------------------
 

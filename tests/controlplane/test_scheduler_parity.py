@@ -1131,3 +1131,44 @@ async def test_preemption_topology_constrained_gang(sides: tuple[Side, Side]) ->
     print(f"  racks: upstream={up_dom} ours={ours_dom}")
     assert up.bound == ours.bound
     assert len(up_left) == len(ours_left)
+
+
+async def _single_pod_preempts(s: Side, mode: str | None) -> tuple[bool, set[str]]:
+    low, high = await _classes(s)
+    await s.node("n1", cpu="4")
+    await _prio_gang(s, "low", 4, 2, low, mode=mode)
+    await _running(s, "low", 4)
+    pod = make_pod("hp", s.namespace).scheduler_name(s.scheduler_name).priority_class(high)
+    await s.cluster.create(pod.request("cpu", "1").request("memory", "1Gi").obj())
+
+    async def bound() -> bool:
+        return await s.bound("hp")
+
+    await _until(bound, f"{s.name}: hp bound")
+    await asyncio.sleep(2)  # give extra victims time to show
+    return await s.bound("hp"), await _left(s, "low-")
+
+
+async def test_preemption_single_pod_takes_one_pod_of_a_single_mode_gang(
+    sides: tuple[Side, Side],
+) -> None:
+    """W7: a high-priority single pod (1 cpu) on a node full of a low gang (single mode):
+    one low pod is preempted."""
+    (up_b, up_left), (ours_b, ours_left) = await _both(
+        sides, lambda s: _single_pod_preempts(s, None)
+    )
+    print(f"\n== W7 low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
+    assert up_b and ours_b
+    assert len(up_left) == len(ours_left) == 3
+
+
+async def test_preemption_single_pod_takes_a_disruption_mode_all_gang_whole(
+    sides: tuple[Side, Side],
+) -> None:
+    """W8: the same with the low gang's disruptionMode all: the whole gang goes."""
+    (up_b, up_left), (ours_b, ours_left) = await _both(
+        sides, lambda s: _single_pod_preempts(s, "all")
+    )
+    print(f"\n== W8 low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
+    assert up_b and ours_b
+    assert up_left == ours_left == set()

@@ -462,3 +462,31 @@ async def test_a_refused_preemption_does_not_leave_the_group_waiting(
     await s.until_idle()
     assert wrapped.refused == 2
     assert "waiting for" not in s.explanations[("default", "high")]
+
+
+async def test_single_pod_preempts_one_pod_of_a_single_mode_gang(env: Env) -> None:
+    low, high = await _prio(env)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    await _run_low(env, s, "low", 4, min_count=2, priority_class=low)
+    await _pod(env, "hp", priority_class=high)
+
+    async def done() -> bool:
+        return bool(await env.bound("hp"))
+
+    await env.until(s, done)
+    assert len(await _names(env, "low-")) == 3
+
+
+async def test_single_pod_preempts_a_disruption_mode_all_gang_whole(env: Env) -> None:
+    low, high = await _prio(env)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    await _run_low(env, s, "low", 4, priority_class=low, mode="all")
+    await _pod(env, "hp", priority_class=high)
+
+    async def done() -> bool:
+        return bool(await env.bound("hp"))
+
+    await env.until(s, done)
+    assert await _names(env, "low-") == set()  # a pod of an `all` group goes with its group
