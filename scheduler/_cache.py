@@ -52,6 +52,8 @@ class PodInfo:
     last_failure: str | None = None
     #: ``status.nominatedNodeName`` (the placement holding it is tried first)
     nominated_node: str | None = None
+    #: ``spec.preemptionPolicy`` (``PreemptLowerPriority`` when unset)
+    preemption_policy: str | None = None
 
     @property
     def key(self) -> PodKey:
@@ -272,6 +274,9 @@ class Cache:
         self._seq = 0
         self._pods_by_uid: dict[str, PodKey] = {}
         self._signatures: dict[PodRequirements, PodRequirements] = {}
+        #: pods nominated by preemption -> node (set at once; ``status.nominatedNodeName``
+        #: follows through the watch)
+        self.nominations: dict[PodKey, str] = {}
 
     def _intern(self, req: PodRequirements) -> PodRequirements:
         """One object per distinct signature (dict lookups then hit on identity)."""
@@ -397,6 +402,7 @@ class Cache:
             gated=bool(spec.get("schedulingGates")),
             conditions=tuple(status.get("conditions") or ()),
             nominated_node=status.get("nominatedNodeName") or None,
+            preemption_policy=spec.get("preemptionPolicy") or None,
         )
         self.pods[key] = info
         self._pods_by_uid[info.uid] = key
@@ -492,6 +498,18 @@ class Cache:
             p = self.pods.get(k)
             if p is not None:
                 yield p
+
+    def nominated(self) -> Iterator[tuple[PodInfo, int]]:
+        """Pending pods of ours with a nominated node (preemption made room for them there)
+        and that node's row."""
+        for key, node in list(self.nominations.items()):
+            p = self.pods.get(key)
+            if p is None or p.scheduled or p.deleting:
+                del self.nominations[key]
+                continue
+            row = self.nodes.index.get(node)
+            if row is not None:
+                yield p, row
 
     # ---- priorities ------------------------------------------------------------------
 

@@ -50,3 +50,7 @@ class SchedulerConfig:
     composite_status: bool = False
     #: field manager / event reporting component
     component: str = "workloadbuilder-scheduler"
+    #: act on the DefaultPreemption plugin's choice (delete victims). The
+    #: ``workloadbuilder scheduler`` command turns it on; in process (the simulator, whose
+    #: stand-in controllers do not yet recreate preempted pods) it is opt-in
+    preemption: bool = False

@@ -10,6 +10,9 @@ __all__ = [
     "PENDING",
     "PODGROUP_ATTEMPTS",
     "PODGROUP_ATTEMPT_DURATION",
+    "PODGROUP_PREEMPTION_ATTEMPTS",
+    "PODGROUP_PREEMPTION_DURATION",
+    "PODGROUP_PREEMPTION_VICTIMS",
     "POD_ATTEMPTS",
     "REGISTRY",
     "SCHEDULED_PODS",
@@ -59,5 +62,22 @@ BIND_RESULTS = Counter(
 SCHEDULED_PODS = Counter(
     "scheduler_pods_scheduled",
     "Pods bound by this scheduler.",
+    registry=REGISTRY,
+)
+PODGROUP_PREEMPTION_ATTEMPTS = Counter(
+    "scheduler_podgroup_preemption_attempts",
+    "Pod-group preemption attempts (an eligible preemptor with lower-priority units).",
+    registry=REGISTRY,
+)
+PODGROUP_PREEMPTION_DURATION = Histogram(
+    "scheduler_podgroup_preemption_attempt_duration_seconds",
+    "Pod-group preemption attempt latency in seconds (victim selection).",
+    buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5),
+    registry=REGISTRY,
+)
+PODGROUP_PREEMPTION_VICTIMS = Histogram(
+    "scheduler_podgroup_preemption_victims",
+    "Number of pods preempted per successful pod-group preemption.",
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
     registry=REGISTRY,
 )

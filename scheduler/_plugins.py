@@ -25,6 +25,7 @@ from scheduler._interface import (
     SharedLister,
     Status,
 )
+from scheduler._preemption import DefaultPreemption
 from scheduler._resources import PodRequirements
 from workloadbuilder.errors import ApiError
 from workloadbuilder.resources import CPU, MEMORY, PODS, format_quantity
@@ -763,7 +764,7 @@ DEFAULT_PLUGINS: dict[str, tuple[str, ...]] = {
     "placementGenerate": ("TopologyPlacementGenerator",),
     "placementScore": ("PodGroupPodsCount", "NodeResourcesFit"),
     "placementFeasible": ("GangScheduling",),
-    "podGroupPostFilter": (),
+    "podGroupPostFilter": ("DefaultPreemption",),
     "bind": ("DefaultBinder",),
 }
 
@@ -780,6 +781,7 @@ IN_TREE: dict[str, type[Any]] = {
         DefaultPlacement,
         TopologyPlacementGenerator,
         PodGroupPodsCount,
+        DefaultPreemption,
         DefaultBinder,
     )
 }
@@ -803,5 +805,6 @@ def default_framework(
         placement_generate=[TopologyPlacementGenerator()],
         placement_score=[PodGroupPodsCount(), fit],
         placement_feasible=[gang],
+        pod_group_post_filter=[DefaultPreemption()],
         bind=[DefaultBinder()],
     )

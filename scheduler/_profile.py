@@ -23,6 +23,7 @@ from scheduler._plugins import (
     NodeResourcesFit,
     TopologyPlacementGenerator,
 )
+from scheduler._preemption import DefaultPreemption
 from workloadbuilder.errors import WorkloadBuilderError
 
 __all__ = [
@@ -262,6 +263,11 @@ def _plugin_args(entries: Any, path: str, defaults: SchedulerConfig) -> dict[str
             out[name] = _fit_args(args, defaults)
         elif name == TopologyPlacementGenerator.name:
             out[name] = _topology_args(args)
+        elif name == DefaultPreemption.name:
+            aware = args.get("topologyAware")
+            if aware is not None and not isinstance(aware, bool):
+                raise ConfigError(f"{args.at('topologyAware')}: must be true or false")
+            out[name] = {} if aware is None else {"topology_aware": aware}
         else:
             out[name] = {}
         args.done()

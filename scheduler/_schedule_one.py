@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from scheduler._binding import Binder
@@ -16,13 +16,14 @@ from scheduler._config import SchedulerConfig
 from scheduler._cycle import CycleResult, run_pod_group_cycle
 from scheduler._enqueue import Enqueuer
 from scheduler._framework import Framework
-from scheduler._interface import Code, Status
+from scheduler._interface import Code, Placement, Status
 from scheduler._metrics import (
     ATTEMPT_DURATION,
     POD_ATTEMPTS,
     PODGROUP_ATTEMPT_DURATION,
     PODGROUP_ATTEMPTS,
 )
+from scheduler._preemption import DefaultPreemption, PreemptionHandle, Victim
 from scheduler._queue import QueuedEntity, SchedulingQueue
 from scheduler._snapshot import Snapshot
 from scheduler._status import (
@@ -61,6 +62,114 @@ class ScheduleOne:
         self.config = config
         #: ``(namespace, podgroup)`` -> the last Unschedulable / SchedulerError message
         self.explanations: dict[tuple[str, str], str] = {}
+        #: the group cycle in progress: (group key, pending pods, already scheduled)
+        self._cycle: tuple[tuple[str, str], list[PodInfo], int] | None = None
+        for plugin in framework.pod_group_post_filter if config.preemption else ():
+            set_handle = getattr(plugin, "set_handle", None)
+            if callable(set_handle):
+                set_handle(self)
+
+    # ---- preemption (the plugins' handle) ----------------------------------------------
+
+    def _reserve_nominated(
+        self,
+        snap: Snapshot,
+        priority: int,
+        exclude: tuple[str, str] | None,
+        exclude_pod: tuple[str, str] | None = None,
+    ) -> None:
+        """Hold the nodes nominated for preemptors of at least ``priority`` (other than the
+        group ``exclude`` and the pod ``exclude_pod``): lower-priority work does not take
+        the room preemption made."""
+        for p, row in self.cache.nominated():
+            if (exclude is not None and p.group_key == exclude) or p.key == exclude_pod:
+                continue
+            if self.cache.pod_priority(p) >= priority:
+                snap.assume(p, row, snap.table.vector(p.req.requests))
+
+    def placements(self, group: GroupInfo, snap: Snapshot) -> list[Placement]:
+        """The group's candidate placements (the handle of PodGroupPostFilter plugins)."""
+        out = self.framework.run_placement_generate(group, snap)
+        return [] if isinstance(out, Status) else list(out)
+
+    def place_group(
+        self, group: GroupInfo, snap: Snapshot, placements: Sequence[Placement] | None = None
+    ) -> list[tuple[PodInfo, int]] | None:
+        """The group's placement on ``snap`` (the handle of PodGroupPostFilter plugins)."""
+        if self._cycle is None or self._cycle[0] != group.key:
+            return None
+        _, pending, scheduled = self._cycle
+        if placements is None:
+            generated = self.framework.run_placement_generate(group, snap)
+            if isinstance(generated, Status):
+                return None
+            placements = generated
+        res = run_pod_group_cycle(
+            self.framework,
+            snap,
+            pending,
+            min_count=group.min_count,
+            scheduled=scheduled,
+            gang=group.is_gang,
+            placements=placements,
+            group=group,
+        )
+        if not res.status.ok:
+            return None
+        index = snap.table.index
+        return [(p, index[n]) for p, n in res.assignments]
+
+    def actuate(
+        self,
+        group: GroupInfo,
+        nominations: Sequence[tuple[PodInfo, str]],
+        victims: Sequence[Victim],
+        on_failure: Callable[[], None],
+    ) -> None:
+        """Preempt the victims, nominate the preemptor's pods. When a victim cannot be
+        preempted the nominations are dropped and ``on_failure`` runs (the group may try
+        again after its backoff)."""
+        who = f"pod group {group.namespace}/{group.name}"
+        _log.info(
+            "%s preempts %s",
+            who,
+            ", ".join(f"{v.kind} {v.namespace}/{v.name} ({len(v.pods)} pods)" for v in victims),
+        )
+        for p, node in nominations:
+            self.cache.nominations[p.key] = node
+            self.status.nominate(p, node)
+        keys = [p.key for p, _ in nominations]
+
+        def failed() -> None:
+            for k in keys:
+                self.cache.nominations.pop(k, None)
+            on_failure()
+
+        for v in victims:
+            for victim in v.pods:
+                self.status.preempt(victim, who, failed)
+
+    def actuate_for_pod(
+        self, p: PodInfo, node: str, victims: Sequence[Victim], on_failure: Callable[[], None]
+    ) -> None:
+        """Preempt the victims of a single pod and nominate it."""
+        who = f"pod {p.namespace}/{p.name}"
+        _log.info(
+            "%s preempts %s", who, ", ".join(f"{v.kind} {v.namespace}/{v.name}" for v in victims)
+        )
+        self.cache.nominations[p.key] = node
+        self.status.nominate(p, node)
+
+        def failed() -> None:
+            self.cache.nominations.pop(p.key, None)
+            on_failure()
+
+        for v in victims:
+            for victim in v.pods:
+                self.status.preempt(victim, who, failed)
+
+    def _is_a_handle(self) -> PreemptionHandle:  # mypy checks the protocol
+        return self
 
     def __call__(self, e: QueuedEntity) -> None:
         """Schedule the entity ``e`` (popped, in flight)."""
@@ -83,7 +192,9 @@ class ScheduleOne:
             return
         t0 = time.perf_counter()
         snap = Snapshot(self.cache)
+        self._reserve_nominated(snap, self.cache.pod_priority(p), None, p.key)
         res = run_pod_group_cycle(self.framework, snap, [p], min_count=1, scheduled=0, gang=False)
+        snap.revert()
         result = "scheduled" if res.status.ok else "unschedulable"
         ATTEMPT_DURATION.labels(result=result, profile=self.config.scheduler_name).observe(
             time.perf_counter() - t0
@@ -96,8 +207,25 @@ class ScheduleOne:
             return
         diag = res.diagnoses.get(p.req)
         message = diag.pod_message() if diag else res.explanation or res.status.message
+        outcome: Literal["unschedulable", "error"] = "unschedulable"
+        plugin = next(
+            (q for q in self.framework.pod_group_post_filter if isinstance(q, DefaultPreemption)),
+            None,
+        )
+        if self.config.preemption and plugin is not None:
+            got = plugin.preempt_pod(self.framework, snap, p)
+            if isinstance(got, str):
+                message = f"{message} preemption: {got}."
+            elif got is not None:
+                node, victims = got
+                key = p.key
+                names = ", ".join(f"{v.kind} {v.namespace}/{v.name}" for v in victims)
+                message = f"{message} preemption: preempting {names} on {node}."
+                self.actuate_for_pod(p, node, victims, lambda: plugin.forget_pod(key))
+                outcome = "error"  # room is being made: retry after the backoff
+        snap.revert()
         self.status.pod_failed(p, REASON_UNSCHEDULABLE, message)
-        self.queue.done(e, "unschedulable")
+        self.queue.done(e, outcome)
 
     # ---- pod groups ------------------------------------------------------------------
 
@@ -114,6 +242,15 @@ class ScheduleOne:
                 return (
                     f"pod {p.name!r} has priority {pp} but pod group {g.name!r} has priority {prio}"
                 )
+        policy = g.pod_group.spec.preemption_policy if g.pod_group is not None else None
+        if policy:  # kube-scheduler v1.37.2: the pods' policy must equal the group's
+            for p in sorted(members, key=lambda m: m.name):
+                own = p.preemption_policy or "PreemptLowerPriority"
+                if own != policy:
+                    return (
+                        f"pod {p.name!r} has preemptionPolicy {own} but pod group {g.name!r} "
+                        f"has preemptionPolicy {policy}"
+                    )
         return None
 
     def _group_error(
@@ -171,9 +308,11 @@ class ScheduleOne:
             return
         t0 = time.perf_counter()
         snap = Snapshot(self.cache)
+        self._reserve_nominated(snap, self.cache.group_priority(g), gk)
         placements = self.framework.run_placement_generate(g, snap)
         if isinstance(placements, Status):
             if placements.code is Code.ERROR:
+                snap.revert()
                 self._group_error(e, g, pending, placements.message)
                 return
             res = CycleResult(
@@ -192,7 +331,12 @@ class ScheduleOne:
             )
         post = None
         if not res.status.ok:
-            post = self.framework.run_pod_group_post_filter(g, snap, res.explanation)
+            self._cycle = (gk, pending, scheduled)
+            try:
+                post = self.framework.run_pod_group_post_filter(g, snap, res.explanation)
+            finally:
+                self._cycle = None
+        snap.revert()
         result = "scheduled" if res.status.ok else "unschedulable"
         PODGROUP_ATTEMPT_DURATION.labels(result=result).observe(time.perf_counter() - t0)
         PODGROUP_ATTEMPTS.labels(result=result).inc()
@@ -350,6 +494,7 @@ class ScheduleOne:
                 scheduled[p.group_key] = scheduled.get(p.group_key, 0) + 1
         t0 = time.perf_counter()
         snap = Snapshot(self.cache)
+        self._reserve_nominated(snap, self.cache.pod_priority(pending[0]), None)
         fw = self.framework
         res = place_tree(
             fw,
@@ -361,6 +506,7 @@ class ScheduleOne:
                 mode=fw.composite_search, budget=fw.search_budget, deadline=fw.search_deadline
             ),
         )
+        snap.revert()
         result = "scheduled" if res.ok else "unschedulable"
         PODGROUP_ATTEMPT_DURATION.labels(result=result).observe(time.perf_counter() - t0)
         PODGROUP_ATTEMPTS.labels(result=result).inc()

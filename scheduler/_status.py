@@ -5,6 +5,7 @@ and event recorder)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -174,6 +175,72 @@ class StatusWriter:
             pass
         except (ApiError, OSError) as e:
             _log.info("pod %s/%s condition not written: %s", p.namespace, p.name, e)
+
+    # ---- preemption ------------------------------------------------------------------
+
+    def preempt(
+        self, victim: PodInfo, preemptor: str, on_failure: Callable[[], None] | None = None
+    ) -> None:
+        """Preempt a running pod: ``DisruptionTarget`` (``PreemptionByScheduler``), a
+        ``Preempted`` event, then delete it (in the background). ``on_failure`` runs when
+        the API refuses (e.g. no ``delete`` permission)."""
+        self.tasks.spawn(self._preempt(victim, preemptor, on_failure))
+
+    async def _preempt(
+        self, p: PodInfo, preemptor: str, on_failure: Callable[[], None] | None
+    ) -> None:
+        node = p.node_name or p.assumed_node or ""
+        conds = [dict(c) for c in p.conditions if c.get("type") != "DisruptionTarget"]
+        conds.append(
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "reason": "PreemptionByScheduler",
+                "message": f"{self.config.component}: preempting to accommodate {preemptor}",
+                "lastTransitionTime": _rfc3339(self.clock.now()),
+            }
+        )
+        try:
+            await self.cluster.patch(
+                "Pod",
+                p.name,
+                {"status": {"conditions": conds}},
+                p.namespace,
+                patch_type="merge",
+                subresource="status",
+                field_manager=self.config.component,
+            )
+            if self.config.record_events:
+                text = f"Preempted by {preemptor} on node {node}"
+                await self._event(p, "Normal", "Preempted", text)
+            await self.cluster.delete("Pod", p.name, p.namespace)
+        except NotFound:
+            pass
+        except (ApiError, OSError) as e:
+            _log.warning("preemption of pod %s/%s failed: %s", p.namespace, p.name, e)
+            if on_failure is not None:
+                on_failure()
+
+    def nominate(self, p: PodInfo, node: str) -> None:
+        """``status.nominatedNodeName`` of a preemptor's pod (in the background)."""
+        if self.config.update_status:
+            self.tasks.spawn(self._nominate(p, node))
+
+    async def _nominate(self, p: PodInfo, node: str) -> None:
+        try:
+            await self.cluster.patch(
+                "Pod",
+                p.name,
+                {"status": {"nominatedNodeName": node}},
+                p.namespace,
+                patch_type="merge",
+                subresource="status",
+                field_manager=self.config.component,
+            )
+        except NotFound:
+            pass
+        except (ApiError, OSError) as e:
+            _log.info("pod %s/%s nominatedNodeName not written: %s", p.namespace, p.name, e)
 
     # ---- pod groups ------------------------------------------------------------------
 

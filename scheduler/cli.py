@@ -166,7 +166,7 @@ async def explain_report(cluster: Cluster, name: str, namespace: str) -> dict[st
         state = f"{cond.type}={cond.status} ({cond.reason})"
     else:
         state = "not attempted yet"
-    return {
+    report: dict[str, Any] = {
         "namespace": namespace,
         "name": name,
         "policy": "gang" if gang is not None else "basic",
@@ -182,6 +182,34 @@ async def explain_report(cluster: Cluster, name: str, namespace: str) -> dict[st
         if pg.spec.parent_composite_pod_group_name
         else None,
     }
+    if cond is not None and cond.status == "False":
+        report["preemption"] = await preemption_state(cluster, pg, cond.message or "")
+    return report
+
+
+async def preemption_state(cluster: Cluster, pg: PodGroup, message: str) -> str:
+    """What workload-aware preemption does for an unschedulable group, or why it cannot."""
+    if pg.spec.preemption_policy == "Never":
+        return "not eligible: preemptionPolicy Never"
+    for marker in ("waiting for ", "preempting ", "preemption would not help"):
+        at = message.rfind(marker)
+        if at >= 0:
+            return message[at:].split("; ")[0]
+    prio = pg.spec.priority or 0
+    try:
+        items = (await cluster.list("Pod")).items  # the domain is the whole cluster
+    except ApiError:
+        items = (await cluster.list("Pod", pg.metadata.namespace)).items
+    lower = sum(
+        1
+        for p in items
+        if isinstance(p, dict)
+        and (p.get("spec") or {}).get("nodeName")
+        and int((p.get("spec") or {}).get("priority") or 0) < prio
+    )
+    if not lower:
+        return "no lower-priority units"
+    return f"{lower} lower-priority pods run; preempting them would not make the group fit"
 
 
 def waiting_state(existing: int, min_count: int) -> str:
@@ -232,6 +260,8 @@ def render_explain(report: dict[str, Any]) -> str:
     lines.append(f"State:     {report['state']}{since}")
     if report["explanation"]:
         lines.append(f"Why:       {report['explanation']}")
+    if report.get("preemption"):
+        lines.append(f"Preemption: {report['preemption']}")
     if report.get("tree"):
         lines.append("Tree:")
         lines.extend(render_tree(report["tree"], report["name"]))
@@ -422,7 +452,7 @@ def _settings(args: argparse.Namespace) -> LoadedConfig:
         overrides["resource_name"] = args.leader_elect_lease_name
     loaded.leader_election = attrs.evolve(le, **overrides)
     loaded.scheduler = attrs.evolve(
-        loaded.scheduler, bind_concurrency=max(1, args.bind_concurrency)
+        loaded.scheduler, bind_concurrency=max(1, args.bind_concurrency), preemption=True
     )
     return loaded
 

@@ -154,7 +154,9 @@ class Side:
 
     async def start_ours(self) -> None:
         """Run our scheduler in the background, as ``workloadbuilder scheduler`` would."""
-        self.scheduler = Scheduler(self.cluster, SchedulerConfig(scheduler_name=OURS))
+        self.scheduler = Scheduler(
+            self.cluster, SchedulerConfig(scheduler_name=OURS, preemption=True)
+        )
         await self.scheduler.start()
         self._task = asyncio.create_task(self.scheduler.run())
 
@@ -923,3 +925,250 @@ async def test_composite_greedy_miss_is_an_intentional_difference(
     _print_tree("composite: greedy miss", (ub, uc), (ob, oc))
     assert ub == 0
     assert ob == 4
+
+
+# ---- workload-aware preemption (KEP-5710) ------------------------------------------------
+
+
+async def _prio_gang(
+    s: Side,
+    name: str,
+    size: int,
+    min_count: int,
+    cls: str,
+    *,
+    group_cls: str | None = None,
+    mode: str | None = None,
+    policy: str | None = None,
+    cpu: str = "1",
+) -> None:
+    """A gang whose PodGroup and pods carry PriorityClass ``cls`` (the PodGroup
+    ``group_cls`` when given). Pods go at once when deleted (no kubelet)."""
+    pg = make_pod_group(name, s.namespace).gang(min_count).priority_class(group_cls or cls)
+    if mode is not None:
+        pg.disruption_mode(mode)
+    if policy is not None:
+        pg.preemption_policy(policy)
+    await s.cluster.create(pg.obj())
+    for i in range(size):
+        pod = make_pod(f"{name}-{i}", s.namespace).scheduler_name(s.scheduler_name)
+        pod.pod_group(name).priority_class(cls).request("cpu", cpu).request("memory", "1Gi")
+        obj = pod.obj()
+        obj["spec"]["terminationGracePeriodSeconds"] = 0
+        await s.cluster.create(obj)
+
+
+async def _running(s: Side, name: str, n: int) -> None:
+    async def probe() -> bool:
+        return (await s.view(name)).bound == n
+
+    await _until(probe, f"{s.name}: {name} running")
+
+
+async def _classes(s: Side) -> tuple[str, str]:
+    return await s.priority_class("low", 10), await s.priority_class("high", 1000)
+
+
+async def _left(s: Side, prefix: str) -> set[str]:
+    return {n for n in await s.pods() if n.startswith(prefix)}
+
+
+async def test_preemption_high_gang_evicts_low_gang(sides: tuple[Side, Side]) -> None:
+    """W1: a 4-cpu node full of a low-priority gang (disruptionMode all); a high-priority
+    gang of 2 evicts the whole low gang and binds."""
+
+    async def scenario(s: Side) -> tuple[GroupView, set[str]]:
+        low, high = await _classes(s)
+        await s.node("n1", cpu="4")
+        await _prio_gang(s, "low", 4, 4, low, mode="all")
+        await _running(s, "low", 4)
+        await _prio_gang(s, "high", 2, 2, high)
+        v = await s.view_when("high", lambda v: v.bound == 2)
+        await _until(lambda: _gone(s, "low-"), f"{s.name}: low gone")
+        return v, await _left(s, "low-")
+
+    (up, up_left), (ours, ours_left) = await _both(sides, scenario)
+    _report("W1 high gang evicts low gang", up, ours)
+    print(f"  low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
+    assert up.bound == ours.bound == 2
+    assert up.condition == ours.condition == ("True", "Scheduled")
+    assert up_left == ours_left == set()
+
+
+async def _gone(s: Side, prefix: str) -> bool:
+    return not await _left(s, prefix)
+
+
+async def test_preemption_single_mode_takes_the_fewest_pods(sides: tuple[Side, Side]) -> None:
+    """W2: the same with the low gang's default disruptionMode (single): only as many low
+    pods as the high gang needs are preempted (the low gang drops below its minCount)."""
+
+    async def scenario(s: Side) -> tuple[GroupView, set[str]]:
+        low, high = await _classes(s)
+        await s.node("n1", cpu="4")
+        await _prio_gang(s, "low", 4, 2, low)
+        await _running(s, "low", 4)
+        await _prio_gang(s, "high", 2, 2, high)
+        v = await s.view_when("high", lambda v: v.bound == 2)
+
+        async def two_left() -> bool:
+            return len(await _left(s, "low-")) == 2
+
+        await _until(two_left, f"{s.name}: two low pods left")
+        return v, await _left(s, "low-")
+
+    (up, up_left), (ours, ours_left) = await _both(sides, scenario)
+    _report("W2 single-mode victims", up, ours)
+    print(f"  low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
+    assert up.bound == ours.bound == 2
+    assert len(up_left) == len(ours_left) == 2
+
+
+async def test_preemption_not_when_the_quorum_still_does_not_fit(
+    sides: tuple[Side, Side],
+) -> None:
+    """W3: a high-priority gang of 6 x 1 cpu on a 4-cpu node with a low gang of 2: even
+    without the low gang it does not fit, so nothing is preempted."""
+
+    async def scenario(s: Side) -> tuple[GroupView, set[str]]:
+        low, high = await _classes(s)
+        await s.node("n1", cpu="4")
+        await _prio_gang(s, "low", 2, 2, low)
+        await _running(s, "low", 2)
+        await _prio_gang(s, "high", 6, 6, high)
+        await s.view_when("high", lambda v: _failed(v, "Unschedulable") and v.condition is not None)
+        await asyncio.sleep(2)  # give a wrong preemption time to show
+        return await s.view("high"), await _left(s, "low-")
+
+    (up, up_left), (ours, ours_left) = await _both(sides, scenario)
+    _report("W3 quorum still does not fit", up, ours)
+    assert up.bound == ours.bound == 0
+    assert up.condition == ours.condition == ("False", "Unschedulable")
+    assert up_left == ours_left == {"low-0", "low-1"}
+
+
+async def _never(s: Side) -> str:
+    never = f"{s.namespace}-high-never"
+    await s.cluster.create(make_priority_class(never, 1000).preemption_policy("Never").obj())
+    s.priority_classes.append(never)
+    await priority_class_admitted(s.cluster, s.namespace, never)
+    return never
+
+
+async def test_preemption_policy_never(sides: tuple[Side, Side]) -> None:
+    """W4: a PodGroup (and its pods) with preemptionPolicy Never: no preemption."""
+
+    async def scenario(s: Side) -> tuple[GroupView, set[str]]:
+        low, _ = await _classes(s)
+        never = await _never(s)
+        await s.node("n1", cpu="4")
+        await _prio_gang(s, "low", 4, 4, low)
+        await _running(s, "low", 4)
+        await _prio_gang(s, "high", 2, 2, never, policy="Never")
+        await s.view_when("high", lambda v: v.condition is not None or v.bound > 0)
+        await asyncio.sleep(3)  # give a wrong preemption time to show
+        return await s.view("high"), await _left(s, "low-")
+
+    (up, up_left), (ours, ours_left) = await _both(sides, scenario)
+    _report("W4 preemptionPolicy Never", up, ours)
+    print(f"  low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
+    assert up.bound == ours.bound == 0
+    assert up.condition == ours.condition == ("False", "Unschedulable")
+    assert len(up_left) == len(ours_left) == 4
+
+
+async def test_preemption_policy_of_group_and_pods_must_agree(sides: tuple[Side, Side]) -> None:
+    """W5: the PodGroup Never, its pods PreemptLowerPriority: v1.37.2 does not let the
+    group's policy override its pods' — SchedulerError, nothing preempted."""
+
+    async def scenario(s: Side) -> tuple[GroupView, set[str]]:
+        low, high = await _classes(s)
+        never = await _never(s)
+        await s.node("n1", cpu="4")
+        await _prio_gang(s, "low", 4, 4, low)
+        await _running(s, "low", 4)
+        await _prio_gang(s, "high", 2, 2, high, group_cls=never, policy="Never")
+        await s.view_when("high", lambda v: v.condition is not None or v.bound > 0)
+        await asyncio.sleep(3)
+        return await s.view("high"), await _left(s, "low-")
+
+    (up, up_left), (ours, ours_left) = await _both(sides, scenario)
+    _report("W5 policies disagree", up, ours)
+    assert up.bound == ours.bound == 0
+    assert up.condition == ours.condition == ("False", "SchedulerError")
+    assert len(up_left) == len(ours_left) == 4
+
+
+async def test_preemption_topology_constrained_gang(sides: tuple[Side, Side]) -> None:
+    """W6: two racks of one 4-cpu node, each full of two low-priority single pods (2 cpu);
+    a high-priority gang of 2 x 2 cpu constrained to one rack. What v1.37.2 does here is
+    recorded (docs/scheduler.md); both free one rack."""
+    rack = "topology.kubernetes.io/rack"
+
+    async def scenario(s: Side) -> tuple[GroupView, set[str], dict[str, str]]:
+        low, high = await _classes(s)
+        for r in ("r1", "r2"):
+            await s.node(f"{r}-n", cpu="4", labels={rack: r})
+            for i in range(2):
+                pod = make_pod(f"low-{r}-{i}", s.namespace).priority_class(low)
+                pod.node_name(f"{s.namespace}-{r}-n").request("cpu", "2")
+                obj = pod.request("memory", "1Gi").obj()
+                obj["spec"]["terminationGracePeriodSeconds"] = 0
+                await s.cluster.create(obj)
+        pg = make_pod_group("high", s.namespace).gang(2).priority_class(high).topology(rack)
+        await s.cluster.create(pg.obj())
+        for i in range(2):
+            pod = make_pod(f"high-{i}", s.namespace).scheduler_name(s.scheduler_name)
+            pod.pod_group("high").priority_class(high).request("cpu", "2")
+            await s.cluster.create(pod.request("memory", "1Gi").obj())
+        await s.view_when("high", lambda v: v.condition is not None or v.bound > 0)
+        await asyncio.sleep(5)
+        return await s.view("high"), await _left(s, "low-"), await s.domains("high", rack)
+
+    (up, up_left, up_dom), (ours, ours_left, ours_dom) = await _both(sides, scenario)
+    _report("W6 topology-constrained preemptor", up, ours)
+    print(f"  low left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
+    print(f"  racks: upstream={up_dom} ours={ours_dom}")
+    assert up.bound == ours.bound
+    assert len(up_left) == len(ours_left)
+
+
+async def _single_pod_preempts(s: Side, mode: str | None) -> tuple[bool, set[str]]:
+    low, high = await _classes(s)
+    await s.node("n1", cpu="4")
+    await _prio_gang(s, "low", 4, 2, low, mode=mode)
+    await _running(s, "low", 4)
+    pod = make_pod("hp", s.namespace).scheduler_name(s.scheduler_name).priority_class(high)
+    await s.cluster.create(pod.request("cpu", "1").request("memory", "1Gi").obj())
+
+    async def bound() -> bool:
+        return await s.bound("hp")
+
+    await _until(bound, f"{s.name}: hp bound")
+    await asyncio.sleep(2)  # give extra victims time to show
+    return await s.bound("hp"), await _left(s, "low-")
+
+
+async def test_preemption_single_pod_takes_one_pod_of_a_single_mode_gang(
+    sides: tuple[Side, Side],
+) -> None:
+    """W7: a high-priority single pod (1 cpu) on a node full of a low gang (single mode):
+    one low pod is preempted."""
+    (up_b, up_left), (ours_b, ours_left) = await _both(
+        sides, lambda s: _single_pod_preempts(s, None)
+    )
+    print(f"\n== W7 low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
+    assert up_b and ours_b
+    assert len(up_left) == len(ours_left) == 3
+
+
+async def test_preemption_single_pod_takes_a_disruption_mode_all_gang_whole(
+    sides: tuple[Side, Side],
+) -> None:
+    """W8: the same with the low gang's disruptionMode all: the whole gang goes."""
+    (up_b, up_left), (ours_b, ours_left) = await _both(
+        sides, lambda s: _single_pod_preempts(s, "all")
+    )
+    print(f"\n== W8 low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
+    assert up_b and ours_b
+    assert up_left == ours_left == set()

@@ -1,0 +1,444 @@
+"""Workload-aware preemption (KEP-5710): the ``DefaultPreemption`` PodGroupPostFilter plugin.
+
+When a root PodGroup's cycle fails, the plugin looks for *preemption units* of strictly lower
+priority anywhere in the cluster (a single pod, or a whole PodGroup whose ``disruptionMode``
+is ``all``), removes every one of them from the cycle's snapshot, runs the group's placement
+once and, if the quorum then fits, reprieves units in order of importance (most important
+first) while the placement found still fits with them back. What is left is preempted: the
+:class:`PreemptionHandle` (the scheduler) marks the victims ``DisruptionTarget`` and deletes
+them, and nominates the preemptor's pods on the nodes found. The group then waits, without
+preempting again, until its victims are gone. Single pods preempt too
+(:meth:`DefaultPreemption.preempt_pod`: one node per candidate, as upstream's default
+preemption), taking a ``disruptionMode: all`` group only whole.
+
+Beyond upstream (``topology_aware``, the default): a group with a topology constraint
+chooses its victims inside one domain, the one whose victims cost least (fewest units, then
+lowest highest priority, then fewest pods).
+
+Not here (yet): PodDisruptionBudgets (the cache has no PDB informer, so no unit is treated
+as PDB-violating), CompositePodGroup trees as preemptors.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Literal, Protocol
+
+import attrs
+import numpy as np
+import numpy.typing as npt
+
+from scheduler._cache import Cache, GroupInfo, GroupKey, PodInfo, PodKey
+from scheduler._framework import Framework
+from scheduler._interface import SUCCESS, Code, Placement, SharedLister, Status
+from scheduler._metrics import (
+    PODGROUP_PREEMPTION_ATTEMPTS,
+    PODGROUP_PREEMPTION_DURATION,
+    PODGROUP_PREEMPTION_VICTIMS,
+)
+from scheduler._snapshot import Snapshot
+
+__all__ = [
+    "DISRUPTION_TARGET",
+    "PREEMPTION_REASON",
+    "DefaultPreemption",
+    "PreemptionHandle",
+    "Victim",
+    "effective_preemption_policy",
+    "is_terminating_by_preemption",
+    "victim_units",
+]
+
+#: the pod condition set on victims before they are deleted (upstream's values)
+DISRUPTION_TARGET = "DisruptionTarget"
+PREEMPTION_REASON = "PreemptionByScheduler"
+_NEVER = "Never"
+
+
+@attrs.frozen
+class Victim:
+    """A preemption unit: one pod, or every running pod of a ``disruptionMode: all`` group."""
+
+    kind: Literal["Pod", "PodGroup"]
+    namespace: str
+    name: str
+    priority: int
+    pods: tuple[PodInfo, ...]
+    #: earliest first-seen time of its pods (the start-time tie-break)
+    start: float
+
+    @property
+    def importance(self) -> tuple[int, int, int, float, int]:
+        """Sort key, most important first: higher priority, a group before a pod, then pods
+        older first, groups more members then older first."""
+        if self.kind == "PodGroup":
+            return (-self.priority, 0, -len(self.pods), self.start, 0)
+        return (-self.priority, 1, 0, self.start, self.pods[0].seq)
+
+
+class PreemptionHandle(Protocol):
+    """What the plugin needs of the scheduler (upstream's framework handle and
+    ``PodGroupSchedulingFunc``)."""
+
+    def place_group(
+        self, group: GroupInfo, snap: Snapshot, placements: Sequence[Placement] | None = None
+    ) -> list[tuple[PodInfo, int]] | None:
+        """Run the group's placement once on ``snap`` (victims removed), over
+        ``placements`` (default: what PlacementGenerate proposes): the assignments ``(pod,
+        node row)`` when the quorum fits, else None. ``snap`` is left as it was."""
+        ...
+
+    def placements(self, group: GroupInfo, snap: Snapshot) -> list[Placement]:
+        """The group's candidate placements (PlacementGenerate; empty on failure)."""
+        ...
+
+    def actuate(
+        self,
+        group: GroupInfo,
+        nominations: Sequence[tuple[PodInfo, str]],
+        victims: Sequence[Victim],
+        on_failure: Callable[[], None],
+    ) -> None:
+        """Mark and delete the victims and nominate the preemptor's pods (in the
+        background); ``on_failure`` when a victim could not be preempted."""
+        ...
+
+
+def effective_preemption_policy(cache: Cache, group: GroupInfo) -> str:
+    """The PodGroup's ``preemptionPolicy`` when set, else its pods', else
+    ``PreemptLowerPriority``. (The cycle's validation already requires the pods' policy to
+    equal the group's, as kube-scheduler v1.37.2 does: a mismatch is a SchedulerError.)"""
+    pg = group.pod_group
+    if pg is not None and pg.spec.preemption_policy:
+        return pg.spec.preemption_policy
+    for p in cache.members(group):
+        if p.preemption_policy:
+            return p.preemption_policy
+    return "PreemptLowerPriority"
+
+
+def is_terminating_by_preemption(conditions: Sequence[dict[str, object]], deleting: bool) -> bool:
+    """A pod being deleted with ``DisruptionTarget`` (``PreemptionByScheduler``)."""
+    return deleting and any(
+        c.get("type") == DISRUPTION_TARGET
+        and c.get("status") == "True"
+        and c.get("reason") == PREEMPTION_REASON
+        for c in conditions
+    )
+
+
+def _unit_priority(cache: Cache, p: PodInfo) -> tuple[GroupInfo | None, int]:
+    g = cache.groups.get(p.group_key) if p.group_key is not None else None
+    if g is not None and g.pod_group is not None:
+        return g, cache.group_priority(g)
+    return None, cache.pod_priority(p)
+
+
+def victim_units(cache: Cache, below: int, exclude: GroupKey | None = None) -> list[Victim]:
+    """Every preemption unit of priority strictly below ``below``: running (bound or
+    assumed, not terminating) pods, a ``disruptionMode: all`` group as one unit."""
+    singles: list[Victim] = []
+    groups: dict[GroupKey, list[PodInfo]] = {}
+    prio_of: dict[GroupKey, int] = {}
+    for p in cache.pods.values():
+        if p.counted_node is None or p.deleting or p.group_key == exclude:
+            continue
+        g, prio = _unit_priority(cache, p)
+        if prio >= below:
+            continue
+        pg = g.pod_group if g is not None else None
+        mode = pg.spec.disruption_mode if pg is not None else None
+        if g is not None and mode is not None and mode.all is not None:
+            groups.setdefault(g.key, []).append(p)
+            prio_of[g.key] = prio
+            continue
+        singles.append(Victim("Pod", p.namespace, p.name, prio, (p,), p.first_seen))
+    units = singles
+    for key, pods in groups.items():
+        pods.sort(key=lambda q: (q.first_seen, q.seq))
+        start = pods[0].first_seen
+        units.append(Victim("PodGroup", key[0], key[1], prio_of[key], tuple(pods), start))
+    units.sort(key=lambda v: v.importance)
+    return units
+
+
+class DefaultPreemption:
+    """PodGroupPostFilter: pod-group preemption over the whole cluster (one domain), as
+    kube-scheduler v1.37's ``PodGroupEvaluator``."""
+
+    name = "DefaultPreemption"
+
+    def __init__(self, *, topology_aware: bool = True) -> None:
+        #: for a group with a topology constraint, choose the victims of the one domain
+        #: that costs least (ours); False: one placement over every domain at once, the
+        #: best-scored one (kube-scheduler v1.37.2)
+        self.topology_aware = topology_aware
+        #: set by the scheduler when ``SchedulerConfig.preemption`` is on
+        self.handle: PreemptionHandle | None = None
+        #: preemptor group -> the victims it chose that may still exist (key, uid)
+        self.waiting: dict[GroupKey, set[tuple[PodKey, str]]] = {}
+        #: the same for single pods
+        self.waiting_pods: dict[PodKey, set[tuple[PodKey, str]]] = {}
+
+    def set_handle(self, handle: PreemptionHandle) -> None:
+        """Wire the plugin to its scheduler."""
+        self.handle = handle
+
+    # ---- single pods (upstream's default preemption: one node per candidate) ------------
+
+    def preempt_pod(
+        self, fw: Framework, snap: Snapshot, pod: PodInfo
+    ) -> tuple[str, list[Victim]] | str | None:
+        """For a single pod that fits nowhere: ``(node, victims)`` to preempt, a reason it
+        may not (``str``), or None when no victims would help. A unit of a
+        ``disruptionMode: all`` group goes whole (its pods on other nodes too)."""
+        cache = snap.cache
+        if pod.preemption_policy == _NEVER:
+            return "not eligible to preempt: preemptionPolicy Never"
+        chosen_before = self.waiting_pods.get(pod.key)
+        if chosen_before:
+            for key, uid in list(chosen_before):
+                q = cache.pods.get(key)
+                if q is None or q.uid != uid:
+                    chosen_before.discard((key, uid))
+            if chosen_before:
+                n = len(chosen_before)
+                return f"waiting for {n} victim{'' if n == 1 else 's'} to terminate"
+            del self.waiting_pods[pod.key]
+        prio = cache.pod_priority(pod)
+        units = victim_units(cache, prio)
+        if not units:
+            return None
+        table = snap.table
+        static = fw.run_static_filters(pod.req, table)
+        vec = table.vector(pod.req.requests)
+        by_row: dict[int, list[Victim]] = {}
+        for u in units:  # most important first, kept per row
+            for row in sorted({q.counted_node for q in u.pods if q.counted_node is not None}):
+                by_row.setdefault(row, []).append(u)
+        best: tuple[tuple[int, int, int, int], list[Victim]] | None = None
+        best_row = -1
+        for row, here in sorted(by_row.items()):
+            if not static[row]:
+                continue
+            mark = snap.mark()
+            try:
+                for u in here:
+                    for q in u.pods:
+                        snap.remove(q)
+                if not fw.run_usage_filters_one(pod.req, vec, table, row):
+                    continue
+                chosen: list[Victim] = []
+                for u in here:
+                    _add_back(snap, u.pods)
+                    if fw.run_usage_filters_one(pod.req, vec, table, row):
+                        continue
+                    for q in u.pods:
+                        snap.remove(q)
+                    chosen.append(u)
+            finally:
+                snap.revert(mark)
+            if not chosen:
+                continue
+            # upstream's pickOneNodeForPreemption: lowest highest victim priority, lowest sum
+            # of priorities, fewest victims, then the first node
+            cost = (
+                max(v.priority for v in chosen),
+                sum(v.priority * len(v.pods) for v in chosen),
+                sum(len(v.pods) for v in chosen),
+                row,
+            )
+            if best is None or cost < best[0]:
+                best, best_row = (cost, chosen), row
+        if best is None:
+            return None
+        victims = best[1]
+        self.waiting_pods[pod.key] = {(q.key, q.uid) for v in victims for q in v.pods}
+        return snap.node_name(best_row), victims
+
+    def forget(self, key: GroupKey) -> None:
+        """Stop waiting for the victims of ``key`` (their preemption failed)."""
+        self.waiting.pop(key, None)
+
+    def forget_pod(self, key: PodKey) -> None:
+        """Stop waiting for the victims of the single pod ``key``."""
+        self.waiting_pods.pop(key, None)
+
+    def _still_there(self, cache: Cache, group: GroupInfo) -> int:
+        chosen = self.waiting.get(group.key)
+        if chosen:
+            for key, uid in list(chosen):
+                p = cache.pods.get(key)
+                if p is None or p.uid != uid:
+                    chosen.discard((key, uid))
+            if not chosen:
+                del self.waiting[group.key]
+        n = len(self.waiting.get(group.key, ()))
+        if n:
+            return n
+        # after a restart: lower-priority pods terminating by preemption on nominated nodes
+        prio = cache.group_priority(group)
+        nodes: set[str] = set()
+        for p in cache.members(group):
+            node = cache.nominations.get(p.key) or p.nominated_node
+            if node:
+                nodes.add(node)
+        if not nodes:
+            return 0
+        return sum(
+            1
+            for p in cache.pods.values()
+            if (p.node_name or p.assumed_node) in nodes
+            and is_terminating_by_preemption(p.conditions, p.deleting)
+            and _unit_priority(cache, p)[1] < prio
+        )
+
+    def post_filter(self, group: GroupInfo, lister: SharedLister, message: str) -> Status:
+        """Choose victims and have them preempted; ``Success`` when room is being made."""
+        if self.handle is None or not isinstance(lister, Snapshot):
+            return Status(code=Code.UNSCHEDULABLE)
+        snap = lister
+        cache = snap.cache
+        if effective_preemption_policy(cache, group) == _NEVER:
+            return Status(
+                code=Code.UNSCHEDULABLE, message="not eligible to preempt: preemptionPolicy Never"
+            )
+        waiting = self._still_there(cache, group)
+        if waiting:
+            s = "" if waiting == 1 else "s"
+            return Status(
+                code=Code.UNSCHEDULABLE,
+                message=f"waiting for {waiting} victim{s} to terminate",
+            )
+        prio = cache.group_priority(group)
+        units = victim_units(cache, prio, exclude=group.key)
+        if not units:
+            return Status(code=Code.UNSCHEDULABLE)  # nothing to say: "no lower-priority units"
+        PODGROUP_PREEMPTION_ATTEMPTS.inc()
+        t0 = time.perf_counter()
+        try:
+            chosen, assignments = self._select(group, snap, units)
+        finally:
+            PODGROUP_PREEMPTION_DURATION.observe(time.perf_counter() - t0)
+        if chosen is None:
+            n = sum(len(u.pods) for u in units)
+            return Status(
+                code=Code.UNSCHEDULABLE,
+                message=(
+                    f"preemption would not help: the quorum does not fit even without the "
+                    f"{len(units)} lower-priority units ({n} pods)"
+                ),
+            )
+        if not chosen:
+            return Status(code=Code.UNSCHEDULABLE)
+        pods = [p for v in chosen for p in v.pods]
+        PODGROUP_PREEMPTION_VICTIMS.observe(len(pods))
+        self.waiting[group.key] = {(p.key, p.uid) for p in pods}
+        nominations = [(p, snap.node_name(row)) for p, row in assignments]
+        key = group.key
+        self.handle.actuate(group, nominations, chosen, lambda: self.forget(key))
+        names = ", ".join(f"{v.kind} {v.namespace}/{v.name}" for v in chosen)
+        return attrs.evolve(
+            SUCCESS,
+            message=f"preempting {_n(len(chosen), 'unit')} ({_n(len(pods), 'pod')}): {names}",
+        )
+
+    def _select(
+        self, group: GroupInfo, snap: Snapshot, units: Sequence[Victim]
+    ) -> tuple[list[Victim] | None, list[tuple[PodInfo, int]]]:
+        """The victims (None: preemption cannot help) and the preemptor's assignments."""
+        assert self.handle is not None
+        pg = group.pod_group
+        constrained = pg is not None and bool(
+            pg.spec.scheduling_constraints and pg.spec.scheduling_constraints.topology
+        )
+        if not (self.topology_aware and constrained):
+            return self._select_in(group, snap, units, None)
+        mark = snap.mark()
+        for u in units:
+            for p in u.pods:
+                snap.remove(p)
+        domains = [pl for pl in self.handle.placements(group, snap) if pl.domain]
+        snap.revert(mark)
+        best: tuple[tuple[int, int, int, str], list[Victim], list[tuple[PodInfo, int]]] | None
+        best = None
+        for pl in domains:  # one domain at a time: the cheapest victims win
+            chosen, assignments = self._select_in(group, snap, units, [pl])
+            if chosen is None:
+                continue
+            cost = (
+                len(chosen),
+                max((v.priority for v in chosen), default=-(2**31)),
+                sum(len(v.pods) for v in chosen),
+                pl.name,
+            )
+            if best is None or cost < best[0]:
+                best = (cost, chosen, assignments)
+        if best is None:
+            return None, []
+        return best[1], best[2]
+
+    def _select_in(
+        self,
+        group: GroupInfo,
+        snap: Snapshot,
+        units: Sequence[Victim],
+        placements: Sequence[Placement] | None,
+    ) -> tuple[list[Victim] | None, list[tuple[PodInfo, int]]]:
+        """Remove every unit, place once, reprieve most important first."""
+        assert self.handle is not None
+        table = snap.table
+        mark = snap.mark()
+        try:
+            for u in units:
+                for p in u.pods:
+                    snap.remove(p)
+            assignments = self.handle.place_group(group, snap, placements)
+            if assignments is None:
+                return None, []
+            load = np.zeros_like(table.used)
+            for p, row in assignments:
+                load[row] += table.vector(p.req.requests)
+            need = load > 0
+            chosen: list[Victim] = []
+            for u in units:  # most important first
+                rows = _add_back(snap, u.pods)
+                if _fits(table.used, table.alloc, load, need, rows):
+                    continue
+                for p in u.pods:  # not reprieved: take it out again
+                    snap.remove(p)
+                chosen.append(u)
+            return chosen, assignments
+        finally:
+            snap.revert(mark)
+
+
+def _n(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _add_back(snap: Snapshot, pods: Sequence[PodInfo]) -> list[int]:
+    rows: list[int] = []
+    for p in pods:
+        row = p.counted_node
+        if row is None:
+            continue
+        snap.assume(p, row, snap.table.vector(p.req.requests))
+        rows.append(row)
+    return rows
+
+
+def _fits(
+    used: npt.NDArray[np.int64],
+    alloc: npt.NDArray[np.int64],
+    load: npt.NDArray[np.int64],
+    need: npt.NDArray[np.bool_],
+    rows: Sequence[int],
+) -> bool:
+    """The preemptor's pods still fit on ``rows`` (each resource they request)."""
+    for row in set(rows):
+        over = (used[row] + load[row] > alloc[row]) & need[row]
+        if bool(over.any()):
+            return False
+    return True

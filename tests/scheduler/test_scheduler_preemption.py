@@ -1,0 +1,492 @@
+"""Workload-aware preemption (the DefaultPreemption PodGroupPostFilter plugin), on MemoryCluster
+and on the real v1.37.2 API server: victims strictly lower in priority, whole units for
+``disruptionMode: all``, no preemption unless the quorum then fits, ``preemptionPolicy: Never``,
+the fewest units (reprieve most important first), actuation (``DisruptionTarget``, ``Preempted``
+event, deletion, ``nominatedNodeName``), waiting for terminating victims, and the freed room
+kept for the preemptor."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sched_helpers import Env
+from waits import priority_class_admitted
+
+from scheduler import Scheduler, SchedulerConfig
+from scheduler._metrics import PODGROUP_PREEMPTION_ATTEMPTS
+from scheduler._plugins import default_framework
+from scheduler.cli import explain_report, render_explain
+from workloadbuilder.api import PodGroup, from_dict
+from workloadbuilder.runtime import ManualClock
+from workloadbuilder.testing.builders import make_pod, make_pod_group, make_priority_class
+
+
+async def _group(
+    env: Env,
+    name: str,
+    min_count: int,
+    *,
+    priority_class: str | None = None,
+    mode: str | None = None,
+    group_class: str | None = None,
+    policy: str | None = None,
+) -> None:
+    pg = make_pod_group(name, env.namespace).gang(min_count)
+    if group_class or priority_class:
+        pg.priority_class(group_class or priority_class or "")
+    if mode:
+        pg.disruption_mode(mode)
+    if policy:
+        pg.preemption_policy(policy)
+    out = await env.cluster.create(from_dict(pg.obj(), PodGroup))
+    assert isinstance(out, PodGroup)
+
+
+async def _pod(
+    env: Env,
+    name: str,
+    group: str | None = None,
+    *,
+    cpu: str = "1",
+    priority_class: str | None = None,
+    node: str | None = None,
+    finalizer: bool = False,
+) -> None:
+    pod = make_pod(name, env.namespace).scheduler_name(env.scheduler_name)
+    pod.request("cpu", cpu).request("memory", "1Gi")
+    if group:
+        pod.pod_group(group)
+    if priority_class:
+        pod.priority_class(priority_class)
+    if node:
+        pod.node_name(node)
+    obj = pod.obj()
+    # no kubelet: a victim must go at once (as in upstream's integration tests)
+    obj["spec"]["terminationGracePeriodSeconds"] = 0
+    if finalizer:
+        obj["metadata"]["finalizers"] = ["example.com/hold"]
+    await env.cluster.create(obj)
+
+
+async def _gang(env: Env, name: str, size: int, min_count: int | None = None, **kw: Any) -> None:
+    pods = {k: kw.pop(k) for k in ("cpu",) if k in kw}
+    await _group(env, name, min_count or size, **kw)
+    kw.pop("group_class", None)
+    kw.pop("policy", None)
+    for i in range(size):
+        await _pod(env, f"{name}-{i}", name, priority_class=kw.get("priority_class"), **pods)
+
+
+async def _bound(env: Env, prefix: str) -> int:
+    return len(await env.bound(prefix))
+
+
+async def _names(env: Env, prefix: str) -> set[str]:
+    return {n for n in await env.pods() if n.startswith(prefix)}
+
+
+async def _never_class(env: Env, name: str, value: int) -> str:
+    """A PriorityClass with ``preemptionPolicy: Never`` (admission copies it into the pods'
+    and PodGroups' ``preemptionPolicy``; it cannot be set there directly)."""
+    full = f"{env.prefix}{name}"
+    await env.cluster.create(make_priority_class(full, value).preemption_policy("Never").obj())
+    env.priority_classes.append(full)
+    await priority_class_admitted(env.cluster, env.namespace, full)
+    return full
+
+
+async def _attempted(env: Env, s: Scheduler, name: str) -> None:
+    """Schedule until the group's cycle has written its condition."""
+
+    async def written() -> bool:
+        return await env.group_condition(name) is not None
+
+    await env.until(s, written)
+
+
+async def _prio(env: Env) -> tuple[str, str]:
+    return await env.priority_class("low", 10), await env.priority_class("high", 1000)
+
+
+async def _run_low(env: Env, s: Scheduler, name: str, size: int, **kw: Any) -> None:
+    await _gang(env, name, size, **kw)
+
+    async def placed() -> bool:
+        return await _bound(env, f"{name}-") == size
+
+    await env.until(s, placed)
+
+
+async def test_high_priority_gang_preempts_a_lower_priority_gang(env: Env) -> None:
+    low, high = await _prio(env)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    await _run_low(env, s, "low", 4, priority_class=low, mode="all")
+    await _gang(env, "high", 2, priority_class=high)
+
+    async def done() -> bool:
+        return await _bound(env, "high-") == 2
+
+    await env.until(s, done)
+    # disruptionMode all: the whole gang is one unit, though 2 pods would have made room
+    assert await _names(env, "low-") == set()
+    cond = await env.group_condition("high")
+    assert cond.status == "True"
+
+
+async def test_single_mode_victims_are_the_later_started_pods(env: Env) -> None:
+    low, high = await _prio(env)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    await _run_low(env, s, "low", 4, min_count=2, priority_class=low)
+    await _gang(env, "high", 2, priority_class=high)
+
+    async def done() -> bool:
+        return await _bound(env, "high-") == 2
+
+    await env.until(s, done)
+    # single pods are separate units: the fewest, later-started first (older reprieved);
+    # the victims may leave their gang below minCount
+    assert await _names(env, "low-") == {"low-0", "low-1"}
+
+
+async def test_no_preemption_when_the_quorum_still_does_not_fit(env: Env) -> None:
+    low, high = await _prio(env)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    await _run_low(env, s, "low", 2, priority_class=low)
+    await _gang(env, "high", 6, priority_class=high)
+    await _attempted(env, s, "high")
+    assert await _bound(env, "low-") == 2
+    assert await _bound(env, "high-") == 0
+    why = s.explanations[(env.namespace, "high")]
+    assert "preemption would not help" in why
+
+
+async def test_equal_or_higher_priority_is_never_a_victim(env: Env) -> None:
+    low, high = await _prio(env)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    await _run_low(env, s, "peer", 2, priority_class=high)
+    await _run_low(env, s, "cheap", 2, priority_class=low)
+    await _gang(env, "high", 4, priority_class=high)
+    await _attempted(env, s, "high")
+    # the low gang alone would not make room for 4: nothing is preempted
+    assert await _bound(env, "peer-") == 2
+    assert await _bound(env, "cheap-") == 2
+    assert await _bound(env, "high-") == 0
+
+
+async def test_preemption_policy_never(env: Env) -> None:
+    low, _ = await _prio(env)
+    never = await _never_class(env, "high-never", 1000)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    await _run_low(env, s, "low", 4, priority_class=low)
+    # (v1.37 defaults a PodGroup's policy to PreemptLowerPriority before the Priority
+    # admission plugin compares it with the class's: Never must be given explicitly)
+    await _gang(env, "high", 2, priority_class=never, policy="Never")
+
+    async def written() -> bool:
+        cond = await env.group_condition("high")
+        return cond is not None and "Never" in (cond.message or "")
+
+    await env.until(s, written)
+    assert await _bound(env, "low-") == 4
+    assert await _bound(env, "high-") == 0
+    assert "preemptionPolicy Never" in s.explanations[(env.namespace, "high")]
+    report = await explain_report(env.cluster, "high", env.namespace)
+    assert "Preemption: not eligible: preemptionPolicy Never" in render_explain(report)
+
+
+async def test_pod_and_group_preemption_policies_must_agree(env: Env) -> None:
+    """kube-scheduler v1.37.2 does not let the PodGroup's policy override its pods': a
+    mismatch is a SchedulerError (seen in the parity test)."""
+    low, high = await _prio(env)
+    never = await _never_class(env, "high-never", 1000)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    await _run_low(env, s, "low", 4, priority_class=low)
+    await _gang(env, "high", 2, priority_class=high, group_class=never, policy="Never")
+
+    async def written() -> bool:
+        return await env.group_condition("high") is not None
+
+    await env.until(s, written)
+    cond = await env.group_condition("high")
+    assert (cond.status, cond.reason) == ("False", "SchedulerError")
+    assert cond.message == (
+        "pod 'high-0' has preemptionPolicy PreemptLowerPriority but pod group 'high' has "
+        "preemptionPolicy Never"
+    )
+    assert await _bound(env, "low-") == 4
+
+
+async def test_explain_no_lower_priority_units(env: Env) -> None:
+    _, high = await _prio(env)
+    await env.node("a", cpu="2")
+    s = env.scheduler(preemption=True)
+    await _gang(env, "high", 3, priority_class=high)
+
+    async def written() -> bool:
+        return await env.group_condition("high") is not None
+
+    await env.until(s, written)
+    report = await explain_report(env.cluster, "high", env.namespace)
+    assert report["preemption"] == "no lower-priority units"
+
+
+async def test_actuation_marks_deletes_and_nominates(env: Env) -> None:
+    low, high = await _prio(env)
+    node = await env.node("a", cpu="2")
+    s = env.scheduler(preemption=True)
+    await _pod(env, "victim", cpu="2", priority_class=low, node=node, finalizer=True)
+    await _gang(env, "high", 2, priority_class=high)
+    await s.until_idle()
+    await env.seen(
+        s, lambda: bool((p := s.cache.pods.get((env.namespace, "victim"))) and p.deleting)
+    )
+    victim = (await env.pods())["victim"]
+    assert victim["metadata"].get("deletionTimestamp")
+    conds = {c["type"]: c for c in victim["status"].get("conditions") or ()}
+    assert conds["DisruptionTarget"]["reason"] == "PreemptionByScheduler"
+    pods = await env.pods()
+    assert {pods[f"high-{i}"]["status"].get("nominatedNodeName") for i in range(2)} == {node}
+    events = (await env.cluster.list("Event", env.namespace)).items
+    assert any(
+        e["reason"] == "Preempted" and e["involvedObject"]["name"] == "victim"
+        for e in events
+        if isinstance(e, dict)
+    )
+
+    # while the victim terminates the group waits (no new preemption)
+    async def waiting() -> bool:
+        return "waiting for 1 victim to terminate" in s.explanations[(env.namespace, "high")]
+
+    await env.until(s, waiting)
+
+    async def written() -> bool:
+        cond = await env.group_condition("high")
+        return cond is not None and "waiting for" in (cond.message or "")
+
+    await env.until(s, written)
+    report = await explain_report(env.cluster, "high", env.namespace)
+    assert report["preemption"] == "waiting for 1 victim to terminate"
+    assert await _bound(env, "high-") == 0
+    await env.cluster.patch("Pod", "victim", {"metadata": {"finalizers": None}}, env.namespace)
+
+    async def done() -> bool:
+        return await _bound(env, "high-") == 2
+
+    await env.until(s, done)
+
+
+async def test_freed_room_is_not_taken_by_lower_priority_work(
+    mem_env: tuple[Env, ManualClock],
+) -> None:
+    env, clock = mem_env
+    low, high = await _prio(env)
+    node = await env.node("a", cpu="2")
+    s = env.scheduler(clock=clock, preemption=True)
+    await _pod(env, "victim", cpu="2", priority_class=low, node=node)
+    await _gang(env, "high", 2, priority_class=high)
+    before = PODGROUP_PREEMPTION_ATTEMPTS._value.get()
+    await s.until_idle()
+    assert PODGROUP_PREEMPTION_ATTEMPTS._value.get() == before + 1
+    assert "victim" not in await env.pods()
+    # the preemptor is backing off; a low-priority pod arrives and finds the room held
+    await _pod(env, "late", cpu="1", priority_class=low)
+    await s.until_idle()
+    assert await env.bound("late") == {}
+    clock.advance(30)
+    await s.until_idle()
+    assert await _bound(env, "high-") == 2
+    assert await env.bound("late") == {}
+
+
+async def test_preemption_can_be_disabled_in_the_profile(
+    mem_env: tuple[Env, ManualClock],
+) -> None:
+    env, clock = mem_env
+    low, high = await _prio(env)
+    node = await env.node("a", cpu="2")
+    fw = default_framework()
+    fw.pod_group_post_filter.clear()
+    s = Scheduler(env.cluster, SchedulerConfig(preemption=True), clock=clock, framework=fw)
+    env.schedulers.append(s)
+    await _pod(env, "victim", cpu="2", priority_class=low, node=node)
+    await _gang(env, "high", 2, priority_class=high)
+    await s.until_idle()
+    assert "victim" in await env.pods()
+    assert await _bound(env, "high-") == 0
+
+
+async def test_preemption_is_opt_in_in_process(mem_env: tuple[Env, ManualClock]) -> None:
+    env, clock = mem_env
+    low, high = await _prio(env)
+    node = await env.node("a", cpu="2")
+    s = env.scheduler(clock=clock)  # SchedulerConfig.preemption defaults to False
+    await _pod(env, "victim", cpu="2", priority_class=low, node=node)
+    await _gang(env, "high", 2, priority_class=high)
+    await s.until_idle()
+    assert "victim" in await env.pods()
+
+
+RACK = "topology.kubernetes.io/rack"
+
+
+async def _rack_scenario(env: Env, s: Scheduler) -> None:
+    """r1: one 4-cpu pod of priority 500 (1 unit); r2: two 2-cpu pods of priority 10 (2
+    units); a high-priority gang of 2 x 2 cpu constrained to one rack."""
+    mid = await env.priority_class("mid", 500)
+    low, high = await _prio(env)
+    n1 = await env.node("r1-n", cpu="4", labels={RACK: "r1"})
+    n2 = await env.node("r2-n", cpu="4", labels={RACK: "r2"})
+    await _pod(env, "v-r1", cpu="4", priority_class=mid, node=n1)
+    await _pod(env, "v-r2-0", cpu="2", priority_class=low, node=n2)
+    await _pod(env, "v-r2-1", cpu="2", priority_class=low, node=n2)
+    pg = make_pod_group("high", env.namespace).gang(2).priority_class(high).topology(RACK)
+    await env.cluster.create(from_dict(pg.obj(), PodGroup))
+    for i in range(2):
+        await _pod(env, f"high-{i}", "high", cpu="2", priority_class=high)
+
+    async def done() -> bool:
+        return await _bound(env, "high-") == 2
+
+    await env.until(s, done)
+
+
+async def test_topology_aware_choice_takes_the_cheapest_domain(env: Env) -> None:
+    s = env.scheduler(preemption=True)
+    await _rack_scenario(env, s)
+    # fewest units first: r1's one pod goes (though of higher priority), r2 stays
+    assert await _names(env, "v-") == {"v-r2-0", "v-r2-1"}
+    assert set((await env.bound("high-")).values()) == {env.node_name("r1-n")}
+
+
+async def test_topology_choice_by_priority_when_units_tie(env: Env) -> None:
+    mid = await env.priority_class("mid", 500)
+    low, high = await _prio(env)
+    n1 = await env.node("r1-n", cpu="4", labels={RACK: "r1"})
+    n2 = await env.node("r2-n", cpu="4", labels={RACK: "r2"})
+    await _pod(env, "v-r1", cpu="4", priority_class=mid, node=n1)
+    await _pod(env, "v-r2", cpu="4", priority_class=low, node=n2)
+    pg = make_pod_group("high", env.namespace).gang(2).priority_class(high).topology(RACK)
+    await env.cluster.create(from_dict(pg.obj(), PodGroup))
+    for i in range(2):
+        await _pod(env, f"high-{i}", "high", cpu="2", priority_class=high)
+    s = env.scheduler(preemption=True)
+
+    async def done() -> bool:
+        return await _bound(env, "high-") == 2
+
+    await env.until(s, done)
+    assert await _names(env, "v-") == {"v-r1"}
+    assert set((await env.bound("high-")).values()) == {n2}
+
+
+async def test_upstream_topology_mode_frees_one_rack(env: Env) -> None:
+    fw = default_framework()
+    for p in fw.pod_group_post_filter:
+        p.topology_aware = False  # type: ignore[attr-defined]
+    s = Scheduler(
+        env.cluster,
+        SchedulerConfig(scheduler_name=env.scheduler_name, preemption=True),
+        framework=fw,
+    )
+    env.schedulers.append(s)
+    await _rack_scenario(env, s)
+    left = await _names(env, "v-")
+    assert left in ({"v-r1"}, {"v-r2-0", "v-r2-1"})  # one rack freed, whichever scored best
+
+
+def test_topology_aware_is_configurable(tmp_path: Any) -> None:
+    from scheduler import load_config
+
+    path = tmp_path / "sched.yaml"
+    path.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- pluginConfig:\n  - name: DefaultPreemption\n"
+        "    args: {topologyAware: false}\n"
+    )
+    fw = load_config(path).framework
+    assert [(p.name, getattr(p, "topology_aware", None)) for p in fw.pod_group_post_filter] == [
+        ("DefaultPreemption", False)
+    ]
+    path.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- plugins:\n    podGroupPostFilter: {disabled: [{name: DefaultPreemption}]}\n"
+    )
+    assert load_config(path).framework.pod_group_post_filter == []
+
+
+class _NoDelete:
+    """A cluster that refuses pod deletes (a scheduler without the ``delete pods`` rule)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.refused = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def delete(self, kind: Any, name: str, *args: Any, **kw: Any) -> None:
+        from workloadbuilder.errors import Forbidden
+
+        if kind == "Pod":
+            self.refused += 1
+            raise Forbidden(f'pods "{name}" is forbidden')
+        await self._inner.delete(kind, name, *args, **kw)
+
+
+async def test_a_refused_preemption_does_not_leave_the_group_waiting(
+    mem_env: tuple[Env, ManualClock],
+) -> None:
+    env, clock = mem_env
+    low, high = await _prio(env)
+    node = await env.node("a", cpu="2")
+    await _pod(env, "victim", cpu="2", priority_class=low, node=node)
+    await _gang(env, "high", 2, priority_class=high)
+    wrapped = _NoDelete(env.cluster)
+    s = Scheduler(
+        wrapped,  # type: ignore[arg-type]
+        SchedulerConfig(preemption=True),
+        clock=clock,
+    )
+    env.schedulers.append(s)
+    await s.until_idle()
+    assert wrapped.refused == 1
+    assert "victim" in await env.pods()
+    assert s.cache.nominations == {}
+    clock.advance(30)  # the retry preempts again (and is refused again), it does not wait
+    await s.until_idle()
+    assert wrapped.refused == 2
+    assert "waiting for" not in s.explanations[("default", "high")]
+
+
+async def test_single_pod_preempts_one_pod_of_a_single_mode_gang(env: Env) -> None:
+    low, high = await _prio(env)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    await _run_low(env, s, "low", 4, min_count=2, priority_class=low)
+    await _pod(env, "hp", priority_class=high)
+
+    async def done() -> bool:
+        return bool(await env.bound("hp"))
+
+    await env.until(s, done)
+    assert len(await _names(env, "low-")) == 3
+
+
+async def test_single_pod_preempts_a_disruption_mode_all_gang_whole(env: Env) -> None:
+    low, high = await _prio(env)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    await _run_low(env, s, "low", 4, priority_class=low, mode="all")
+    await _pod(env, "hp", priority_class=high)
+
+    async def done() -> bool:
+        return bool(await env.bound("hp"))
+
+    await env.until(s, done)
+    assert await _names(env, "low-") == set()  # a pod of an `all` group goes with its group
