@@ -343,7 +343,9 @@ def spawn(
             "--v=1",
         ]
     elif name == "ours":
+        profile = ["-m", "cProfile", "-o", args.ours_profile] if args.ours_profile else []
         argv = [
+            *([sys.executable, *profile] if profile else []),
             str(Path(sys.executable).parent / "workloadbuilder"),
             "scheduler",
             f"--kubeconfig={kubeconfig}",
@@ -624,6 +626,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ceiling-concurrency", type=int, default=64)
     p.add_argument(
         "--ours-arg", action="append", default=[], help="extra flag for workloadbuilder scheduler"
+    )
+    p.add_argument(
+        "--ours-profile", metavar="FILE", help="run ours under cProfile, its stats to FILE"
     )
     p.add_argument("--bin-dir", default=None)
     p.add_argument("--json", action="store_true")
