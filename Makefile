@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 SCENARIO ?= examples/simulations/gang-demo.yaml
 
-.PHONY: run setup controlplane lint test test-fast bench clean
+.PHONY: run setup controlplane lint test test-fast bench bench-real clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ test-fast: $(STAMP) ## unit and embedded tests only (no real control plane)
 bench: $(STAMP)
 	$(PY) benchmarks/bench_memory_cluster.py
 	$(PY) benchmarks/bench_scheduler.py
+
+BENCH_REAL_ARGS ?=
+bench-real: $(STAMP) controlplane ## upstream kube-scheduler vs ours vs a ceiling client on a real API server (not part of test)
+	WORKLOADBUILDER_BIN_DIR=$$(hack/build-controlplane.sh | tail -n 1) $(PY) benchmarks/bench_real.py $(BENCH_REAL_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

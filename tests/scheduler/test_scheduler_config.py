@@ -271,3 +271,37 @@ def test_topology_plugins_by_default_and_configurable(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match=r"compositeSearch\.mode: must be bounded or greedy"):
         load_config(_write(tmp_path, bad))
+
+
+@pytest.mark.parametrize(
+    ("argv", "file", "expected"),
+    [
+        (["--kube-api-qps", "300", "--kube-api-burst", "600"], None, (300.0, 600)),
+        (["--kube-api-qps", "300"], None, (300.0, 100)),  # burst: upstream's default
+        (["--kube-api-burst", "7"], None, (50.0, 7)),  # qps: upstream's default
+        (["--kube-api-qps", "-1"], None, None),  # negative: no client-side limit
+        ([], None, None),  # nothing set: no limit
+        ([], GOOD, (20.0, 40)),  # clientConnection in --config
+        (["--kube-api-qps", "999"], GOOD, (20.0, 40)),  # the flags do not count with --config
+    ],
+)
+def test_client_rate_flags_reach_the_rate_limiter(
+    tmp_path: Path, argv: list[str], file: str | None, expected: tuple[float, int] | None
+) -> None:
+    import argparse
+
+    from scheduler.cli import _rate_limited, _settings, register
+    from workloadbuilder.cluster import MemoryCluster
+    from workloadbuilder.runtime import RateLimitedCluster
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    extra = ["--config", str(_write(tmp_path, file))] if file else []
+    args = parser.parse_args(["scheduler", *extra, *argv])
+    inner = MemoryCluster()
+    cluster = _rate_limited(inner, _settings(args))
+    if expected is None:
+        assert cluster is inner
+    else:
+        assert isinstance(cluster, RateLimitedCluster)
+        assert (cluster.bucket.qps, cluster.bucket.burst) == expected

@@ -22,6 +22,8 @@ import json
 import logging
 import os
 import socket
+import urllib.parse
+import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -284,6 +286,7 @@ class KubeCluster:
                 except (OSError, ValueError) as e:  # ssl.SSLError is an OSError
                     raise KubeConfigError(f"cannot set up TLS for {cfg.host}: {e}") from e
                 api.user_agent = self.user_agent
+                _without_environment(api, cfg)
                 if self._closed:  # closed while we were loading
                     await api.close()
                     raise RuntimeError("KubeCluster is closed")
@@ -680,7 +683,7 @@ class KubeCluster:
             "type": type,
             "source": {"component": reporting_component},
             "reportingComponent": reporting_component,
-            "reportingInstance": socket.gethostname(),
+            "reportingInstance": _HOSTNAME,
             "firstTimestamp": now,
             "lastTimestamp": now,
             "count": 1,
@@ -690,6 +693,41 @@ class KubeCluster:
 
 
 # ---------------------------------------------------------------------- helpers
+
+#: the ``reportingInstance`` of our events (client-go's recorder also reads it once)
+_HOSTNAME = socket.gethostname()
+
+#: kubernetes-asyncio's read buffer (watch events of large objects exceed aiohttp's default)
+_READ_BUFSIZE = 2**21
+
+
+def _environment_proxy(server: str) -> str | None:
+    """The proxy the environment names for ``server`` (``HTTPS_PROXY``/``HTTP_PROXY`` by the
+    URL's scheme, unless ``NO_PROXY`` exempts its host), or None."""
+    parts = urllib.parse.urlsplit(server)
+    if parts.hostname and urllib.request.proxy_bypass(parts.hostname):
+        return None
+    return urllib.request.getproxies().get(parts.scheme) or None
+
+
+def _without_environment(api: ApiClient, cfg: Configuration) -> None:
+    """Swap kubernetes-asyncio's aiohttp session (``trust_env=True``: on every request it
+    reads ``.netrc`` and the proxy variables, two thread-pool round trips) for one with
+    ``trust_env=False`` on the same connection pool. The proxy stays explicit: a kubeconfig's
+    ``proxy-url`` (``cfg.proxy``) is sent by the REST client as before; without one, the
+    environment's proxy for the server is resolved once, here, as client-go's
+    ``ProxyFromEnvironment`` does (proxy credentials go in the proxy URL)."""
+    rest = api.rest_client
+    old: aiohttp.ClientSession = rest.pool_manager
+    connector = old.connector
+    old.detach()  # the connector (TLS context, pool size) moves to the new session
+    rest.pool_manager = aiohttp.ClientSession(
+        connector=connector, trust_env=False, read_bufsize=_READ_BUFSIZE
+    )
+    if not cfg.proxy:
+        proxy = _environment_proxy(str(cfg.host))
+        if proxy:
+            rest.proxy = proxy
 
 
 def _gave_up(what: str, e: RetryableTransportError) -> ApiError:

@@ -1,0 +1,669 @@
+"""Gang scheduling on a real kube-apiserver v1.37.2: upstream kube-scheduler, ours, a ceiling.
+
+One command starts etcd + kube-apiserver from the harness (every workload-aware-scheduling
+feature gate on), creates fake Nodes (32 cpu, 128Gi, 110 pods, Ready), then for each
+contender, one after the other on the same API server: creates the whole workload in a fresh
+namespace (PodGroups of 8-32 pods, minCount = size, cpu 1 / memory 1Gi per pod; everything
+created before the contender starts), starts the contender as a subprocess, waits until every
+pod is bound (a watch on the namespace), stops it and deletes the pods and groups.
+
+Contenders:
+
+* ``upstream``: kube-scheduler v1.37.2, gates on, clientConnection qps/burst 5000 (as
+  scheduler_perf), leader election off.
+* ``ours``: ``workloadbuilder scheduler`` as a subprocess (leader election off, metrics off;
+  ``--ours-arg`` passes extra flags, e.g. ``--ours-arg=--bind-concurrency=32``).
+* ``ceiling``: a plain client (this file with ``--ceiling-worker``) that issues exactly the
+  writes parity requires -- per pod the binding and the ``Scheduled`` event, per group one
+  status patch -- with bounded concurrency (``--ceiling-concurrency``, default 64) and a
+  trivial node choice. No scheduler can beat it on this API server.
+
+Reported per run: seconds from the contender's start to all pods bound, pods/s (pods / that
+time) and the binding-phase rate (pods / (last bind - first bind)), time to first bind,
+p50/p99 group latency (group complete -> all its pods bound; every group is complete when
+the contender starts, so this is measured from its start), CPU seconds during the run of
+the contender, kube-apiserver and etcd (from ``/proc/<pid>/stat``), the contender's peak
+RSS (``VmHWM``), and the ratios ours/upstream and ours/ceiling.
+
+    .venv/bin/python benchmarks/bench_real.py                         # 500 nodes, 2,000 pods
+    .venv/bin/python benchmarks/bench_real.py --nodes 1000 --pods 5000 --repeat 2
+    .venv/bin/python benchmarks/bench_real.py --only ours --json
+
+Needs the binaries (``make controlplane``; ``WORKLOADBUILDER_BIN_DIR`` or ``--bin-dir``).
+Loopback only; every wait is bounded (``--timeout`` per contender).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime
+import functools
+import json
+import os
+import platform
+import random
+import signal
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from workloadbuilder.testing import ControlPlane
+from workloadbuilder.testing.builders import make_node, make_pod, make_pod_group
+
+CONTENDERS = ("upstream", "ours", "ceiling")
+SCHEDULER_NAMES = {
+    "upstream": "default-scheduler",
+    "ours": "workloadbuilder-scheduler",
+    "ceiling": "bench-ceiling",
+}
+NODE_CPU, NODE_MEMORY, NODE_PODS = 32, "128Gi", 110
+PODS_PATH = "/api/v1/namespaces/{ns}/pods"
+PG_PATH = "/apis/scheduling.k8s.io/v1beta1/namespaces/{ns}/podgroups"
+_CLK = os.sysconf("SC_CLK_TCK")
+
+
+# ---------------------------------------------------------------------- HTTP
+
+
+class Api:
+    """A minimal aiohttp client for the admin kubeconfig (no environment lookups)."""
+
+    def __init__(self, kubeconfig: Path, limit: int = 64) -> None:
+        doc = yaml.safe_load(kubeconfig.read_text())
+        cluster = doc["clusters"][0]["cluster"]
+        user = doc["users"][0]["user"]
+        self.server = str(cluster["server"]).rstrip("/")
+        ctx = ssl.create_default_context(cafile=cluster["certificate-authority"])
+        ctx.load_cert_chain(user["client-certificate"], user["client-key"])
+        self._ctx = ctx
+        self._limit = limit
+        self._session: aiohttp.ClientSession | None = None
+
+    async def __aenter__(self) -> Api:
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=self._limit, ssl=self._ctx),
+            trust_env=False,
+            read_bufsize=2**21,
+        )
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        assert self._session is not None
+        return self._session
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        content_type: str = "application/json",
+        ok: tuple[int, ...] = (200, 201, 202),
+    ) -> dict[str, Any]:
+        """One request; raise on a status outside ``ok``."""
+        data = None if body is None else json.dumps(body).encode()
+        async with self.session.request(
+            method,
+            self.server + path,
+            data=data,
+            headers={"Content-Type": content_type, "Accept": "application/json"},
+            timeout=aiohttp.ClientTimeout(total=60),
+        ) as resp:
+            raw = await resp.read()
+            if resp.status not in ok:
+                raise RuntimeError(f"{method} {path}: {resp.status} {raw[:300]!r}")
+            return json.loads(raw) if raw else {}
+
+
+async def _bounded(n: int, jobs: list[Callable[[], Any]]) -> None:
+    """Run the coroutine factories with at most ``n`` in flight."""
+    sem = asyncio.Semaphore(n)
+
+    async def one(job: Callable[[], Any]) -> None:
+        async with sem:
+            await job()
+
+    await asyncio.gather(*(one(j) for j in jobs))
+
+
+# ---------------------------------------------------------------------- workload
+
+
+def group_sizes(pods: int, seed: int) -> list[int]:
+    """Gang sizes 8-32 that sum to ``pods`` (the last one absorbs a remainder below 8)."""
+    rng = random.Random(seed)
+    sizes: list[int] = []
+    left = pods
+    while left > 0:
+        size = min(rng.randint(8, 32), left)
+        if left - size < 8 and left - size > 0:
+            size = left if left <= 32 else left - 8
+        sizes.append(size)
+        left -= size
+    return sizes
+
+
+async def create_nodes(api: Api, count: int) -> None:
+    """Fake Ready nodes; status is written through the status subresource."""
+
+    async def one(i: int) -> None:
+        name = f"node-{i:05d}"
+        node = (
+            make_node(name)
+            .label("kubernetes.io/hostname", name)
+            .resources({"cpu": str(NODE_CPU), "memory": NODE_MEMORY, "pods": str(NODE_PODS)})
+            .ready()
+            .obj()
+        )
+        await api.call("POST", "/api/v1/nodes", node, ok=(201, 409))
+        await api.call(
+            "PATCH",
+            f"/api/v1/nodes/{name}/status",
+            {"status": node["status"]},
+            content_type="application/merge-patch+json",
+        )
+
+    await _bounded(64, [functools.partial(one, i) for i in range(count)])
+
+
+async def create_workload(api: Api, ns: str, scheduler: str, sizes: list[int]) -> None:
+    """The namespace, then every PodGroup and its pods (64 requests in flight)."""
+    await api.call(
+        "POST",
+        "/api/v1/namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+        ok=(201, 409),
+    )
+    groups = [make_pod_group(f"g{i:05d}").gang(size).obj() for i, size in enumerate(sizes)]
+    await _bounded(
+        64, [functools.partial(api.call, "POST", PG_PATH.format(ns=ns), g) for g in groups]
+    )
+    pods = [
+        make_pod(f"g{i:05d}-{j:02d}")
+        .pod_group(f"g{i:05d}")
+        .scheduler_name(scheduler)
+        .container_name("c")
+        .request("cpu", "1")
+        .request("memory", "1Gi")
+        .obj()
+        for i, size in enumerate(sizes)
+        for j in range(size)
+    ]
+    await _bounded(
+        64, [functools.partial(api.call, "POST", PODS_PATH.format(ns=ns), p) for p in pods]
+    )
+
+
+async def cleanup(api: Api, ns: str, deadline: float) -> None:
+    """Delete every pod (grace 0), PodGroup and Event of the namespace; wait (bounded) for the
+    pods to be gone so the next contender sees empty nodes."""
+    opts = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
+    await api.call("DELETE", PODS_PATH.format(ns=ns), opts)
+    await api.call("DELETE", PG_PATH.format(ns=ns), opts)
+    await api.call("DELETE", f"/api/v1/namespaces/{ns}/events", opts)
+    while time.monotonic() < deadline:
+        left = await api.call("GET", PODS_PATH.format(ns=ns) + "?limit=1")
+        if not left.get("items"):
+            return
+        await asyncio.sleep(0.5)
+    raise RuntimeError(f"pods of {ns} still present after cleanup")
+
+
+# ---------------------------------------------------------------------- measuring
+
+
+def proc_cpu(pid: int) -> float:
+    """utime + stime of a process, in seconds."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / _CLK
+
+
+def proc_hwm_mib(pid: int) -> float:
+    """Peak resident set size (``VmHWM``) in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def children_named(names: tuple[str, ...]) -> dict[str, int]:
+    """Our direct children with these command names (the harness's etcd and apiserver)."""
+    found: dict[str, int] = {}
+    me = os.getpid()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            stat = (entry / "stat").read_text()
+            comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+            ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+            if ppid == me and comm in names:
+                found[comm] = int(entry.name)
+    return found
+
+
+async def _watch_lines(api: Api, path: str, rv: str, seconds: int) -> AsyncIterator[bytes]:
+    url = f"{api.server}{path}?watch=1&resourceVersion={rv}&timeoutSeconds={seconds}"
+    async with api.session.get(url, timeout=aiohttp.ClientTimeout(total=seconds + 30)) as resp:
+        if resp.status != 200:
+            raise RuntimeError(f"watch {path}: {resp.status}")
+        async for line in resp.content:
+            yield line
+
+
+async def watch_binds(
+    api: Api, ns: str, expected: int, bound: dict[str, float], deadline: float
+) -> None:
+    """Record the first time each pod of ``ns`` is seen with ``spec.nodeName``, until all
+    ``expected`` are bound or the deadline passes. Re-lists after a watch ends (bounded)."""
+    path = PODS_PATH.format(ns=ns)
+    for _ in range(1000):
+        listed = await api.call("GET", path)
+        now = time.monotonic()
+        for p in listed.get("items", []):
+            if p["spec"].get("nodeName"):
+                bound.setdefault(p["metadata"]["name"], now)
+        if len(bound) >= expected:
+            return
+        left = int(deadline - time.monotonic())
+        if left <= 0:
+            return
+        rv = listed["metadata"]["resourceVersion"]
+        with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+            async for line in _watch_lines(api, path, rv, max(1, min(left, 300))):
+                ev = json.loads(line)
+                obj = ev.get("object") or {}
+                if ev.get("type") in ("ADDED", "MODIFIED") and (obj.get("spec") or {}).get(
+                    "nodeName"
+                ):
+                    bound.setdefault(obj["metadata"]["name"], time.monotonic())
+                    if len(bound) >= expected:
+                        return
+                if time.monotonic() > deadline:
+                    return
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (0 for no values)."""
+    if not values:
+        return 0.0
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(q * len(s)) - 1))]
+
+
+# ---------------------------------------------------------------------- contenders
+
+
+def spawn(
+    name: str, plane: ControlPlane, ns: str, args: argparse.Namespace
+) -> subprocess.Popen[bytes]:
+    """Start one contender as a subprocess, its output in the plane's log directory."""
+    log = (plane.log_dir / f"bench-{name}.log").open("ab")
+    kubeconfig = str(plane.kubeconfig)
+    if name == "upstream":
+        config = plane.run_dir / "bench-kube-scheduler.yaml"
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "kubescheduler.config.k8s.io/v1",
+                    "kind": "KubeSchedulerConfiguration",
+                    "clientConnection": {"kubeconfig": kubeconfig, "qps": 5000, "burst": 5000},
+                    "leaderElection": {"leaderElect": False},
+                    "profiles": [{"schedulerName": SCHEDULER_NAMES["upstream"]}],
+                },
+                sort_keys=False,
+            )
+        )
+        gates = ",".join(f"{k}={'true' if v else 'false'}" for k, v in plane.feature_gates.items())
+        argv = [
+            str(plane.bin_dir / "kube-scheduler"),
+            f"--config={config}",
+            f"--feature-gates={gates}",
+            "--bind-address=127.0.0.1",
+            "--secure-port=0",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--v=1",
+        ]
+    elif name == "ours":
+        profile = ["-m", "cProfile", "-o", args.ours_profile] if args.ours_profile else []
+        argv = [
+            *([sys.executable, *profile] if profile else []),
+            str(Path(sys.executable).parent / "workloadbuilder"),
+            "scheduler",
+            f"--kubeconfig={kubeconfig}",
+            "--no-leader-elect",
+            "--metrics-port=0",
+            *args.ours_arg,
+        ]
+    else:
+        argv = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--ceiling-worker",
+            f"--kubeconfig={kubeconfig}",
+            f"--namespace={ns}",
+            f"--nodes={args.nodes}",
+            f"--ceiling-concurrency={args.ceiling_concurrency}",
+        ]
+    return subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after 15 s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(15)
+
+
+async def run_one(
+    name: str, plane: ControlPlane, api: Api, args: argparse.Namespace, run: int
+) -> dict[str, Any]:
+    """Create the workload, run one contender until all pods are bound, clean up."""
+    ns = f"bench-{name}-{run}"
+    sizes = group_sizes(args.pods, args.seed)
+    t = time.monotonic()
+    await create_workload(api, ns, SCHEDULER_NAMES[name], sizes)
+    created_s = time.monotonic() - t
+    server = children_named(("kube-apiserver", "etcd"))
+    before = {k: proc_cpu(pid) for k, pid in server.items()}
+    load = os.getloadavg()[0]
+    bound: dict[str, float] = {}
+    t0 = time.monotonic()
+    proc = spawn(name, plane, ns, args)
+    watcher = asyncio.create_task(watch_binds(api, ns, args.pods, bound, t0 + args.timeout))
+    try:
+        while not watcher.done():
+            if proc.poll() is not None and name != "ceiling":
+                raise RuntimeError(f"{name} exited with {proc.returncode}; see {plane.log_dir}")
+            await asyncio.wait({watcher}, timeout=0.5)
+        watcher.result()
+        t_end = time.monotonic()
+        if name == "ceiling":  # it ends by itself once the statuses are written
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(60)
+        alive = proc.poll() is None
+        sched_cpu = proc_cpu(proc.pid) if alive else float("nan")
+        rss = proc_hwm_mib(proc.pid) if alive else float("nan")
+        after = {k: proc_cpu(pid) for k, pid in server.items()}
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await watcher
+        stop(proc)
+    if name == "ceiling" and not alive:
+        usage = _ceiling_usage(plane, ns)
+        sched_cpu, rss = usage.get("cpu_s", float("nan")), usage.get("rss_mib", float("nan"))
+    await cleanup(api, ns, time.monotonic() + 120)
+    times = sorted(bound.values())
+    group_done: list[float] = []
+    for i, size in enumerate(sizes):
+        names = [f"g{i:05d}-{j:02d}" for j in range(size)]
+        if all(n in bound for n in names):
+            group_done.append(max(bound[n] for n in names) - t0)
+    complete = len(bound) >= args.pods
+    seconds = (times[-1] - t0) if complete else float("nan")
+    return {
+        "contender": name,
+        "run": run,
+        "nodes": args.nodes,
+        "pods": args.pods,
+        "groups": len(sizes),
+        "bound": len(bound),
+        "complete": complete,
+        "create_s": round(created_s, 2),
+        "load_avg_1m": round(load, 2),
+        "seconds_to_all_bound": round(seconds, 2),
+        "pods_per_s": round(args.pods / seconds, 1) if complete else 0.0,
+        "bind_phase_pods_per_s": (
+            round(args.pods / max(times[-1] - times[0], 1e-6), 1) if complete else 0.0
+        ),
+        "first_bind_s": round(times[0] - t0, 2) if times else float("nan"),
+        "group_p50_s": round(percentile(group_done, 0.5), 2),
+        "group_p99_s": round(percentile(group_done, 0.99), 2),
+        "cpu_s": {
+            "scheduler": round(sched_cpu, 2),
+            "apiserver": round(after.get("kube-apiserver", 0) - before.get("kube-apiserver", 0), 2),
+            "etcd": round(after.get("etcd", 0) - before.get("etcd", 0), 2),
+        },
+        "scheduler_cpu_ms_per_pod": round(1000 * sched_cpu / args.pods, 3),
+        "peak_rss_mib": round(rss, 1),
+        "window_s": round(t_end - t0, 2),
+    }
+
+
+def _ceiling_usage(plane: ControlPlane, ns: str) -> dict[str, float]:
+    path = plane.run_dir / f"ceiling-{ns}.json"
+    with contextlib.suppress(OSError, ValueError):
+        return dict(json.loads(path.read_text()))
+    return {}
+
+
+# ---------------------------------------------------------------------- ceiling worker
+
+
+async def ceiling_worker(args: argparse.Namespace) -> int:
+    """List the pending pods and groups once, then bind every pod, record its ``Scheduled``
+    event and write each group's status once: the writes upstream parity needs, nothing else.
+    Then wait (bounded) to be stopped, reporting its CPU and peak RSS when it is."""
+    async with Api(Path(args.kubeconfig), limit=args.ceiling_concurrency) as api:
+        ns = args.namespace
+        pods = (await api.call("GET", PODS_PATH.format(ns=ns)))["items"]
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for p in pods:
+            groups.setdefault(p["spec"]["schedulingGroup"]["podGroupName"], []).append(p)
+        per_node = min(NODE_PODS, NODE_CPU)
+        slots = [f"node-{i // per_node:05d}" for i in range(args.nodes * per_node)]
+        sem = asyncio.Semaphore(args.ceiling_concurrency)
+        host = platform.node()
+
+        def now() -> str:
+            return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+        async def place(p: dict[str, Any], node: str) -> None:
+            meta = p["metadata"]
+            async with sem:
+                await api.call(
+                    "POST",
+                    PODS_PATH.format(ns=ns) + f"/{meta['name']}/binding",
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Binding",
+                        "metadata": {"name": meta["name"], "namespace": ns, "uid": meta["uid"]},
+                        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+                    },
+                )
+            async with sem:
+                ts = now()
+                await api.call(
+                    "POST",
+                    f"/api/v1/namespaces/{ns}/events",
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Event",
+                        "metadata": {"generateName": f"{meta['name']}.", "namespace": ns},
+                        "involvedObject": {
+                            "apiVersion": "v1",
+                            "kind": "Pod",
+                            "name": meta["name"],
+                            "namespace": ns,
+                            "uid": meta["uid"],
+                        },
+                        "reason": "Scheduled",
+                        "message": f"Successfully assigned {ns}/{meta['name']} to {node}",
+                        "type": "Normal",
+                        "source": {"component": "bench-ceiling"},
+                        "reportingComponent": "bench-ceiling",
+                        "reportingInstance": host,
+                        "firstTimestamp": ts,
+                        "lastTimestamp": ts,
+                        "count": 1,
+                    },
+                )
+
+        async def group(name: str, members: list[dict[str, Any]], nodes: list[str]) -> None:
+            await asyncio.gather(*(place(p, n) for p, n in zip(members, nodes, strict=True)))
+            cond = {
+                "type": "PodGroupInitiallyScheduled",
+                "status": "True",
+                "reason": "Scheduled",
+                "message": "",
+                "lastTransitionTime": now(),
+            }
+            async with sem:
+                await api.call(
+                    "PATCH",
+                    PG_PATH.format(ns=ns) + f"/{name}/status",
+                    {"status": {"conditions": [cond]}},
+                    content_type="application/merge-patch+json",
+                )
+
+        jobs = []
+        used = 0
+        for name in sorted(groups):
+            members = groups[name]
+            jobs.append(group(name, members, slots[used : used + len(members)]))
+            used += len(members)
+        await asyncio.gather(*jobs)
+    usage = {
+        "cpu_s": proc_cpu(os.getpid()),
+        "rss_mib": proc_hwm_mib(os.getpid()),
+    }
+    out = Path(args.kubeconfig).parent / f"ceiling-{args.namespace}.json"
+    out.write_text(json.dumps(usage))
+    return 0
+
+
+# ---------------------------------------------------------------------- report
+
+
+def ratios(results: list[dict[str, Any]]) -> dict[str, float]:
+    """ours/upstream and ours/ceiling of the mean pods/s over complete runs."""
+
+    def mean(name: str) -> float:
+        vals = [r["pods_per_s"] for r in results if r["contender"] == name and r["complete"]]
+        return sum(vals) / len(vals) if vals else 0.0
+
+    ours, up, ceil = mean("ours"), mean("upstream"), mean("ceiling")
+    return {
+        "ours_over_upstream": round(ours / up, 2) if up else 0.0,
+        "ours_over_ceiling": round(ours / ceil, 2) if ceil else 0.0,
+    }
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    """A plain-text table, one row per contender run."""
+    head = (
+        f"{'contender':<9} {'run':>3} {'all bound s':>11} {'pods/s':>7} {'bind pods/s':>11} "
+        f"{'1st bind s':>10} {'p50 s':>6} {'p99 s':>6} {'sched cpu':>9} {'apisrv cpu':>10} "
+        f"{'etcd cpu':>8} {'ms/pod':>6} {'rss MiB':>7} {'load':>5}"
+    )
+    lines = [head, "-" * len(head)]
+    for r in results:
+        c = r["cpu_s"]
+        lines.append(
+            f"{r['contender']:<9} {r['run']:>3} {r['seconds_to_all_bound']:>11} "
+            f"{r['pods_per_s']:>7} {r['bind_phase_pods_per_s']:>11} {r['first_bind_s']:>10} "
+            f"{r['group_p50_s']:>6} {r['group_p99_s']:>6} {c['scheduler']:>9} "
+            f"{c['apiserver']:>10} {c['etcd']:>8} {r['scheduler_cpu_ms_per_pod']:>6} "
+            f"{r['peak_rss_mib']:>7} {r['load_avg_1m']:>5}"
+            + ("" if r["complete"] else f"  INCOMPLETE {r['bound']}/{r['pods']}")
+        )
+    return "\n".join(lines)
+
+
+async def run_all(plane: ControlPlane, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Nodes once, then every contender (``--repeat`` times) on the same server."""
+    async with Api(plane.kubeconfig, limit=64) as api:
+        t = time.monotonic()
+        await create_nodes(api, args.nodes)
+        print(f"# {args.nodes} nodes in {time.monotonic() - t:.1f}s", file=sys.stderr)
+        results = []
+        for run in range(1, args.repeat + 1):
+            for name in args.only or CONTENDERS:
+                r = await run_one(name, plane, api, args, run)
+                print(
+                    f"# {name} run {run}: {r['pods_per_s']} pods/s "
+                    f"({r['bound']}/{r['pods']} bound)",
+                    file=sys.stderr,
+                )
+                results.append(r)
+        return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the flags, run the benchmark (or the ceiling worker), print the report."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--nodes", type=int, default=500)
+    p.add_argument("--pods", type=int, default=2000)
+    p.add_argument("--repeat", type=int, default=1, help="runs of each contender")
+    p.add_argument("--only", action="append", choices=CONTENDERS, help="(repeatable)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds per contender")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--ceiling-concurrency", type=int, default=64)
+    p.add_argument(
+        "--ours-arg", action="append", default=[], help="extra flag for workloadbuilder scheduler"
+    )
+    p.add_argument(
+        "--ours-profile", metavar="FILE", help="run ours under cProfile, its stats to FILE"
+    )
+    p.add_argument("--bin-dir", default=None)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--ceiling-worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--kubeconfig", help=argparse.SUPPRESS)
+    p.add_argument("--namespace", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.ceiling_worker:
+        return asyncio.run(ceiling_worker(args))
+    if args.pods > args.nodes * min(NODE_PODS, NODE_CPU):
+        p.error("more pods than the nodes hold")
+    with ControlPlane(bin_dir=args.bin_dir) as plane:
+        results = asyncio.run(run_all(plane, args))
+    report = {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+        },
+        "command": " ".join(["benchmarks/bench_real.py", *(argv or sys.argv[1:])]),
+        "results": results,
+        "ratios": ratios(results),
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"# {report['command']} ({os.cpu_count()} cpus, {platform.platform()})")
+        print(table(results))
+        rt = ratios(results)
+        print(
+            f"ours/upstream {rt['ours_over_upstream']}x   ours/ceiling {rt['ours_over_ceiling']}x "
+            "(mean pods/s to all bound)"
+        )
+    return 0 if all(r["complete"] for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
