@@ -95,20 +95,9 @@ class StatusWriter:
         if sent == want:
             return
         self.sent_composite[key] = want
-        ltt = (
-            existing.last_transition_time
-            if existing is not None and existing.status == status
-            else None
-        ) or _rfc3339(self.clock.now())
-        cond: dict[str, Any] = {
-            "type": CONDITION_COMPOSITE_SCHEDULED,
-            "status": status,
-            "reason": reason,
-            "message": message,
-            "lastTransitionTime": ltt,
-        }
-        if cpg.metadata.generation is not None:
-            cond["observedGeneration"] = cpg.metadata.generation
+        cond = self._condition(
+            CONDITION_COMPOSITE_SCHEDULED, existing, status, reason, message, cpg.metadata
+        )
         others = [to_dict(c) for c in conds if c.type != CONDITION_COMPOSITE_SCHEDULED]
         self.tasks.spawn(self._patch_status("CompositePodGroup", key[0], key[1], [*others, cond]))
 
@@ -266,22 +255,38 @@ class StatusWriter:
         if self.sent_group.get(g.key) == want:
             return
         self.sent_group[g.key] = want
+        cond = self._condition(
+            CONDITION_INITIALLY_SCHEDULED, existing, status, reason, message, pg.metadata
+        )
+        others = [to_dict(c) for c in conds if c.type != CONDITION_INITIALLY_SCHEDULED]
+        self.tasks.spawn(self._patch_status("PodGroup", g.namespace, g.name, [*others, cond]))
+
+    def _condition(
+        self,
+        ctype: str,
+        existing: Any,
+        status: str,
+        reason: str,
+        message: str,
+        meta: Any,
+    ) -> dict[str, Any]:
+        """A condition to send: ``lastTransitionTime`` kept while the status stays the same,
+        ``observedGeneration`` when the object has a generation."""
         ltt = (
             existing.last_transition_time
             if existing is not None and existing.status == status
             else None
         ) or _rfc3339(self.clock.now())
         cond: dict[str, Any] = {
-            "type": CONDITION_INITIALLY_SCHEDULED,
+            "type": ctype,
             "status": status,
             "reason": reason,
             "message": message,
             "lastTransitionTime": ltt,
         }
-        if pg.metadata.generation is not None:
-            cond["observedGeneration"] = pg.metadata.generation
-        others = [to_dict(c) for c in conds if c.type != CONDITION_INITIALLY_SCHEDULED]
-        self.tasks.spawn(self._patch_status("PodGroup", g.namespace, g.name, [*others, cond]))
+        if meta.generation is not None:
+            cond["observedGeneration"] = meta.generation
+        return cond
 
     async def _patch_status(
         self, kind: str, namespace: str, name: str, conds: list[dict[str, Any]]
