@@ -624,6 +624,12 @@ def _events_in(v: GroupView) -> bool:
     )
 
 
+def _rescheduled(v: GroupView) -> bool:
+    """After a preemption: every bound pod's ``Scheduled`` event is visible and the group's
+    condition has moved on from the ``False`` it had while preempting."""
+    return _events_in(v) and v.condition is not None and v.condition[0] != "False"
+
+
 def _settled(v: GroupView) -> bool:
     """A decision is visible: the group has a condition and no pod is left undecided."""
     return v.condition is not None and all(p.bound or p.scheduled for p in v.pods.values())
@@ -983,7 +989,9 @@ async def test_preemption_high_gang_evicts_low_gang(sides: tuple[Side, Side]) ->
         await _prio_gang(s, "low", 4, 4, low, mode="all")
         await _running(s, "low", 4)
         await _prio_gang(s, "high", 2, 2, high)
-        v = await s.view_when("high", lambda v: v.bound == 2)
+        # the group was False/Unschedulable while it preempted; bindings, their Scheduled
+        # events and the new condition are written asynchronously: wait for all of them
+        v = await s.view_when("high", lambda v: v.bound == 2 and _rescheduled(v))
         await _until(lambda: _gone(s, "low-"), f"{s.name}: low gone")
         return v, await _left(s, "low-")
 
