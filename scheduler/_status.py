@@ -150,20 +150,7 @@ class StatusWriter:
                 "lastTransitionTime": ltt or now,
             }
         )
-        try:
-            await self.cluster.patch(
-                "Pod",
-                p.name,
-                {"status": {"conditions": conds}},
-                p.namespace,
-                patch_type="merge",
-                subresource="status",
-                field_manager=self.config.component,
-            )
-        except NotFound:
-            pass
-        except (ApiError, OSError) as e:
-            _log.info("pod %s/%s condition not written: %s", p.namespace, p.name, e)
+        await self._patch_pod_status(p, {"conditions": conds}, "condition")
 
     # ---- preemption ------------------------------------------------------------------
 
@@ -216,11 +203,15 @@ class StatusWriter:
             self.tasks.spawn(self._nominate(p, node))
 
     async def _nominate(self, p: PodInfo, node: str) -> None:
+        await self._patch_pod_status(p, {"nominatedNodeName": node}, "nominatedNodeName")
+
+    async def _patch_pod_status(self, p: PodInfo, status: dict[str, Any], what: str) -> None:
+        """Merge-patch a pod's status; a pod that is gone is fine, other failures are logged."""
         try:
             await self.cluster.patch(
                 "Pod",
                 p.name,
-                {"status": {"nominatedNodeName": node}},
+                {"status": status},
                 p.namespace,
                 patch_type="merge",
                 subresource="status",
@@ -229,7 +220,7 @@ class StatusWriter:
         except NotFound:
             pass
         except (ApiError, OSError) as e:
-            _log.info("pod %s/%s nominatedNodeName not written: %s", p.namespace, p.name, e)
+            _log.info("pod %s/%s %s not written: %s", p.namespace, p.name, what, e)
 
     # ---- pod groups ------------------------------------------------------------------
 

@@ -982,14 +982,8 @@ def make_workload(name: str, namespace: str | None = None) -> WorkloadBuilder:
     return WorkloadBuilder(name, namespace)
 
 
-class PodGroupBuilder(_GroupSetters, ObjectBuilder):
-    """A ``scheduling.k8s.io/v1beta1`` PodGroup (see :func:`make_pod_group`)."""
-
-    _ORDERS = _object_orders(spec=_GROUP_FIELDS)
-
-    def __init__(self, name: str, namespace: str | None = None) -> None:
-        spec: dict[str, Any] = {"schedulingPolicy": {"basic": {}}}
-        super().__init__(_SCHEDULING_V1BETA1, "PodGroup", name, namespace, spec=spec)
+class _RuntimeGroupSetters(_Builder):
+    """Setters of a runtime group object (PodGroup, CompositePodGroup): where it comes from."""
 
     def workload_ref(self, workload: str, template: str) -> Self:
         """Set ``spec.workloadRef``: the Workload and the template this group comes from."""
@@ -1002,12 +996,22 @@ class PodGroupBuilder(_GroupSetters, ObjectBuilder):
         return self
 
 
+class PodGroupBuilder(_RuntimeGroupSetters, _GroupSetters, ObjectBuilder):
+    """A ``scheduling.k8s.io/v1beta1`` PodGroup (see :func:`make_pod_group`)."""
+
+    _ORDERS = _object_orders(spec=_GROUP_FIELDS)
+
+    def __init__(self, name: str, namespace: str | None = None) -> None:
+        spec: dict[str, Any] = {"schedulingPolicy": {"basic": {}}}
+        super().__init__(_SCHEDULING_V1BETA1, "PodGroup", name, namespace, spec=spec)
+
+
 def make_pod_group(name: str, namespace: str | None = None) -> PodGroupBuilder:
     """A PodGroup with a basic policy (``gang(min_count)`` for a gang)."""
     return PodGroupBuilder(name, namespace)
 
 
-class CompositePodGroupBuilder(_CompositeSetters, ObjectBuilder):
+class CompositePodGroupBuilder(_RuntimeGroupSetters, _CompositeSetters, ObjectBuilder):
     """A ``scheduling.k8s.io/v1alpha3`` CompositePodGroup (see
     :func:`make_composite_pod_group`)."""
 
@@ -1030,16 +1034,6 @@ class CompositePodGroupBuilder(_CompositeSetters, ObjectBuilder):
             "schedulingPolicy": {"basic": {}},
         }
         super().__init__(_SCHEDULING_V1ALPHA3, "CompositePodGroup", name, namespace, spec=spec)
-
-    def workload_ref(self, workload: str, template: str) -> Self:
-        """Set ``spec.workloadRef``."""
-        self._at(("spec",))["workloadRef"] = {"workloadName": workload, "templateName": template}
-        return self
-
-    def parent(self, composite_pod_group: str) -> Self:
-        """Set ``spec.parentCompositePodGroupName``."""
-        self._at(("spec",))["parentCompositePodGroupName"] = composite_pod_group
-        return self
 
 
 def make_composite_pod_group(name: str, namespace: str | None = None) -> CompositePodGroupBuilder:
