@@ -15,8 +15,11 @@ Beyond upstream (``topology_aware``, the default): a group with a topology const
 chooses its victims inside one domain, the one whose victims cost least (fewest units, then
 lowest highest priority, then fewest pods).
 
-Not here (yet): PodDisruptionBudgets (the cache has no PDB informer, so no unit is treated
-as PDB-violating), CompositePodGroup trees as preemptors.
+PodDisruptionBudgets (``status.disruptionsAllowed``, see :mod:`scheduler._pdb`): units whose
+preemption would violate a budget are reprieved first, as upstream; the single-pod path
+prefers the node with the fewest violations, the topology-aware choice the domain.
+
+Not here (yet): CompositePodGroup trees as preemptors.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from scheduler._metrics import (
     PODGROUP_PREEMPTION_DURATION,
     PODGROUP_PREEMPTION_VICTIMS,
 )
+from scheduler._pdb import DisruptionBudget, split_by_budget_violation
 from scheduler._snapshot import Snapshot
 
 __all__ = [
@@ -142,7 +146,7 @@ def victim_units(cache: Cache, below: int, exclude: GroupKey | None = None) -> l
     groups: dict[GroupKey, list[PodInfo]] = {}
     prio_of: dict[GroupKey, int] = {}
     for p in cache.pods.values():
-        if p.counted_node is None or p.deleting or p.group_key == exclude:
+        if p.counted_node is None or p.deleting or (exclude is not None and p.group_key == exclude):
             continue
         g, prio = _unit_priority(cache, p)
         if prio >= below:
@@ -217,8 +221,9 @@ class DefaultPreemption:
         for u in units:  # most important first, kept per row
             for row in sorted({q.counted_node for q in u.pods if q.counted_node is not None}):
                 by_row.setdefault(row, []).append(u)
-        best: tuple[tuple[int, int, int, int], list[Victim]] | None = None
+        best: tuple[tuple[int, int, int, int, int], list[Victim]] | None = None
         best_row = -1
+        budgets = cache.budget_list()
         for row, here in sorted(by_row.items()):
             if not static[row]:
                 continue
@@ -230,20 +235,26 @@ class DefaultPreemption:
                 if not fw.run_usage_filters_one(pod.req, vec, table, row):
                     continue
                 chosen: list[Victim] = []
-                for u in here:
+                violations = 0
+                violating, fine = split_by_budget_violation(here, budgets)
+                # PDB-violating units are reprieved first, then the rest (most important first)
+                for u, n in [*violating, *((u, 0) for u in fine)]:
                     _add_back(snap, u.pods)
                     if fw.run_usage_filters_one(pod.req, vec, table, row):
                         continue
                     for q in u.pods:
                         snap.remove(q)
                     chosen.append(u)
+                    violations += n
             finally:
                 snap.revert(mark)
             if not chosen:
                 continue
-            # upstream's pickOneNodeForPreemption: lowest highest victim priority, lowest sum
-            # of priorities, fewest victims, then the first node
+            chosen.sort(key=lambda v: v.importance)
+            # upstream's pickOneNodeForPreemption: fewest PDB violations, lowest highest
+            # victim priority, lowest sum of priorities, fewest victims, then the first node
             cost = (
+                violations,
                 max(v.priority for v in chosen),
                 sum(v.priority * len(v.pods) for v in chosen),
                 sum(len(v.pods) for v in chosen),
@@ -353,21 +364,24 @@ class DefaultPreemption:
         constrained = pg is not None and bool(
             pg.spec.scheduling_constraints and pg.spec.scheduling_constraints.topology
         )
+        budgets = snap.cache.budget_list()
         if not (self.topology_aware and constrained):
-            return self._select_in(group, snap, units, None)
+            chosen, assignments, _ = self._select_in(group, snap, units, None, budgets)
+            return chosen, assignments
         mark = snap.mark()
         for u in units:
             for p in u.pods:
                 snap.remove(p)
         domains = [pl for pl in self.handle.placements(group, snap) if pl.domain]
         snap.revert(mark)
-        best: tuple[tuple[int, int, int, str], list[Victim], list[tuple[PodInfo, int]]] | None
+        best: tuple[tuple[int, int, int, int, str], list[Victim], list[tuple[PodInfo, int]]] | None
         best = None
         for pl in domains:  # one domain at a time: the cheapest victims win
-            chosen, assignments = self._select_in(group, snap, units, [pl])
+            chosen, assignments, violations = self._select_in(group, snap, units, [pl], budgets)
             if chosen is None:
                 continue
             cost = (
+                violations,
                 len(chosen),
                 max((v.priority for v in chosen), default=-(2**31)),
                 sum(len(v.pods) for v in chosen),
@@ -385,8 +399,10 @@ class DefaultPreemption:
         snap: Snapshot,
         units: Sequence[Victim],
         placements: Sequence[Placement] | None,
-    ) -> tuple[list[Victim] | None, list[tuple[PodInfo, int]]]:
-        """Remove every unit, place once, reprieve most important first."""
+        budgets: Sequence[DisruptionBudget],
+    ) -> tuple[list[Victim] | None, list[tuple[PodInfo, int]], int]:
+        """Remove every unit, place once, reprieve the PDB-violating units first, then the
+        others, most important first: ``(victims, assignments, PDB violations)``."""
         assert self.handle is not None
         table = snap.table
         mark = snap.mark()
@@ -396,20 +412,24 @@ class DefaultPreemption:
                     snap.remove(p)
             assignments = self.handle.place_group(group, snap, placements)
             if assignments is None:
-                return None, []
+                return None, [], 0
             load = np.zeros_like(table.used)
             for p, row in assignments:
                 load[row] += table.vector(p.req.requests)
             need = load > 0
             chosen: list[Victim] = []
-            for u in units:  # most important first
+            violations = 0
+            violating, fine = split_by_budget_violation(units, budgets)
+            for u, n in [*violating, *((u, 0) for u in fine)]:
                 rows = _add_back(snap, u.pods)
                 if _fits(table.used, table.alloc, load, need, rows):
                     continue
                 for p in u.pods:  # not reprieved: take it out again
                     snap.remove(p)
                 chosen.append(u)
-            return chosen, assignments
+                violations += n
+            chosen.sort(key=lambda v: v.importance)
+            return chosen, assignments, violations
         finally:
             snap.revert(mark)
 

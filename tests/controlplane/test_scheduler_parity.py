@@ -1180,3 +1180,217 @@ async def test_preemption_single_pod_takes_a_disruption_mode_all_gang_whole(
     print(f"\n== W8 low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
     assert up_b and ours_b
     assert up_left == ours_left == set()
+
+
+# ---- PodDisruptionBudgets (kube-controller-manager's disruption controller writes status) ----
+
+
+@pytest.fixture(scope="module")
+def upstream_kcm_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
+    """A private plane with the upstream kube-scheduler and the disruption controller."""
+    with ControlPlane(
+        bin_dir=control_plane.bin_dir,
+        with_scheduler=True,
+        with_controller_manager=True,
+        controllers=("disruption-controller",),
+    ) as plane:
+        yield plane
+
+
+@pytest.fixture(scope="module")
+def our_kcm_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
+    """A private plane with the disruption controller only: our scheduler runs in process."""
+    with ControlPlane(
+        bin_dir=control_plane.bin_dir,
+        with_controller_manager=True,
+        controllers=("disruption-controller",),
+    ) as plane:
+        yield plane
+
+
+@pytest.fixture
+async def kcm_sides(
+    upstream_kcm_plane: ControlPlane, our_kcm_plane: ControlPlane
+) -> AsyncIterator[tuple[Side, Side]]:
+    """(upstream, ours) on the planes with the disruption controller."""
+    upstream = Side("upstream", upstream_kcm_plane, UPSTREAM)
+    ours = Side("ours", our_kcm_plane, OURS)
+    try:
+        await ours.start_ours()
+        yield upstream, ours
+    finally:
+        await asyncio.gather(upstream.close(), ours.close())
+
+
+async def _labelled_pod(
+    s: Side,
+    name: str,
+    cls: str,
+    labels: dict[str, str],
+    *,
+    group: str | None = None,
+    node: str | None = None,
+) -> None:
+    pod = make_pod(name, s.namespace).scheduler_name(s.scheduler_name).priority_class(cls)
+    pod.labels(labels).request("cpu", "1").request("memory", "1Gi")
+    if group is not None:
+        pod.pod_group(group)
+    if node is not None:
+        pod.node_name(f"{s.namespace}-{node}")
+    obj = pod.obj()
+    obj["spec"]["terminationGracePeriodSeconds"] = 0
+    await s.cluster.create(obj)
+
+
+async def _ready(s: Side, names: list[str]) -> None:
+    """What a kubelet would report for bound pods: Running, Ready, and start times one minute
+    apart in the order given (the oldest first) -- upstream orders victims by start time."""
+    for i, name in enumerate(names):
+        pod = await s.cluster.get("Pod", name, s.namespace)
+        assert isinstance(pod, dict)
+        conds = [c for c in pod["status"].get("conditions") or () if c.get("type") != "Ready"]
+        conds.append({"type": "Ready", "status": "True"})
+        status = {
+            "phase": "Running",
+            "conditions": conds,
+            "startTime": f"2026-01-01T00:{i:02d}:00Z",
+        }
+        await s.cluster.patch("Pod", name, {"status": status}, s.namespace, subresource="status")
+
+
+async def _budget(
+    s: Side, name: str, match: dict[str, str], min_available: int, allowed: int
+) -> None:
+    """A PodDisruptionBudget; waits until the disruption controller reports ``allowed``."""
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": s.namespace},
+        "spec": {"minAvailable": min_available, "selector": {"matchLabels": match}},
+    }
+    await s.cluster.create(pdb)
+
+    async def probe() -> bool:
+        obj = await s.cluster.get("PodDisruptionBudget", name, s.namespace)
+        assert isinstance(obj, dict)
+        st = obj.get("status") or {}
+        return (
+            st.get("observedGeneration") == obj["metadata"].get("generation")
+            and st.get("disruptionsAllowed") == allowed
+            and st.get("currentHealthy") is not None
+        )
+
+    await _until(probe, f"{s.name}: {name} disruptionsAllowed={allowed}")
+
+
+@pytest.mark.controllermanager
+async def test_preemption_pdb_protected_pods_are_reprieved_first(
+    kcm_sides: tuple[Side, Side],
+) -> None:
+    """P1: a 4-cpu node full of a low gang (single mode) started low-0 (oldest) .. low-3.
+    Budget "keep" (minAvailable 2) over low-2, low-3 allows no disruption; budget "spare"
+    (minAvailable 0) over low-0, low-1 allows 2, as the disruption controller reports. A
+    high gang of 2 needs two pods: without budgets the later-started low-2, low-3 would go,
+    with the status ignored (every budget at 0) too; reading disruptionsAllowed, low-0 and
+    low-1 go."""
+
+    async def scenario(s: Side) -> tuple[GroupView, set[str]]:
+        low, high = await _classes(s)
+        await s.node("n1", cpu="4")
+        await s.cluster.create(make_pod_group("low", s.namespace).gang(1).priority_class(low).obj())
+        for i in range(4):
+            tier = "spare" if i < 2 else "keep"
+            await _labelled_pod(s, f"low-{i}", low, {"tier": tier}, group="low")
+        await _running(s, "low", 4)
+        await _ready(s, [f"low-{i}" for i in range(4)])
+        await _budget(s, "keep", {"tier": "keep"}, 2, 0)
+        await _budget(s, "spare", {"tier": "spare"}, 0, 2)
+        await _prio_gang(s, "high", 2, 2, high)
+        v = await s.view_when("high", lambda v: v.bound == 2)
+
+        async def two_left() -> bool:
+            return len(await _left(s, "low-")) == 2
+
+        await _until(two_left, f"{s.name}: two low pods left")
+        return v, await _left(s, "low-")
+
+    (up, up_left), (ours, ours_left) = await _both(kcm_sides, scenario)
+    _report("P1 PDB-protected pods reprieved first", up, ours)
+    print(f"  low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
+    assert up.bound == ours.bound == 2
+    assert up_left == ours_left == {"low-2", "low-3"}
+
+
+@pytest.mark.controllermanager
+async def test_preemption_single_pod_prefers_the_node_without_pdb_violations(
+    kcm_sides: tuple[Side, Side],
+) -> None:
+    """P2: two 1-cpu nodes, each running one low pod; the pod on n1 is protected by a budget
+    allowing no disruption. A high-priority single pod preempts the pod on n2."""
+
+    async def scenario(s: Side) -> tuple[bool, set[str]]:
+        low, high = await _classes(s)
+        await s.node("n1", cpu="1")
+        await s.node("n2", cpu="1")
+        await _labelled_pod(s, "low-a", low, {"tier": "keep"}, node="n1")
+        await _labelled_pod(s, "low-b", low, {"tier": "spare"}, node="n2")
+        await _ready(s, ["low-a", "low-b"])
+        await _budget(s, "keep", {"tier": "keep"}, 1, 0)
+        pod = make_pod("hp", s.namespace).scheduler_name(s.scheduler_name).priority_class(high)
+        await s.cluster.create(pod.request("cpu", "1").request("memory", "1Gi").obj())
+
+        async def bound() -> bool:
+            return await s.bound("hp")
+
+        await _until(bound, f"{s.name}: hp bound")
+        return await s.bound("hp"), await _left(s, "low-")
+
+    (up_b, up_left), (ours_b, ours_left) = await _both(kcm_sides, scenario)
+    print(f"\n== P2 low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
+    assert up_b and ours_b
+    assert up_left == ours_left == {"low-a"}
+
+
+@pytest.mark.controllermanager
+async def test_preemption_pdb_with_an_empty_selector(kcm_sides: tuple[Side, Side]) -> None:
+    """P3: as P1, one budget with the empty selector ``{}`` (minAvailable 2: the disruption
+    controller counts all four pods, allows 2). Whether preemption honours it decides which
+    two low pods go: if it does, low-0 and low-1 (the most important) spend the allowance
+    and the violating low-2, low-3 are reprieved; if not, the later-started low-2, low-3 go.
+    v1.37.2 does not: an empty selector protects nothing from preemption (though the
+    disruption controller counts every pod of the namespace for it)."""
+
+    async def scenario(s: Side) -> set[str]:
+        low, high = await _classes(s)
+        await s.node("n1", cpu="4")
+        await s.cluster.create(make_pod_group("low", s.namespace).gang(1).priority_class(low).obj())
+        for i in range(4):
+            await _labelled_pod(s, f"low-{i}", low, {"app": "low"}, group="low")
+        await _running(s, "low", 4)
+        await _ready(s, [f"low-{i}" for i in range(4)])
+        pdb = {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "all", "namespace": s.namespace},
+            "spec": {"minAvailable": 2, "selector": {}},
+        }
+        await s.cluster.create(pdb)
+
+        async def probe() -> bool:
+            obj = await s.cluster.get("PodDisruptionBudget", "all", s.namespace)
+            assert isinstance(obj, dict)
+            return (obj.get("status") or {}).get("disruptionsAllowed") == 2
+
+        await _until(probe, f"{s.name}: budget counted")
+        await _prio_gang(s, "high", 2, 2, high)
+        await s.view_when("high", lambda v: v.bound == 2)
+
+        async def two_left() -> bool:
+            return len(await _left(s, "low-")) == 2
+
+        await _until(two_left, f"{s.name}: two low pods left")
+        return await _left(s, "low-")
+
+    up_left, ours_left = await _both(kcm_sides, scenario)
+    print(f"\n== P3 low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
+    assert up_left == ours_left == {"low-0", "low-1"}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 from sched_helpers import Env
 from waits import priority_class_admitted
 
@@ -51,6 +52,7 @@ async def _pod(
     priority_class: str | None = None,
     node: str | None = None,
     finalizer: bool = False,
+    labels: dict[str, str] | None = None,
 ) -> None:
     pod = make_pod(name, env.namespace).scheduler_name(env.scheduler_name)
     pod.request("cpu", cpu).request("memory", "1Gi")
@@ -61,6 +63,8 @@ async def _pod(
     if node:
         pod.node_name(node)
     obj = pod.obj()
+    if labels:
+        obj["metadata"].setdefault("labels", {}).update(labels)
     # no kubelet: a victim must go at once (as in upstream's integration tests)
     obj["spec"]["terminationGracePeriodSeconds"] = 0
     if finalizer:
@@ -490,3 +494,204 @@ async def test_single_pod_preempts_a_disruption_mode_all_gang_whole(env: Env) ->
 
     await env.until(s, done)
     assert await _names(env, "low-") == set()  # a pod of an `all` group goes with its group
+
+
+# ---- PodDisruptionBudgets ------------------------------------------------------------------
+
+
+async def _pdb(
+    env: Env, s: Scheduler, name: str, match: dict[str, str], allowed: int | None = None
+) -> None:
+    """A PodDisruptionBudget over ``match``; ``allowed``: its ``status.disruptionsAllowed``
+    as the disruption controller would write it (no status: 0). Waits until ``s`` sees it."""
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": env.namespace},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": match}},
+    }
+    await env.cluster.create(pdb)
+    if allowed is not None:
+        status = {
+            "disruptionsAllowed": allowed,
+            "currentHealthy": allowed + 1,
+            "desiredHealthy": 1,
+            "expectedPods": allowed + 1,
+        }
+        await env.cluster.patch(
+            "PodDisruptionBudget", name, {"status": status}, env.namespace, subresource="status"
+        )
+    want = 0 if allowed is None else allowed
+
+    def seen() -> bool:
+        b = s.cache.budgets.get((env.namespace, name))
+        return b is not None and b.allowed == want
+
+    await env.seen(s, seen)
+
+
+async def _labelled_gang(
+    env: Env,
+    s: Scheduler,
+    name: str,
+    labels: list[dict[str, str]],
+    *,
+    min_count: int = 1,
+    priority_class: str,
+    mode: str | None = None,
+) -> None:
+    """A running gang, pod ``i`` labelled ``labels[i]`` (created in order: older first)."""
+    await _group(env, name, min_count, priority_class=priority_class, mode=mode)
+    for i, lab in enumerate(labels):
+        await _pod(env, f"{name}-{i}", name, priority_class=priority_class, labels=lab)
+    size = len(labels)
+
+    async def placed() -> bool:
+        return await _bound(env, f"{name}-") == size
+
+    await env.until(s, placed)
+
+
+async def test_pdb_protected_pods_are_reprieved_first(env: Env) -> None:
+    """Without the budget the later-started low-2 and low-3 would go (as in
+    test_single_mode_victims_are_the_later_started_pods); the budget (no status: no
+    disruption allowed) protects them, so the older, unprotected low-0 and low-1 go."""
+    low, high = await _prio(env)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    keep = {"budget": "keep"}
+    await _labelled_gang(env, s, "low", [{}, {}, keep, keep], priority_class=low)
+    await _pdb(env, s, "keep", keep)
+    await _gang(env, "high", 2, priority_class=high)
+
+    async def done() -> bool:
+        return await _bound(env, "high-") == 2
+
+    await env.until(s, done)
+    assert await _names(env, "low-") == {"low-2", "low-3"}
+
+
+async def test_pdb_disruptions_allowed_are_spent_in_importance_order(env: Env) -> None:
+    """One budget over all four pods allowing 2 disruptions: the two most important (the
+    older low-0, low-1) use the allowance, low-2 and low-3 would violate it and are reprieved
+    first: low-0 and low-1 are preempted."""
+    low, high = await _prio(env)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    app = {"app": "low"}
+    await _labelled_gang(env, s, "low", [app] * 4, priority_class=low)
+    await _pdb(env, s, "app", app, allowed=2)
+    await _gang(env, "high", 2, priority_class=high)
+
+    async def done() -> bool:
+        return await _bound(env, "high-") == 2
+
+    await env.until(s, done)
+    assert await _names(env, "low-") == {"low-2", "low-3"}
+
+
+async def test_pdb_is_a_preference_not_a_guarantee(env: Env) -> None:
+    """A gang that needs every low pod preempts the protected ones too."""
+    low, high = await _prio(env)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    keep = {"budget": "keep"}
+    await _labelled_gang(env, s, "low", [keep] * 4, priority_class=low)
+    await _pdb(env, s, "keep", keep)
+    await _gang(env, "high", 4, priority_class=high)
+
+    async def done() -> bool:
+        return await _bound(env, "high-") == 4
+
+    await env.until(s, done)
+    assert await _names(env, "low-") == set()
+
+
+async def test_pdb_makes_a_whole_disruption_mode_all_unit_violating(env: Env) -> None:
+    """Two equal low gangs (disruptionMode all) of 2: the older one is more important, so
+    without budgets the newer one ("b") goes; one protected pod in "b" makes the whole unit
+    violating, so "a" goes instead."""
+    low, high = await _prio(env)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    keep = {"budget": "keep"}
+    await _labelled_gang(env, s, "a", [{}, {}], min_count=2, priority_class=low, mode="all")
+    await _labelled_gang(env, s, "b", [{}, keep], min_count=2, priority_class=low, mode="all")
+    await _pdb(env, s, "keep", keep)
+    await _gang(env, "high", 2, priority_class=high)
+
+    async def done() -> bool:
+        return await _bound(env, "high-") == 2
+
+    await env.until(s, done)
+    assert await _names(env, "a-") == set()
+    assert await _names(env, "b-") == {"b-0", "b-1"}
+
+
+async def test_single_pod_prefers_the_node_without_pdb_violations(env: Env) -> None:
+    """Two 1-cpu nodes, each full with one low pod; the one on the first node is protected:
+    a high-priority pod preempts the other (without the budget the first node would win the
+    tie)."""
+    low, high = await _prio(env)
+    n1 = await env.node("a", cpu="1")
+    n2 = await env.node("b", cpu="1")
+    s = env.scheduler(preemption=True)
+    keep = {"budget": "keep"}
+    await _pod(env, "low-a", priority_class=low, node=n1, labels=keep)
+    await _pod(env, "low-b", priority_class=low, node=n2, labels={"budget": "other"})
+    await s.sync()
+    await _pdb(env, s, "keep", keep)
+    await _pod(env, "hp", priority_class=high)
+
+    async def done() -> bool:
+        return bool(await env.bound("hp"))
+
+    await env.until(s, done)
+    assert await _names(env, "low-") == {"low-a"}
+    assert await env.bound("hp") == {"hp": n2}
+
+
+def test_budget_violation_split_follows_upstream_rules() -> None:
+    """The classification alone: namespaces, empty selectors, ``disruptedPods``, unlabelled
+    pods, and a unit counted once per violating pod."""
+    from scheduler._pdb import disruption_budget, split_by_budget_violation
+
+    @attrs.frozen
+    class P:
+        namespace: str
+        name: str
+        labels: dict[str, str]
+
+    @attrs.frozen
+    class U:
+        pods: tuple[P, ...]
+
+    def pdb(name: str, sel: Any, allowed: int = 0, disrupted: tuple[str, ...] = ()) -> Any:
+        return disruption_budget(
+            {
+                "metadata": {"name": name, "namespace": "ns"},
+                "spec": {"selector": sel},
+                "status": {
+                    "disruptionsAllowed": allowed,
+                    "disruptedPods": dict.fromkeys(disrupted, "t"),
+                },
+            }
+        )
+
+    a = {"app": "a"}
+    u1 = U((P("ns", "p1", a),))
+    u2 = U((P("ns", "p2", a), P("ns", "p3", a)))
+    u3 = U((P("other", "p4", a),))  # another namespace
+    u4 = U((P("ns", "p5", {}),))  # no labels: never violating
+    budgets = [pdb("b", {"matchLabels": a}, allowed=1)]
+    violating, fine = split_by_budget_violation([u1, u2, u3, u4], budgets)
+    assert violating == [(u2, 2)]
+    assert fine == [u1, u3, u4]
+    # a pod already in disruptedPods is not counted again
+    budgets = [pdb("b", {"matchLabels": a}, allowed=0, disrupted=("p1",))]
+    assert split_by_budget_violation([u1], budgets) == ([], [u1])
+    # empty and invalid selectors select nothing
+    for sel in ({}, None, {"matchExpressions": [{"key": "app", "operator": "Bogus"}]}):
+        assert split_by_budget_violation([u1], [pdb("e", sel)]) == ([], [u1])
+    expr = {"matchExpressions": [{"key": "app", "operator": "In", "values": ["a", "b"]}]}
+    assert split_by_budget_violation([u1], [pdb("x", expr)]) == ([(u1, 1)], [])
