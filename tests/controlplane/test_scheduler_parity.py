@@ -1394,3 +1394,113 @@ async def test_preemption_pdb_with_an_empty_selector(kcm_sides: tuple[Side, Side
     up_left, ours_left = await _both(kcm_sides, scenario)
     print(f"\n== P3 low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
     assert up_left == ours_left == {"low-0", "low-1"}
+
+
+# ---- workload-aware preemption with CompositePodGroup trees -------------------------------
+
+
+async def _prio_tree(
+    s: Side,
+    name: str,
+    children: dict[str, int],
+    cls: str,
+    *,
+    mode: str | None = None,
+    child_mode: str | None = None,
+) -> None:
+    """A CompositePodGroup (minGroupCount = its children) of gang children ``{child:
+    pods}`` (1 cpu each), every level and pod of class ``cls``."""
+    cpg = make_composite_pod_group(name, s.namespace).gang(len(children)).priority_class(cls)
+    if mode is not None:
+        cpg.disruption_mode(mode)
+    await s.cluster.create(cpg.obj())
+    for child, size in children.items():
+        pg = make_pod_group(child, s.namespace).parent(name).workload_ref(name, child)
+        pg.gang(size).priority_class(cls)
+        if child_mode is not None:
+            pg.disruption_mode(child_mode)
+        await s.cluster.create(pg.obj())
+        for i in range(size):
+            pod = make_pod(f"{child}-{i}", s.namespace).scheduler_name(s.scheduler_name)
+            pod.pod_group(child).priority_class(cls).request("cpu", "1").request("memory", "1Gi")
+            obj = pod.obj()
+            obj["spec"]["terminationGracePeriodSeconds"] = 0
+            await s.cluster.create(obj)
+
+
+async def _bound_prefix(s: Side, prefix: str) -> int:
+    return sum(
+        1 for n, p in (await s.pods()).items() if n.startswith(prefix) and p["spec"].get("nodeName")
+    )
+
+
+async def test_preemption_composite_tree_preemptor(sides: tuple[Side, Side]) -> None:
+    """CW1: a 4-cpu node full of a low gang (disruptionMode all); a high CompositePodGroup
+    (minGroupCount 2) of two 1-pod gangs. v1.37.2 preempts for the tree: the low gang goes,
+    both children bind."""
+
+    async def scenario(s: Side) -> set[str]:
+        low, high = await _classes(s)
+        await s.node("n1", cpu="4")
+        await _prio_gang(s, "low", 4, 4, low, mode="all")
+        await _running(s, "low", 4)
+        await _prio_tree(s, "t", {"t-a": 1, "t-b": 1}, high)
+
+        async def both() -> bool:
+            return await _bound_prefix(s, "t-") == 2
+
+        await _until(both, f"{s.name}: the tree bound")
+        return await _left(s, "low-")
+
+    up_left, ours_left = await _both(sides, scenario)
+    print(f"\n== CW1 low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
+    assert up_left == ours_left == set()
+
+
+async def test_preemption_composite_tree_takes_the_fewest_pods(sides: tuple[Side, Side]) -> None:
+    """CW2: the same with the low gang single (minCount 1): two low pods go."""
+
+    async def scenario(s: Side) -> set[str]:
+        low, high = await _classes(s)
+        await s.node("n1", cpu="4")
+        await _prio_gang(s, "low", 4, 1, low)
+        await _running(s, "low", 4)
+        await _prio_tree(s, "t", {"t-a": 1, "t-b": 1}, high)
+
+        async def both() -> bool:
+            return await _bound_prefix(s, "t-") == 2
+
+        await _until(both, f"{s.name}: the tree bound")
+
+        async def two_left() -> bool:
+            return len(await _left(s, "low-")) == 2
+
+        await _until(two_left, f"{s.name}: two low pods left")
+        return await _left(s, "low-")
+
+    up_left, ours_left = await _both(sides, scenario)
+    print(f"\n== CW2 low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
+    assert len(up_left) == len(ours_left) == 2
+
+
+async def test_preemption_composite_victim_unit(sides: tuple[Side, Side]) -> None:
+    """CW3: a low CompositePodGroup with disruptionMode all (its two 2-pod leaves single)
+    fills a 4-cpu node; a high gang of 1 pod preempts. The unit is the highest ancestor
+    with all: the whole tree goes."""
+
+    async def scenario(s: Side) -> set[str]:
+        low, high = await _classes(s)
+        await s.node("n1", cpu="4")
+        await _prio_tree(s, "lt", {"lt-a": 2, "lt-b": 2}, low, mode="all")
+
+        async def placed() -> bool:
+            return await _bound_prefix(s, "lt-") == 4
+
+        await _until(placed, f"{s.name}: the low tree bound")
+        await _prio_gang(s, "high", 1, 1, high)
+        await s.view_when("high", lambda v: v.bound == 1)
+        return await _left(s, "lt-")
+
+    up_left, ours_left = await _both(sides, scenario)
+    print(f"\n== CW3 low tree pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
+    assert up_left == ours_left == set()

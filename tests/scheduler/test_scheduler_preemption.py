@@ -19,7 +19,12 @@ from scheduler._plugins import default_framework
 from scheduler.cli import explain_report, render_explain
 from workloadbuilder.api import PodGroup, from_dict
 from workloadbuilder.runtime import ManualClock
-from workloadbuilder.testing.builders import make_pod, make_pod_group, make_priority_class
+from workloadbuilder.testing.builders import (
+    make_composite_pod_group,
+    make_pod,
+    make_pod_group,
+    make_priority_class,
+)
 
 
 async def _group(
@@ -695,3 +700,153 @@ def test_budget_violation_split_follows_upstream_rules() -> None:
         assert split_by_budget_violation([u1], [pdb("e", sel)]) == ([], [u1])
     expr = {"matchExpressions": [{"key": "app", "operator": "In", "values": ["a", "b"]}]}
     assert split_by_budget_violation([u1], [pdb("x", expr)]) == ([(u1, 1)], [])
+
+
+# ---- CompositePodGroup trees ----------------------------------------------------------------
+
+
+async def _tree(
+    env: Env,
+    name: str,
+    children: dict[str, tuple[int, str]],
+    *,
+    priority_class: str,
+    min_group_count: int | None = None,
+    mode: str | None = None,
+    topology: str | None = None,
+    child_mode: str | None = None,
+) -> None:
+    """A CompositePodGroup ``name`` of gang children ``{child: (pods, cpu)}`` (minCount =
+    pods), every level and pod of ``priority_class``."""
+    cpg = make_composite_pod_group(name, env.namespace)
+    cpg.gang(min_group_count or len(children)).priority_class(priority_class)
+    if mode:
+        cpg.disruption_mode(mode)
+    if topology:
+        cpg.topology(topology)
+    await env.cluster.create(cpg.obj())
+    for child, (size, cpu) in children.items():
+        pg = make_pod_group(child, env.namespace).parent(name).workload_ref(name, child)
+        pg.gang(size).priority_class(priority_class)
+        if child_mode:
+            pg.disruption_mode(child_mode)
+        await env.cluster.create(pg.obj())
+        for i in range(size):
+            await _pod(env, f"{child}-{i}", child, cpu=cpu, priority_class=priority_class)
+
+
+async def test_composite_tree_preempts_a_lower_priority_gang(env: Env) -> None:
+    """kube-scheduler v1.37.2 preempts for a root CompositePodGroup whose cycle failed (see
+    the parity test CW1): the low gang (disruptionMode all) goes, both children bind."""
+    low, high = await _prio(env)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    await _run_low(env, s, "low", 4, priority_class=low, mode="all")
+    await _tree(env, "t", {"t-a": (1, "1"), "t-b": (1, "1")}, priority_class=high)
+
+    async def done() -> bool:
+        return await _bound(env, "t-") == 2
+
+    await env.until(s, done)
+    assert await _names(env, "low-") == set()
+
+
+async def test_composite_tree_takes_the_fewest_single_pods(env: Env) -> None:
+    low, high = await _prio(env)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    await _run_low(env, s, "low", 4, min_count=1, priority_class=low)
+    await _tree(env, "t", {"t-a": (1, "1"), "t-b": (1, "1")}, priority_class=high)
+
+    async def done() -> bool:
+        return await _bound(env, "t-") == 2
+
+    await env.until(s, done)
+    assert await _names(env, "low-") == {"low-0", "low-1"}  # the later-started two went
+
+
+async def test_composite_tree_with_disruption_mode_all_is_one_victim_unit(env: Env) -> None:
+    """A low tree whose root says ``disruptionMode: all`` (its leaves single) goes whole
+    for a high gang that needs one cpu; without ``all`` on the root one pod would do."""
+    low, high = await _prio(env)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    await _tree(env, "lt", {"lt-a": (2, "1"), "lt-b": (2, "1")}, priority_class=low, mode="all")
+
+    async def placed() -> bool:
+        return await _bound(env, "lt-") == 4
+
+    await env.until(s, placed)
+    await _gang(env, "high", 1, priority_class=high)
+
+    async def done() -> bool:
+        return await _bound(env, "high-") == 1
+
+    await env.until(s, done)
+    assert await _names(env, "lt-") == set()
+
+
+async def test_composite_tree_leaf_all_is_the_unit_below_a_single_root(env: Env) -> None:
+    """The leaves say ``all``, the root nothing: each leaf is a unit; one leaf (2 pods)
+    goes for a high gang of 1."""
+    low, high = await _prio(env)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    await _tree(
+        env, "lt", {"lt-a": (2, "1"), "lt-b": (2, "1")}, priority_class=low, child_mode="all"
+    )
+
+    async def placed() -> bool:
+        return await _bound(env, "lt-") == 4
+
+    await env.until(s, placed)
+    await _gang(env, "high", 1, priority_class=high)
+
+    async def done() -> bool:
+        return await _bound(env, "high-") == 1
+
+    await env.until(s, done)
+    left = await _names(env, "lt-")
+    assert left in ({"lt-a-0", "lt-a-1"}, {"lt-b-0", "lt-b-1"})
+
+
+async def test_composite_tree_with_topology_frees_one_domain(env: Env) -> None:
+    """r1: one mid-priority 4-cpu pod (1 unit); r2: two low 2-cpu pods (2 units); a
+    rack-constrained high tree of two children (1 x 2 cpu each) frees r1, the cheaper domain
+    in units (topology-aware choice)."""
+    mid = await env.priority_class("mid", 500)
+    low, high = await _prio(env)
+    n1 = await env.node("r1-n", cpu="4", labels={RACK: "r1"})
+    n2 = await env.node("r2-n", cpu="4", labels={RACK: "r2"})
+    await _pod(env, "v-r1", cpu="4", priority_class=mid, node=n1)
+    await _pod(env, "v-r2-0", cpu="2", priority_class=low, node=n2)
+    await _pod(env, "v-r2-1", cpu="2", priority_class=low, node=n2)
+    s = env.scheduler(preemption=True)
+    await _tree(env, "t", {"t-a": (1, "2"), "t-b": (1, "2")}, priority_class=high, topology=RACK)
+
+    async def done() -> bool:
+        return await _bound(env, "t-") == 2
+
+    await env.until(s, done)
+    assert await _names(env, "v-") == {"v-r2-0", "v-r2-1"}
+    assert set((await env.bound("t-")).values()) == {n1}
+
+
+async def test_composite_tree_preemption_policy_never(env: Env) -> None:
+    low, _ = await _prio(env)
+    never = await _never_class(env, "high-never", 1000)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    await _run_low(env, s, "low", 4, priority_class=low)
+    cpg = make_composite_pod_group("t", env.namespace).gang(1).priority_class(never).obj()
+    cpg["spec"]["preemptionPolicy"] = "Never"
+    await env.cluster.create(cpg)
+    pg = make_pod_group("t-a", env.namespace).parent("t").workload_ref("t", "t-a")
+    await env.cluster.create(pg.gang(1).priority_class(never).preemption_policy("Never").obj())
+    await _pod(env, "t-a-0", "t-a", priority_class=never)
+
+    async def written() -> bool:
+        return "preemptionPolicy Never" in s.explanations.get((env.namespace, "t"), "")
+
+    await env.until(s, written)
+    assert await _bound(env, "low-") == 4
