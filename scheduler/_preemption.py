@@ -43,6 +43,8 @@ from scheduler._metrics import (
     PODGROUP_PREEMPTION_ATTEMPTS,
     PODGROUP_PREEMPTION_DURATION,
     PODGROUP_PREEMPTION_VICTIMS,
+    PREEMPTION_ATTEMPTS,
+    PREEMPTION_VICTIMS,
 )
 from scheduler._pdb import DisruptionBudget, split_by_budget_violation
 from scheduler._snapshot import Snapshot
@@ -257,6 +259,7 @@ class DefaultPreemption:
         """For a single pod that fits nowhere: ``(node, victims)`` to preempt, a reason it
         may not (``str``), or None when no victims would help. A unit of a
         ``disruptionMode: all`` group goes whole (its pods on other nodes too)."""
+        PREEMPTION_ATTEMPTS.inc()
         cache = snap.cache
         if pod.preemption_policy == _NEVER:
             return "not eligible to preempt: preemptionPolicy Never"
@@ -326,6 +329,7 @@ class DefaultPreemption:
             return None
         victims = best[1]
         self.waiting_pods[pod.key] = {(q.key, q.uid) for v in victims for q in v.pods}
+        PREEMPTION_VICTIMS.observe(sum(len(v.pods) for v in victims))
         return snap.node_name(best_row), victims
 
     def forget(self, key: GroupKey) -> None:

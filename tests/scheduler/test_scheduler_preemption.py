@@ -850,3 +850,30 @@ async def test_composite_tree_preemption_policy_never(env: Env) -> None:
 
     await env.until(s, written)
     assert await _bound(env, "low-") == 4
+
+
+async def test_single_pod_preemption_metrics(mem_env: tuple[Env, ManualClock]) -> None:
+    """Upstream's pod-level metrics: ``scheduler_preemption_attempts_total`` counts every
+    preemption attempt of a pod that fits nowhere (eligible or not),
+    ``scheduler_preemption_victims`` the pods chosen per preemption."""
+    from scheduler._metrics import PREEMPTION_ATTEMPTS, REGISTRY
+
+    env, clock = mem_env
+    low, high = await _prio(env)
+    never = await _never_class(env, "high-never", 1000)
+    node = await env.node("a", cpu="2")
+    s = env.scheduler(clock=clock, preemption=True)
+    await _pod(env, "v0", priority_class=low, node=node)
+    await _pod(env, "v1", priority_class=low, node=node)
+    attempts = PREEMPTION_ATTEMPTS._value.get()
+    victims = REGISTRY.get_sample_value("scheduler_preemption_victims_sum") or 0.0
+    count = REGISTRY.get_sample_value("scheduler_preemption_victims_count") or 0.0
+    await _pod(env, "nope", cpu="2", priority_class=never)
+    await s.until_idle()
+    assert PREEMPTION_ATTEMPTS._value.get() == attempts + 1  # not eligible: still counted
+    assert REGISTRY.get_sample_value("scheduler_preemption_victims_count") == count
+    await _pod(env, "hp", cpu="2", priority_class=high)
+    await s.until_idle()
+    assert PREEMPTION_ATTEMPTS._value.get() >= attempts + 2
+    assert REGISTRY.get_sample_value("scheduler_preemption_victims_count") == count + 1
+    assert REGISTRY.get_sample_value("scheduler_preemption_victims_sum") == victims + 2
