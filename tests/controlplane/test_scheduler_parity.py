@@ -1003,6 +1003,27 @@ async def test_preemption_high_gang_evicts_low_gang(sides: tuple[Side, Side]) ->
     assert up_left == ours_left == set()
 
 
+def _preemption_said(v: GroupView) -> bool:
+    """The group's condition reports the outcome of its preemption attempt (upstream:
+    ``pod group preemption: ...``; ours: ``preemption would not help ...``)."""
+    return "preemption" in v.message.lower()
+
+
+async def _no_victims(s: Side) -> None:
+    """Wait until no pod of the side is marked ``DisruptionTarget`` and still exists: every
+    victim a scheduler chose has been deleted (victims go at once, grace period 0), so the
+    pods left are final."""
+
+    async def probe() -> bool:
+        for pod in (await s.pods()).values():
+            for c in (pod.get("status") or {}).get("conditions") or ():
+                if c.get("type") == "DisruptionTarget" and c.get("status") == "True":
+                    return False
+        return True
+
+    await _until(probe, f"{s.name}: victims gone")
+
+
 async def _gone(s: Side, prefix: str) -> bool:
     return not await _left(s, prefix)
 
@@ -1044,8 +1065,9 @@ async def test_preemption_not_when_the_quorum_still_does_not_fit(
         await _prio_gang(s, "low", 2, 2, low)
         await _running(s, "low", 2)
         await _prio_gang(s, "high", 6, 6, high)
-        await s.view_when("high", lambda v: _failed(v, "Unschedulable") and v.condition is not None)
-        await asyncio.sleep(2)  # give a wrong preemption time to show
+        # the condition is written after the preemption attempt and says how it ended
+        await s.view_when("high", lambda v: _failed(v, "Unschedulable") and _preemption_said(v))
+        await _no_victims(s)
         return await s.view("high"), await _left(s, "low-")
 
     (up, up_left), (ours, ours_left) = await _both(sides, scenario)
@@ -1073,8 +1095,9 @@ async def test_preemption_policy_never(sides: tuple[Side, Side]) -> None:
         await _prio_gang(s, "low", 4, 4, low)
         await _running(s, "low", 4)
         await _prio_gang(s, "high", 2, 2, never, policy="Never")
-        await s.view_when("high", lambda v: v.condition is not None or v.bound > 0)
-        await asyncio.sleep(3)  # give a wrong preemption time to show
+        # both say in the condition that the group may not preempt ("...Never")
+        await s.view_when("high", lambda v: v.bound > 0 or "Never" in v.message)
+        await _no_victims(s)
         return await s.view("high"), await _left(s, "low-")
 
     (up, up_left), (ours, ours_left) = await _both(sides, scenario)
@@ -1096,8 +1119,11 @@ async def test_preemption_policy_of_group_and_pods_must_agree(sides: tuple[Side,
         await _prio_gang(s, "low", 4, 4, low)
         await _running(s, "low", 4)
         await _prio_gang(s, "high", 2, 2, high, group_cls=never, policy="Never")
-        await s.view_when("high", lambda v: v.condition is not None or v.bound > 0)
-        await asyncio.sleep(3)
+        # a SchedulerError rejects the group before any preemption is considered
+        await s.view_when(
+            "high", lambda v: v.bound > 0 or (v.condition or ("", ""))[1] == "SchedulerError"
+        )
+        await _no_victims(s)
         return await s.view("high"), await _left(s, "low-")
 
     (up, up_left), (ours, ours_left) = await _both(sides, scenario)
@@ -1129,8 +1155,14 @@ async def test_preemption_topology_constrained_gang(sides: tuple[Side, Side]) ->
             pod = make_pod(f"high-{i}", s.namespace).scheduler_name(s.scheduler_name)
             pod.pod_group("high").priority_class(high).request("cpu", "2")
             await s.cluster.create(pod.request("memory", "1Gi").obj())
-        await s.view_when("high", lambda v: v.condition is not None or v.bound > 0)
-        await asyncio.sleep(5)
+        # both free one rack and bind the gang there (recorded in docs/scheduler.md)
+        await s.view_when("high", lambda v: v.bound == 2)
+
+        async def one_rack_left() -> bool:
+            return len(await _left(s, "low-")) == 2
+
+        await _until(one_rack_left, f"{s.name}: one rack's low pods left")
+        await _no_victims(s)
         return await s.view("high"), await _left(s, "low-"), await s.domains("high", rack)
 
     (up, up_left, up_dom), (ours, ours_left, ours_dom) = await _both(sides, scenario)
@@ -1153,7 +1185,7 @@ async def _single_pod_preempts(s: Side, mode: str | None) -> tuple[bool, set[str
         return await s.bound("hp")
 
     await _until(bound, f"{s.name}: hp bound")
-    await asyncio.sleep(2)  # give extra victims time to show
+    await _no_victims(s)  # every victim chosen is gone (none still terminating)
     return await s.bound("hp"), await _left(s, "low-")
 
 
