@@ -66,6 +66,8 @@ class DisruptionBudget:
     allowed: int
     #: ``status.disruptedPods`` names: already being disrupted, not counted again
     disrupted: frozenset[str]
+    #: one ``matchLabels`` pair every selected pod has (an index key), if any
+    index_key: tuple[str, str] | None = None
 
 
 def _requirement(expr: Mapping[str, Any]) -> Callable[[Mapping[str, str]], bool] | None:
@@ -105,12 +107,16 @@ def disruption_budget(obj: Mapping[str, Any]) -> DisruptionBudget:
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
+    sel = spec.get("selector")
+    labels = sel.get("matchLabels") if isinstance(sel, Mapping) else None
+    first = min(((str(k), str(v)) for k, v in labels.items()), default=None) if labels else None
     return DisruptionBudget(
         namespace=str(meta.get("namespace") or "default"),
         name=str(meta.get("name") or ""),
-        selects=_selector(spec.get("selector")),
+        selects=_selector(sel),
         allowed=int(status.get("disruptionsAllowed") or 0),
         disrupted=frozenset(str(n) for n in status.get("disruptedPods") or {}),
+        index_key=first,
     )
 
 
@@ -122,12 +128,33 @@ def split_by_budget_violation(
     whose budget goes below zero violates it, and a unit with one violating pod is violating
     (with the count of its violating pods)."""
     left = [b.allowed for b in budgets]
+    # candidates per pod without scanning every budget: by namespace, then by one label pair
+    # each budget requires (budgets with only expressions are always candidates)
+    keyed: dict[str, dict[tuple[str, str], list[int]]] = {}
+    unkeyed: dict[str, list[int]] = {}
+    for i, b in enumerate(budgets):
+        if b.selects is None:
+            continue
+        if b.index_key is not None:
+            keyed.setdefault(b.namespace, {}).setdefault(b.index_key, []).append(i)
+        else:
+            unkeyed.setdefault(b.namespace, []).append(i)
+
+    def candidates(p: LabeledPod) -> list[int]:
+        out = list(unkeyed.get(p.namespace, ()))
+        index = keyed.get(p.namespace)
+        if index:
+            for pair in p.labels.items():
+                out.extend(index.get(pair, ()))
+        out.sort()  # budget order, as upstream walks its list
+        return out
 
     def violates(p: LabeledPod) -> bool:
-        if not p.labels:
+        if not p.labels or not budgets:
             return False
-        for i, b in enumerate(budgets):
-            if b.namespace != p.namespace or b.selects is None or not b.selects(p.labels):
+        for i in candidates(p):
+            b = budgets[i]
+            if b.selects is None or not b.selects(p.labels):
                 continue
             if p.name in b.disrupted:
                 continue
