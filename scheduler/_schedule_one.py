@@ -602,12 +602,15 @@ class ScheduleOne:
         if not res.ok:
             message = res.explanations.get(root_ref, "the tree does not fit")
             outcome: Literal["unschedulable", "error"] = "unschedulable"
+            per_node = res.explanations
             if preempted is not None:
                 message = f"{message}; {preempted}"
+                # every level's condition says what preemption does for the tree
+                per_node = {k: f"{v}; {preempted}" for k, v in per_node.items()}
                 if preempted.startswith(f"{DefaultPreemption.name}: preempting"):
                     outcome = "error"  # room is being made: retry after the backoff
             self._tree_failed(
-                e, tree, pending, REASON_UNSCHEDULABLE, message, res.explanations, outcome=outcome
+                e, tree, pending, REASON_UNSCHEDULABLE, message, per_node, outcome=outcome
             )
             return
         self.binder.assume_and_bind(e.key, res.assignments, canary=tree.is_gang)

@@ -877,3 +877,40 @@ async def test_single_pod_preemption_metrics(mem_env: tuple[Env, ManualClock]) -
     assert PREEMPTION_ATTEMPTS._value.get() >= attempts + 2
     assert REGISTRY.get_sample_value("scheduler_preemption_victims_count") == count + 1
     assert REGISTRY.get_sample_value("scheduler_preemption_victims_sum") == victims + 2
+
+
+async def test_composite_tree_waits_for_its_victims_and_nominates(env: Env) -> None:
+    """A tree's preemption marks and deletes the victim, nominates the tree's pods, and
+    the tree waits (no new preemption) while the victim terminates; every level's condition
+    and ``explain podgroup`` say so."""
+    low, high = await _prio(env)
+    node = await env.node("a", cpu="2")
+    s = env.scheduler(preemption=True)
+    await _pod(env, "victim", cpu="2", priority_class=low, node=node, finalizer=True)
+    await _tree(env, "t", {"t-a": (1, "1"), "t-b": (1, "1")}, priority_class=high)
+    await s.until_idle()
+    await env.seen(
+        s, lambda: bool((p := s.cache.pods.get((env.namespace, "victim"))) and p.deleting)
+    )
+    pods = await env.pods()
+    assert {pods[n]["status"].get("nominatedNodeName") for n in ("t-a-0", "t-b-0")} == {node}
+
+    async def waiting() -> bool:
+        return "waiting for 1 victim to terminate" in s.explanations.get((env.namespace, "t"), "")
+
+    await env.until(s, waiting)
+
+    async def leaf_says() -> bool:
+        cond = await env.group_condition("t-a")
+        return cond is not None and "waiting for 1 victim" in (cond.message or "")
+
+    await env.until(s, leaf_says)
+    report = await explain_report(env.cluster, "t-a", env.namespace)
+    assert report["preemption"] == "waiting for 1 victim to terminate"
+    assert await _bound(env, "t-") == 0
+    await env.cluster.patch("Pod", "victim", {"metadata": {"finalizers": None}}, env.namespace)
+
+    async def done() -> bool:
+        return await _bound(env, "t-") == 2
+
+    await env.until(s, done)
