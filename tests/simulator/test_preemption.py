@@ -186,3 +186,68 @@ async def test_preemption_invariants_are_checked() -> None:
     assert kinds == ["preemption", "preemption"], [v.text for v in result.violations]
     texts = " | ".join(v.text for v in result.violations)
     assert "of priority 1000" in texts and "only in part" in texts
+
+
+async def test_preempted_lws_and_jobset_pods_come_back() -> None:
+    """A LeaderWorkerSet's pods are recreated with their names (as its StatefulSet does), a
+    JobSet's child Job makes new pods (as the Job controller does); both run again once the
+    high-priority Job is done."""
+    import yaml
+
+    from workloadbuilder.testing.builders import (
+        make_jobset,
+        make_lws,
+        make_pod_template,
+        make_replicated_job,
+        make_scheduling,
+    )
+
+    lws = (
+        make_lws("serve")
+        .replicas(1)
+        .size(2)
+        .worker_template(
+            make_pod_template().container_name("c").request("cpu", "4").priority_class("low")
+        )
+        .scheduling(make_scheduling().gang())
+        .obj()
+    )
+    js = (
+        make_jobset("rl")
+        .replicated_job(
+            make_replicated_job("learner")
+            .parallelism(2)
+            .container_name("c")
+            .request("cpu", "4")
+            .priority_class("low")
+        )
+        .scheduling(make_scheduling().gang())
+        .obj()
+    )
+    for obj in (lws, js):
+        obj["metadata"]["annotations"] = {"sim.workloadbuilder.io/duration": "10m"}
+    text = scenario(
+        *CLASSES,
+        nodes(4, "4"),
+        yaml.safe_dump(lws),
+        yaml.safe_dump(js),
+        _job("high", 4, "4", "high", arrival="1m", duration="1m"),
+    )
+    result = await Simulation(parse_scenario(text)).run()
+    assert result.violations == (), [v.text for v in result.violations]
+    (p,) = result.preemptions
+    assert sorted((v.kind, v.name, v.priority) for v in p.victims) == [
+        ("Pod", "rl-learner-0-0", 10),
+        ("Pod", "rl-learner-0-1", 10),
+        ("Pod", "serve-0", 10),
+        ("Pod", "serve-0-1", 10),
+    ]
+    assert {g.owner: g.preempted_at for g in result.groups if g.preempted_at} == {
+        "LeaderWorkerSet/serve": (60.0,),
+        "JobSet/rl": (60.0,),
+    }
+    live = {x.name: x for x in result.pods if x.deleted is None}
+    assert {"serve-0", "serve-0-1"} <= set(live)  # same names again
+    assert all((live[n].bound or 0) >= 121.0 for n in ("serve-0", "serve-0-1"))
+    learners = {n: x.bound for n, x in live.items() if n.startswith("rl-learner")}
+    assert learners == {"rl-learner-0-2": 121.0, "rl-learner-0-3": 121.0}  # new pods
