@@ -1536,3 +1536,37 @@ async def test_preemption_composite_victim_unit(sides: tuple[Side, Side]) -> Non
     up_left, ours_left = await _both(sides, scenario)
     print(f"\n== CW3 low tree pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
     assert up_left == ours_left == set()
+
+
+@pytest.mark.controllermanager
+async def test_preemption_pdb_makes_a_disruption_mode_all_unit_violating(
+    kcm_sides: tuple[Side, Side],
+) -> None:
+    """P4: two low gangs of 2 (disruptionMode all) fill a 4-cpu node, "a" started before
+    "b"; a budget allowing no disruption protects one pod of "b". Without it the less
+    important "b" (same priority and size, started later) would go; with it "b" is a
+    violating unit as a whole, reprieved first, and "a" goes."""
+
+    async def scenario(s: Side) -> tuple[set[str], set[str]]:
+        low, high = await _classes(s)
+        await s.node("n1", cpu="4")
+        for name, labels in (("a", [{}, {}]), ("b", [{}, {"tier": "keep"}])):
+            pg = make_pod_group(name, s.namespace).gang(2).priority_class(low)
+            await s.cluster.create(pg.disruption_mode("all").obj())
+            for i, lab in enumerate(labels):
+                await _labelled_pod(s, f"{name}-{i}", low, lab or {"app": name}, group=name)
+            await _running(s, name, 2)
+        await _ready(s, ["a-0", "a-1", "b-0", "b-1"])
+        await _budget(s, "keep", {"tier": "keep"}, 1, 0)
+        await _prio_gang(s, "high", 2, 2, high)
+        await s.view_when("high", lambda v: v.bound == 2)
+        await _no_victims(s)
+        return await _left(s, "a-"), await _left(s, "b-")
+
+    (up_a, up_b), (ours_a, ours_b) = await _both(kcm_sides, scenario)
+    print(
+        f"\n== P4 left: upstream a={sorted(up_a)} b={sorted(up_b)} "
+        f"ours a={sorted(ours_a)} b={sorted(ours_b)}"
+    )
+    assert up_a == ours_a == set()
+    assert up_b == ours_b == {"b-0", "b-1"}
