@@ -315,11 +315,12 @@ class DefaultPreemption:
                 continue
             chosen.sort(key=lambda v: v.importance)
             # upstream's pickOneNodeForPreemption: fewest PDB violations, lowest highest
-            # victim priority, lowest sum of priorities, fewest victims, then the first node
+            # victim priority, lowest sum of priorities (each offset by 2^31, as upstream:
+            # so more victims weigh more), fewest victims, then the first node
             cost = (
                 violations,
                 max(v.priority for v in chosen),
-                sum(v.priority * len(v.pods) for v in chosen),
+                sum((v.priority + 2**31) * len(v.pods) for v in chosen),
                 sum(len(v.pods) for v in chosen),
                 row,
             )

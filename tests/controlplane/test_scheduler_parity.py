@@ -1570,3 +1570,43 @@ async def test_preemption_pdb_makes_a_disruption_mode_all_unit_violating(
     )
     assert up_a == ours_a == set()
     assert up_b == ours_b == {"b-0", "b-1"}
+
+
+async def test_preemption_single_pod_node_choice_by_offset_sum(sides: tuple[Side, Side]) -> None:
+    """W9: node a runs victims of priority 5, 0, 0 (1 cpu each), node b two of priority 5
+    (1.5 cpu each); a 3-cpu high pod needs a whole node. Equal highest priority; upstream
+    sums priorities offset by 2^31 per pod, so b's two victims cost less than a's three."""
+
+    async def scenario(s: Side) -> tuple[str, set[str]]:
+        five = await s.priority_class("five", 5)
+        zero = await s.priority_class("zero", 0)
+        high = await s.priority_class("high", 1000)
+        await s.node("a", cpu="3")
+        await s.node("b", cpu="3")
+        for name, cls, cpu, node in (
+            ("a-5", five, "1", "a"),
+            ("a-0", zero, "1", "a"),
+            ("a-0b", zero, "1", "a"),
+            ("b-5", five, "1500m", "b"),
+            ("b-5b", five, "1500m", "b"),
+        ):
+            pod = make_pod(name, s.namespace).priority_class(cls).node_name(f"{s.namespace}-{node}")
+            obj = pod.request("cpu", cpu).request("memory", "1Gi").obj()
+            obj["spec"]["terminationGracePeriodSeconds"] = 0
+            await s.cluster.create(obj)
+        pod = make_pod("hp", s.namespace).scheduler_name(s.scheduler_name).priority_class(high)
+        await s.cluster.create(pod.request("cpu", "3").request("memory", "1Gi").obj())
+
+        async def bound() -> str | None:
+            p = await s.cluster.get("Pod", "hp", s.namespace)
+            assert isinstance(p, dict)
+            return p["spec"].get("nodeName")
+
+        node = await _until(bound, f"{s.name}: hp bound")
+        await _no_victims(s)
+        return str(node).removeprefix(f"{s.namespace}-"), await _left(s, "a-")
+
+    (up_node, up_a), (ours_node, ours_a) = await _both(sides, scenario)
+    print(f"\n== W9 hp on: upstream={up_node} ours={ours_node}; a left {sorted(up_a)}")
+    assert up_node == ours_node == "b"
+    assert up_a == ours_a == {"a-5", "a-0", "a-0b"}

@@ -914,3 +914,27 @@ async def test_composite_tree_waits_for_its_victims_and_nominates(env: Env) -> N
         return await _bound(env, "t-") == 2
 
     await env.until(s, done)
+
+
+async def test_single_pod_sum_of_priorities_counts_every_victim(env: Env) -> None:
+    """Upstream sums victim priorities offset by 2^31 each: node a's victims (5, 0, 0) sum
+    higher than node b's (5, 5), so b is chosen (a plain sum would pick a)."""
+    five = await env.priority_class("five", 5)
+    zero = await env.priority_class("zero", 0)
+    high = await env.priority_class("high", 1000)
+    a = await env.node("a", cpu="3")
+    b = await env.node("b", cpu="3")
+    s = env.scheduler(preemption=True)
+    await _pod(env, "a-5", priority_class=five, node=a)
+    await _pod(env, "a-0", priority_class=zero, node=a)
+    await _pod(env, "a-0b", priority_class=zero, node=a)
+    await _pod(env, "b-5", cpu="1500m", priority_class=five, node=b)
+    await _pod(env, "b-5b", cpu="1500m", priority_class=five, node=b)
+    await _pod(env, "hp", cpu="3", priority_class=high)
+
+    async def done() -> bool:
+        return bool(await env.bound("hp"))
+
+    await env.until(s, done)
+    assert await env.bound("hp") == {"hp": b}
+    assert await _names(env, "a-") == {"a-5", "a-0", "a-0b"}
