@@ -284,7 +284,7 @@ class DefaultPreemption:
         for u in units:  # most important first, kept per row
             for row in sorted({q.counted_node for q in u.pods if q.counted_node is not None}):
                 by_row.setdefault(row, []).append(u)
-        best: tuple[tuple[int, int, int, int, int], list[Victim]] | None = None
+        best: tuple[tuple[int, int, int, int, float, int], list[Victim]] | None = None
         best_row = -1
         budgets = cache.budget_list()
         for row, here in sorted(by_row.items()):
@@ -316,12 +316,15 @@ class DefaultPreemption:
             chosen.sort(key=lambda v: v.importance)
             # upstream's pickOneNodeForPreemption: fewest PDB violations, lowest highest
             # victim priority, lowest sum of priorities (each offset by 2^31, as upstream:
-            # so more victims weigh more), fewest victims, then the first node
+            # so more victims weigh more), fewest victims, the latest-started highest-
+            # priority victims, then the first node
+            top = max(v.priority for v in chosen)
             cost = (
                 violations,
-                max(v.priority for v in chosen),
+                top,
                 sum((v.priority + 2**31) * len(v.pods) for v in chosen),
                 sum(len(v.pods) for v in chosen),
+                -min(v.start for v in chosen if v.priority == top),
                 row,
             )
             if best is None or cost < best[0]:

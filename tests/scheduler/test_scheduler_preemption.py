@@ -938,3 +938,27 @@ async def test_single_pod_sum_of_priorities_counts_every_victim(env: Env) -> Non
     await env.until(s, done)
     assert await env.bound("hp") == {"hp": b}
     assert await _names(env, "a-") == {"a-5", "a-0", "a-0b"}
+
+
+async def test_single_pod_prefers_the_node_whose_victims_started_latest(
+    mem_env: tuple[Env, ManualClock],
+) -> None:
+    """Everything else equal, upstream takes the node whose highest-priority victims started
+    latest (the least work lost): the pod on b started later, so b goes (without the rule
+    the first node, a, would)."""
+    env, clock = mem_env
+    low, high = await _prio(env)
+    a = await env.node("a", cpu="1")
+    b = await env.node("b", cpu="1")
+    s = env.scheduler(clock=clock, preemption=True)
+    await _pod(env, "low-a", priority_class=low, node=a)
+    await s.sync()
+    clock.advance(60)
+    await _pod(env, "low-b", priority_class=low, node=b)
+    await s.sync()
+    await _pod(env, "hp", priority_class=high)
+    await s.until_idle()
+    clock.advance(30)
+    await s.until_idle()
+    assert await env.bound("hp") == {"hp": b}
+    assert await _names(env, "low-") == {"low-a"}
