@@ -1610,3 +1610,45 @@ async def test_preemption_single_pod_node_choice_by_offset_sum(sides: tuple[Side
     print(f"\n== W9 hp on: upstream={up_node} ours={ours_node}; a left {sorted(up_a)}")
     assert up_node == ours_node == "b"
     assert up_a == ours_a == {"a-5", "a-0", "a-0b"}
+
+
+async def test_preemption_topology_constrained_composite_tree(sides: tuple[Side, Side]) -> None:
+    """CW4: two racks of one 4-cpu node, each full of two low-priority 2-cpu pods; a high
+    CompositePodGroup constrained to one rack, of two 1-pod gangs (2 cpu each). Both free
+    one rack and bind the tree there."""
+    rack = "topology.kubernetes.io/rack"
+
+    async def scenario(s: Side) -> tuple[int, set[str], set[str]]:
+        low, high = await _classes(s)
+        for r in ("r1", "r2"):
+            await s.node(f"{r}-n", cpu="4", labels={rack: r})
+            for i in range(2):
+                pod = make_pod(f"low-{r}-{i}", s.namespace).priority_class(low)
+                pod.node_name(f"{s.namespace}-{r}-n").request("cpu", "2")
+                obj = pod.request("memory", "1Gi").obj()
+                obj["spec"]["terminationGracePeriodSeconds"] = 0
+                await s.cluster.create(obj)
+        cpg = make_composite_pod_group("t", s.namespace).gang(2).priority_class(high).topology(rack)
+        await s.cluster.create(cpg.obj())
+        for child in ("t-a", "t-b"):
+            pg = make_pod_group(child, s.namespace).parent("t").workload_ref("t", child)
+            await s.cluster.create(pg.gang(1).priority_class(high).obj())
+            pod = make_pod(f"{child}-0", s.namespace).scheduler_name(s.scheduler_name)
+            pod.pod_group(child).priority_class(high).request("cpu", "2")
+            await s.cluster.create(pod.request("memory", "1Gi").obj())
+
+        async def both() -> bool:
+            return await _bound_prefix(s, "t-") == 2
+
+        await _until(both, f"{s.name}: the tree bound")
+        await _no_victims(s)
+        racks = {**await s.domains("t-a", rack), **await s.domains("t-b", rack)}
+        return await _bound_prefix(s, "t-"), await _left(s, "low-"), set(racks.values())
+
+    (ub, uleft, uracks), (ob, oleft, oracks) = await _both(sides, scenario)
+    print(
+        f"\n== CW4 upstream left={sorted(uleft)} racks={uracks}; ours left={sorted(oleft)} {oracks}"
+    )
+    assert ub == ob == 2
+    assert len(uleft) == len(oleft) == 2
+    assert len(uracks) == len(oracks) == 1
