@@ -8,6 +8,7 @@ potential victim, place once, reprieve) and the whole pod-group cycle that ran i
 
     .venv/bin/python benchmarks/bench_preemption.py                  # 1,250 nodes, 10,000 pods
     .venv/bin/python benchmarks/bench_preemption.py --nodes 125 --high 5
+    .venv/bin/python benchmarks/bench_preemption.py --budgets 4     # PDBs over 1 gang in 4
 """
 
 from __future__ import annotations
@@ -50,7 +51,13 @@ class _Timed:
 
 
 async def _gang(
-    cluster: MemoryCluster, name: str, cls: str, sched: str, *, all_mode: bool = False
+    cluster: MemoryCluster,
+    name: str,
+    cls: str,
+    sched: str,
+    *,
+    all_mode: bool = False,
+    budget: bool = False,
 ) -> None:
     pg = make_pod_group(name, "default").gang(8).priority_class(cls)
     if all_mode:
@@ -58,14 +65,37 @@ async def _gang(
     await cluster.create(pg.obj())
     for i in range(8):
         pod = make_pod(f"{name}-{i}", "default").scheduler_name(sched).pod_group(name)
-        pod.priority_class(cls).request("cpu", "1").request("memory", "1Gi")
+        pod.priority_class(cls).request("cpu", "1").request("memory", "1Gi").label("app", name)
         await cluster.create(pod.obj())
+    if budget:  # a PodDisruptionBudget that allows no disruption (status as the controller's)
+        pdb = {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": f"pdb-{name}", "namespace": "default"},
+            "spec": {"minAvailable": 8, "selector": {"matchLabels": {"app": name}}},
+        }
+        await cluster.create(pdb)
+        status = {"disruptionsAllowed": 0, "currentHealthy": 8, "desiredHealthy": 8}
+        await cluster.patch(
+            "PodDisruptionBudget",
+            f"pdb-{name}",
+            {"status": {**status, "expectedPods": 8}},
+            "default",
+            subresource="status",
+        )
 
 
 async def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=1250)
     ap.add_argument("--high", type=int, default=20, help="high-priority gangs, one at a time")
+    ap.add_argument(
+        "--budgets",
+        type=int,
+        default=0,
+        metavar="K",
+        help="a PodDisruptionBudget (no disruption allowed) over every K-th low gang",
+    )
     args = ap.parse_args(argv)
     cluster = MemoryCluster()
     cfg = SchedulerConfig(preemption=True, record_events=False)
@@ -78,7 +108,14 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
         await cluster.create(obj)
         await cluster.patch("Node", f"n{n}", {"status": status}, subresource="status")
     for g in range(args.nodes):
-        await _gang(cluster, f"low{g}", "low", cfg.scheduler_name, all_mode=g % 2 == 0)
+        await _gang(
+            cluster,
+            f"low{g}",
+            "low",
+            cfg.scheduler_name,
+            all_mode=g % 2 == 0,
+            budget=args.budgets > 0 and g % args.budgets == 0,
+        )
     s = Scheduler(cluster, cfg)
     timed = _Timed(s.framework.pod_group_post_filter[0])
     s.framework.pod_group_post_filter[0] = timed
@@ -106,6 +143,7 @@ async def main(argv: list[str] | None = None) -> dict[str, Any]:
     await s.stop()
     out = {
         "nodes": args.nodes,
+        "budgets": sum(1 for g in range(args.nodes) if args.budgets and g % args.budgets == 0),
         "low_pods_bound": bound,
         "fill_seconds": round(fill, 2),
         "preemptions": timed.successes,

@@ -12,6 +12,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
+from scheduler._pdb import DisruptionBudget, disruption_budget
 from scheduler._resources import PodRequirements, pod_requirements
 from workloadbuilder.api import CompositePodGroup, PodGroup
 from workloadbuilder.resources import CPU, MEMORY, PODS, parse_quantity
@@ -54,6 +55,8 @@ class PodInfo:
     nominated_node: str | None = None
     #: ``spec.preemptionPolicy`` (``PreemptLowerPriority`` when unset)
     preemption_policy: str | None = None
+    #: ``metadata.labels`` (PodDisruptionBudgets select victims by them)
+    labels: dict[str, str] = attrs.field(factory=dict)
 
     @property
     def key(self) -> PodKey:
@@ -271,6 +274,8 @@ class Cache:
         self.groups: dict[GroupKey, GroupInfo] = {}
         self.composite_groups: dict[GroupKey, CompositePodGroup] = {}
         self.priority_classes: dict[str, dict[str, Any]] = {}
+        #: PodDisruptionBudgets by ``(namespace, name)`` (preemption reprieves their pods first)
+        self.budgets: dict[tuple[str, str], DisruptionBudget] = {}
         self._seq = 0
         self._pods_by_uid: dict[str, PodKey] = {}
         self._signatures: dict[PodRequirements, PodRequirements] = {}
@@ -337,6 +342,21 @@ class Cache:
             if (p.node_name or p.assumed_node) == name and p.counted_node != row:
                 self._account(p)
 
+    # ---- PodDisruptionBudgets ----------------------------------------------------------
+
+    def upsert_budget(self, obj: Mapping[str, Any]) -> None:
+        """Add or update a PodDisruptionBudget."""
+        b = disruption_budget(obj)
+        self.budgets[(b.namespace, b.name)] = b
+
+    def remove_budget(self, namespace: str, name: str) -> None:
+        """Forget a deleted PodDisruptionBudget."""
+        self.budgets.pop((namespace, name), None)
+
+    def budget_list(self) -> list[DisruptionBudget]:
+        """Every PodDisruptionBudget, by namespace and name."""
+        return [self.budgets[k] for k in sorted(self.budgets)]
+
     # ---- pods ------------------------------------------------------------------------
 
     def _account(self, p: PodInfo) -> None:
@@ -376,6 +396,7 @@ class Cache:
             info.gated = bool(spec.get("schedulingGates"))
             info.conditions = tuple(status.get("conditions") or ())
             info.nominated_node = status.get("nominatedNodeName") or None
+            info.labels = dict(meta.get("labels") or {})
             if info.node_name is not None and info.assumed_node is not None:
                 info.assumed_node = None  # binding confirmed (or bound elsewhere)
             if info.node_name is None and info.counted_node is None:
@@ -403,6 +424,7 @@ class Cache:
             conditions=tuple(status.get("conditions") or ()),
             nominated_node=status.get("nominatedNodeName") or None,
             preemption_policy=spec.get("preemptionPolicy") or None,
+            labels=dict(meta.get("labels") or {}),
         )
         self.pods[key] = info
         self._pods_by_uid[info.uid] = key

@@ -350,15 +350,17 @@ def place_tree(
     scheduled: dict[GroupKey, int],
     *,
     search: SearchConfig | None = None,
+    root: Placement | None = None,
 ) -> TreeResult:
     """Place the tree rooted at ``tree`` (a CompositePodGroup): every pending pod of its
     leaves (``pending``, each list in the cycle's order), counting the pods already
     ``scheduled`` per leaf. Success needs the root's quorum and at least one new pod. The
-    snapshot is reverted; the caller assumes ``assignments`` in the cache."""
+    snapshot is reverted; the caller assumes ``assignments`` in the cache. ``root``: the
+    nodes the whole tree must stay in (preemption tries one domain at a time)."""
     ctx = _Ctx(fw, snap, pending, scheduled, search or SearchConfig())
     ctx.deadline = time.perf_counter() + ctx.search.deadline
     mark = snap.mark()
-    ok = _place(ctx, tree, Placement())
+    ok = _place(ctx, tree, root or Placement())
     ok = ok and bool(ctx.assignments)
     if ok:
         result = TreeResult(

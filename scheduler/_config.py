@@ -51,6 +51,6 @@ class SchedulerConfig:
     #: field manager / event reporting component
     component: str = "workloadbuilder-scheduler"
     #: act on the DefaultPreemption plugin's choice (delete victims). The
-    #: ``workloadbuilder scheduler`` command turns it on; in process (the simulator, whose
-    #: stand-in controllers do not yet recreate preempted pods) it is opt-in
+    #: ``workloadbuilder scheduler`` command and the simulator (scenario option, default
+    #: on) turn it on; in process it is opt-in
     preemption: bool = False

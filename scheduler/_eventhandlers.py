@@ -92,6 +92,20 @@ class EventHandlers:
         else:
             self.cache.priority_classes[name] = obj
 
+    def on_pdb(self, kind: str, obj: Any) -> None:
+        """PodDisruptionBudgets (preemption reads their status; no event requeues)."""
+        if kind == "SYNC":
+            self.cache.budgets.clear()
+            for o in obj:
+                if isinstance(o, dict):
+                    self.cache.upsert_budget(o)
+            return
+        meta = obj["metadata"]
+        if kind == "DELETED":
+            self.cache.remove_budget(str(meta.get("namespace") or "default"), str(meta["name"]))
+        else:
+            self.cache.upsert_budget(obj)
+
     def on_node(self, kind: str, obj: Any) -> None:
         """Nodes: NodeAdd / NodeUpdate when allocatable, labels, taints or spec changed."""
         if kind == "SYNC":

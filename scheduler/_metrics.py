@@ -14,6 +14,8 @@ __all__ = [
     "PODGROUP_PREEMPTION_DURATION",
     "PODGROUP_PREEMPTION_VICTIMS",
     "POD_ATTEMPTS",
+    "PREEMPTION_ATTEMPTS",
+    "PREEMPTION_VICTIMS",
     "REGISTRY",
     "SCHEDULED_PODS",
 ]
@@ -79,5 +81,18 @@ PODGROUP_PREEMPTION_VICTIMS = Histogram(
     "scheduler_podgroup_preemption_victims",
     "Number of pods preempted per successful pod-group preemption.",
     buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
+    registry=REGISTRY,
+)
+#: single-pod (default) preemption, upstream's names and buckets: every PostFilter call of
+#: a pod that fits nowhere counts as an attempt, eligible or not
+PREEMPTION_ATTEMPTS = Counter(
+    "scheduler_preemption_attempts",
+    "Total preemption attempts in the cluster till now (single pods).",
+    registry=REGISTRY,
+)
+PREEMPTION_VICTIMS = Histogram(
+    "scheduler_preemption_victims",
+    "Number of selected preemption victims for preemption initiated by a single pod.",
+    buckets=(1, 2, 4, 8, 16, 32, 64),
     registry=REGISTRY,
 )

@@ -15,12 +15,19 @@ Beyond upstream (``topology_aware``, the default): a group with a topology const
 chooses its victims inside one domain, the one whose victims cost least (fewest units, then
 lowest highest priority, then fewest pods).
 
-Not here (yet): PodDisruptionBudgets (the cache has no PDB informer, so no unit is treated
-as PDB-violating), CompositePodGroup trees as preemptors.
+PodDisruptionBudgets (``status.disruptionsAllowed``, see :mod:`scheduler._pdb`): units whose
+preemption would violate a budget are reprieved first, as upstream; the single-pod path
+prefers the node with the fewest violations, the topology-aware choice the domain.
+
+A CompositePodGroup tree preempts the same way (:meth:`DefaultPreemption.choose` with the
+tree's placement; a tree with a topology constraint frees one domain of its root's key), and
+a tree's pods are victims as one unit under the highest ancestor with ``disruptionMode:
+all``, at the priority of the top of their hierarchy.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from typing import Literal, Protocol
@@ -36,7 +43,10 @@ from scheduler._metrics import (
     PODGROUP_PREEMPTION_ATTEMPTS,
     PODGROUP_PREEMPTION_DURATION,
     PODGROUP_PREEMPTION_VICTIMS,
+    PREEMPTION_ATTEMPTS,
+    PREEMPTION_VICTIMS,
 )
+from scheduler._pdb import DisruptionBudget, split_by_budget_violation
 from scheduler._snapshot import Snapshot
 
 __all__ = [
@@ -58,9 +68,10 @@ _NEVER = "Never"
 
 @attrs.frozen
 class Victim:
-    """A preemption unit: one pod, or every running pod of a ``disruptionMode: all`` group."""
+    """A preemption unit: one pod, or every running pod of a ``disruptionMode: all`` group
+    (a PodGroup, or the CompositePodGroup subtree of the highest ancestor with ``all``)."""
 
-    kind: Literal["Pod", "PodGroup"]
+    kind: Literal["Pod", "PodGroup", "CompositePodGroup"]
     namespace: str
     name: str
     priority: int
@@ -72,7 +83,7 @@ class Victim:
     def importance(self) -> tuple[int, int, int, float, int]:
         """Sort key, most important first: higher priority, a group before a pod, then pods
         older first, groups more members then older first."""
-        if self.kind == "PodGroup":
+        if self.kind != "Pod":
             return (-self.priority, 0, -len(self.pods), self.start, 0)
         return (-self.priority, 1, 0, self.start, self.pods[0].seq)
 
@@ -128,37 +139,90 @@ def is_terminating_by_preemption(conditions: Sequence[dict[str, object]], deleti
     )
 
 
-def _unit_priority(cache: Cache, p: PodInfo) -> tuple[GroupInfo | None, int]:
+_UnitKey = tuple[Literal["Pod", "PodGroup", "CompositePodGroup"], str, str]
+
+
+class _Hierarchy:
+    """Per call: each group's preemption unit and priority, walking
+    ``parentCompositePodGroupName`` up (memoised)."""
+
+    def __init__(self, cache: Cache) -> None:
+        self.cache = cache
+        self._memo: dict[GroupKey, tuple[_UnitKey | None, int] | None] = {}
+
+    def of(self, g: GroupInfo) -> tuple[_UnitKey | None, int] | None:
+        """``(unit, priority)`` for a pod of ``g``: the unit is the highest level (the
+        PodGroup, or a CompositePodGroup above it) with ``disruptionMode: all`` (None: the
+        pod is a unit of its own); the priority is the top-most level's (as upstream).
+        None: ``g`` has no PodGroup object (the pod's own priority applies)."""
+        if g.key in self._memo:
+            return self._memo[g.key]
+        pg = g.pod_group
+        if pg is None:
+            self._memo[g.key] = None
+            return None
+        cache = self.cache
+        ns = g.key[0]
+        mode = pg.spec.disruption_mode
+        unit: _UnitKey | None = ("PodGroup", ns, g.key[1]) if mode and mode.all else None
+        prio = cache.group_priority(g)
+        parent = pg.spec.parent_composite_pod_group_name
+        seen: set[str] = set()
+        while parent and parent not in seen and len(seen) < 8:
+            seen.add(parent)
+            cpg = cache.composite_groups.get((ns, parent))
+            if cpg is None:
+                break
+            prio = cache.resolve_priority(cpg.spec.priority, cpg.spec.priority_class_name)
+            cmode = cpg.spec.disruption_mode
+            if cmode is not None and cmode.all is not None:
+                unit = ("CompositePodGroup", ns, parent)
+            parent = cpg.spec.parent_composite_pod_group_name
+        out = (unit, prio)
+        self._memo[g.key] = out
+        return out
+
+
+def _unit_priority(cache: Cache, p: PodInfo, h: _Hierarchy | None = None) -> int:
     g = cache.groups.get(p.group_key) if p.group_key is not None else None
-    if g is not None and g.pod_group is not None:
-        return g, cache.group_priority(g)
-    return None, cache.pod_priority(p)
+    got = (h or _Hierarchy(cache)).of(g) if g is not None else None
+    return got[1] if got is not None else cache.pod_priority(p)
 
 
-def victim_units(cache: Cache, below: int, exclude: GroupKey | None = None) -> list[Victim]:
+def victim_units(
+    cache: Cache, below: int, exclude: GroupKey | frozenset[GroupKey] | None = None
+) -> list[Victim]:
     """Every preemption unit of priority strictly below ``below``: running (bound or
-    assumed, not terminating) pods, a ``disruptionMode: all`` group as one unit."""
+    assumed, not terminating) pods, a ``disruptionMode: all`` group (for a tree: the
+    highest ancestor with ``all``) as one unit. Pods of the ``exclude`` groups (the
+    preemptor's) are never victims."""
+    skip = frozenset((exclude,)) if isinstance(exclude, tuple) else exclude or frozenset()
+    h = _Hierarchy(cache)
     singles: list[Victim] = []
-    groups: dict[GroupKey, list[PodInfo]] = {}
-    prio_of: dict[GroupKey, int] = {}
+    groups: dict[_UnitKey, list[PodInfo]] = {}
+    prio_of: dict[_UnitKey, int] = {}
     for p in cache.pods.values():
-        if p.counted_node is None or p.deleting or p.group_key == exclude:
+        if p.counted_node is None or p.deleting:
             continue
-        g, prio = _unit_priority(cache, p)
+        gk = p.group_key
+        if gk is not None and gk in skip:
+            continue
+        g = cache.groups.get(gk) if gk is not None else None
+        got = h.of(g) if g is not None else None
+        prio = got[1] if got is not None else cache.pod_priority(p)
         if prio >= below:
             continue
-        pg = g.pod_group if g is not None else None
-        mode = pg.spec.disruption_mode if pg is not None else None
-        if g is not None and mode is not None and mode.all is not None:
-            groups.setdefault(g.key, []).append(p)
-            prio_of[g.key] = prio
+        unit = got[0] if got is not None else None
+        if unit is not None:
+            groups.setdefault(unit, []).append(p)
+            prio_of[unit] = prio
             continue
         singles.append(Victim("Pod", p.namespace, p.name, prio, (p,), p.first_seen))
     units = singles
     for key, pods in groups.items():
         pods.sort(key=lambda q: (q.first_seen, q.seq))
         start = pods[0].first_seen
-        units.append(Victim("PodGroup", key[0], key[1], prio_of[key], tuple(pods), start))
+        units.append(Victim(key[0], key[1], key[2], prio_of[key], tuple(pods), start))
     units.sort(key=lambda v: v.importance)
     return units
 
@@ -180,6 +244,8 @@ class DefaultPreemption:
         self.waiting: dict[GroupKey, set[tuple[PodKey, str]]] = {}
         #: the same for single pods
         self.waiting_pods: dict[PodKey, set[tuple[PodKey, str]]] = {}
+        #: the same for CompositePodGroup trees (by root)
+        self.waiting_trees: dict[GroupKey, set[tuple[PodKey, str]]] = {}
 
     def set_handle(self, handle: PreemptionHandle) -> None:
         """Wire the plugin to its scheduler."""
@@ -193,6 +259,7 @@ class DefaultPreemption:
         """For a single pod that fits nowhere: ``(node, victims)`` to preempt, a reason it
         may not (``str``), or None when no victims would help. A unit of a
         ``disruptionMode: all`` group goes whole (its pods on other nodes too)."""
+        PREEMPTION_ATTEMPTS.inc()
         cache = snap.cache
         if pod.preemption_policy == _NEVER:
             return "not eligible to preempt: preemptionPolicy Never"
@@ -217,8 +284,9 @@ class DefaultPreemption:
         for u in units:  # most important first, kept per row
             for row in sorted({q.counted_node for q in u.pods if q.counted_node is not None}):
                 by_row.setdefault(row, []).append(u)
-        best: tuple[tuple[int, int, int, int], list[Victim]] | None = None
+        best: tuple[tuple[int, int, int, int, float, int], list[Victim]] | None = None
         best_row = -1
+        budgets = cache.budget_list()
         for row, here in sorted(by_row.items()):
             if not static[row]:
                 continue
@@ -230,23 +298,33 @@ class DefaultPreemption:
                 if not fw.run_usage_filters_one(pod.req, vec, table, row):
                     continue
                 chosen: list[Victim] = []
-                for u in here:
+                violations = 0
+                violating, fine = split_by_budget_violation(here, budgets)
+                # PDB-violating units are reprieved first, then the rest (most important first)
+                for u, n in [*violating, *((u, 0) for u in fine)]:
                     _add_back(snap, u.pods)
                     if fw.run_usage_filters_one(pod.req, vec, table, row):
                         continue
                     for q in u.pods:
                         snap.remove(q)
                     chosen.append(u)
+                    violations += n
             finally:
                 snap.revert(mark)
             if not chosen:
                 continue
-            # upstream's pickOneNodeForPreemption: lowest highest victim priority, lowest sum
-            # of priorities, fewest victims, then the first node
+            chosen.sort(key=lambda v: v.importance)
+            # upstream's pickOneNodeForPreemption: fewest PDB violations, lowest highest
+            # victim priority, lowest sum of priorities (each offset by 2^31, as upstream:
+            # so more victims weigh more), fewest victims, the latest-started highest-
+            # priority victims, then the first node
+            top = max(v.priority for v in chosen)
             cost = (
-                max(v.priority for v in chosen),
-                sum(v.priority * len(v.pods) for v in chosen),
+                violations,
+                top,
+                sum((v.priority + 2**31) * len(v.pods) for v in chosen),
                 sum(len(v.pods) for v in chosen),
+                -min(v.start for v in chosen if v.priority == top),
                 row,
             )
             if best is None or cost < best[0]:
@@ -255,43 +333,56 @@ class DefaultPreemption:
             return None
         victims = best[1]
         self.waiting_pods[pod.key] = {(q.key, q.uid) for v in victims for q in v.pods}
+        PREEMPTION_VICTIMS.observe(sum(len(v.pods) for v in victims))
         return snap.node_name(best_row), victims
 
     def forget(self, key: GroupKey) -> None:
         """Stop waiting for the victims of ``key`` (their preemption failed)."""
         self.waiting.pop(key, None)
 
+    def forget_tree(self, key: GroupKey) -> None:
+        """Stop waiting for the victims of the tree rooted at ``key``."""
+        self.waiting_trees.pop(key, None)
+
     def forget_pod(self, key: PodKey) -> None:
         """Stop waiting for the victims of the single pod ``key``."""
         self.waiting_pods.pop(key, None)
 
-    def _still_there(self, cache: Cache, group: GroupInfo) -> int:
-        chosen = self.waiting.get(group.key)
+    def _still_there(
+        self,
+        cache: Cache,
+        waiting: dict[GroupKey, set[tuple[PodKey, str]]],
+        key: GroupKey,
+        members: Sequence[PodInfo],
+        prio: int,
+    ) -> int:
+        """How many victims the preemptor ``key`` chose still exist."""
+        chosen = waiting.get(key)
         if chosen:
-            for key, uid in list(chosen):
-                p = cache.pods.get(key)
+            for pk, uid in list(chosen):
+                p = cache.pods.get(pk)
                 if p is None or p.uid != uid:
-                    chosen.discard((key, uid))
+                    chosen.discard((pk, uid))
             if not chosen:
-                del self.waiting[group.key]
-        n = len(self.waiting.get(group.key, ()))
+                del waiting[key]
+        n = len(waiting.get(key, ()))
         if n:
             return n
         # after a restart: lower-priority pods terminating by preemption on nominated nodes
-        prio = cache.group_priority(group)
         nodes: set[str] = set()
-        for p in cache.members(group):
+        for p in members:
             node = cache.nominations.get(p.key) or p.nominated_node
             if node:
                 nodes.add(node)
         if not nodes:
             return 0
+        h = _Hierarchy(cache)
         return sum(
             1
             for p in cache.pods.values()
             if (p.node_name or p.assumed_node) in nodes
             and is_terminating_by_preemption(p.conditions, p.deleting)
-            and _unit_priority(cache, p)[1] < prio
+            and _unit_priority(cache, p, h) < prio
         )
 
     def post_filter(self, group: GroupInfo, lister: SharedLister, message: str) -> Status:
@@ -300,25 +391,76 @@ class DefaultPreemption:
             return Status(code=Code.UNSCHEDULABLE)
         snap = lister
         cache = snap.cache
-        if effective_preemption_policy(cache, group) == _NEVER:
+        handle = self.handle
+        prio = cache.group_priority(group)
+        pg = group.pod_group
+        constrained = pg is not None and bool(
+            pg.spec.scheduling_constraints and pg.spec.scheduling_constraints.topology
+        )
+
+        def place(placements: Sequence[Placement] | None) -> list[tuple[PodInfo, int]] | None:
+            return handle.place_group(group, snap, placements)
+
+        def domains() -> list[Placement]:
+            return [pl for pl in handle.placements(group, snap) if pl.domain]
+
+        got = self.choose(
+            snap,
+            key=group.key,
+            waiting=self.waiting,
+            policy=effective_preemption_policy(cache, group),
+            priority=prio,
+            members=list(cache.members(group)),
+            exclude=frozenset((group.key,)),
+            place=place,
+            domains=domains if constrained else None,
+        )
+        if isinstance(got, Status):
+            return got
+        chosen, assignments, text = got
+        nominations = [(p, snap.node_name(row)) for p, row in assignments]
+        key = group.key
+        handle.actuate(group, nominations, chosen, lambda: self.forget(key))
+        return attrs.evolve(SUCCESS, message=text)
+
+    def choose(
+        self,
+        snap: Snapshot,
+        *,
+        key: GroupKey,
+        waiting: dict[GroupKey, set[tuple[PodKey, str]]],
+        policy: str,
+        priority: int,
+        members: Sequence[PodInfo],
+        exclude: frozenset[GroupKey],
+        place: Callable[[Sequence[Placement] | None], list[tuple[PodInfo, int]] | None],
+        domains: Callable[[], list[Placement]] | None,
+    ) -> Status | tuple[list[Victim], list[tuple[PodInfo, int]], str]:
+        """The preemption decision of a pod group or a CompositePodGroup tree ``key``:
+        ``(victims, the preemptor's assignments, a message)``, or an ``Unschedulable``
+        status saying why not. ``place(placements)`` runs the preemptor's placement once on
+        ``snap`` (over ``placements``, default all); ``domains`` (a topology-constrained
+        preemptor, topology-aware choice) lists its candidate domains. The victims are
+        recorded as ``waiting[key]``."""
+        cache = snap.cache
+        if policy == _NEVER:
             return Status(
                 code=Code.UNSCHEDULABLE, message="not eligible to preempt: preemptionPolicy Never"
             )
-        waiting = self._still_there(cache, group)
-        if waiting:
-            s = "" if waiting == 1 else "s"
+        pending = self._still_there(cache, waiting, key, members, priority)
+        if pending:
+            s = "" if pending == 1 else "s"
             return Status(
                 code=Code.UNSCHEDULABLE,
-                message=f"waiting for {waiting} victim{s} to terminate",
+                message=f"waiting for {pending} victim{s} to terminate",
             )
-        prio = cache.group_priority(group)
-        units = victim_units(cache, prio, exclude=group.key)
+        units = victim_units(cache, priority, exclude=exclude)
         if not units:
             return Status(code=Code.UNSCHEDULABLE)  # nothing to say: "no lower-priority units"
         PODGROUP_PREEMPTION_ATTEMPTS.inc()
         t0 = time.perf_counter()
         try:
-            chosen, assignments = self._select(group, snap, units)
+            chosen, assignments = self._select(snap, units, place, domains)
         finally:
             PODGROUP_PREEMPTION_DURATION.observe(time.perf_counter() - t0)
         if chosen is None:
@@ -334,40 +476,39 @@ class DefaultPreemption:
             return Status(code=Code.UNSCHEDULABLE)
         pods = [p for v in chosen for p in v.pods]
         PODGROUP_PREEMPTION_VICTIMS.observe(len(pods))
-        self.waiting[group.key] = {(p.key, p.uid) for p in pods}
-        nominations = [(p, snap.node_name(row)) for p, row in assignments]
-        key = group.key
-        self.handle.actuate(group, nominations, chosen, lambda: self.forget(key))
+        waiting[key] = {(p.key, p.uid) for p in pods}
         names = ", ".join(f"{v.kind} {v.namespace}/{v.name}" for v in chosen)
-        return attrs.evolve(
-            SUCCESS,
-            message=f"preempting {_n(len(chosen), 'unit')} ({_n(len(pods), 'pod')}): {names}",
-        )
+        text = f"preempting {_n(len(chosen), 'unit')} ({_n(len(pods), 'pod')}): {names}"
+        return chosen, assignments, text
 
     def _select(
-        self, group: GroupInfo, snap: Snapshot, units: Sequence[Victim]
+        self,
+        snap: Snapshot,
+        units: Sequence[Victim],
+        place: Callable[[Sequence[Placement] | None], list[tuple[PodInfo, int]] | None],
+        domains: Callable[[], list[Placement]] | None,
     ) -> tuple[list[Victim] | None, list[tuple[PodInfo, int]]]:
         """The victims (None: preemption cannot help) and the preemptor's assignments."""
-        assert self.handle is not None
-        pg = group.pod_group
-        constrained = pg is not None and bool(
-            pg.spec.scheduling_constraints and pg.spec.scheduling_constraints.topology
-        )
-        if not (self.topology_aware and constrained):
-            return self._select_in(group, snap, units, None)
+        budgets = snap.cache.budget_list()
+        if not (self.topology_aware and domains is not None):
+            chosen, assignments, _ = self._select_in(snap, units, lambda: place(None), budgets)
+            return chosen, assignments
         mark = snap.mark()
         for u in units:
             for p in u.pods:
                 snap.remove(p)
-        domains = [pl for pl in self.handle.placements(group, snap) if pl.domain]
+        candidates = domains()
         snap.revert(mark)
-        best: tuple[tuple[int, int, int, str], list[Victim], list[tuple[PodInfo, int]]] | None
+        best: tuple[tuple[int, int, int, int, str], list[Victim], list[tuple[PodInfo, int]]] | None
         best = None
-        for pl in domains:  # one domain at a time: the cheapest victims win
-            chosen, assignments = self._select_in(group, snap, units, [pl])
+        for pl in candidates:  # one domain at a time: the cheapest victims win
+            chosen, assignments, violations = self._select_in(
+                snap, units, functools.partial(place, [pl]), budgets
+            )
             if chosen is None:
                 continue
             cost = (
+                violations,
                 len(chosen),
                 max((v.priority for v in chosen), default=-(2**31)),
                 sum(len(v.pods) for v in chosen),
@@ -381,35 +522,39 @@ class DefaultPreemption:
 
     def _select_in(
         self,
-        group: GroupInfo,
         snap: Snapshot,
         units: Sequence[Victim],
-        placements: Sequence[Placement] | None,
-    ) -> tuple[list[Victim] | None, list[tuple[PodInfo, int]]]:
-        """Remove every unit, place once, reprieve most important first."""
-        assert self.handle is not None
+        place: Callable[[], list[tuple[PodInfo, int]] | None],
+        budgets: Sequence[DisruptionBudget],
+    ) -> tuple[list[Victim] | None, list[tuple[PodInfo, int]], int]:
+        """Remove every unit, place once, reprieve the PDB-violating units first, then the
+        others, most important first: ``(victims, assignments, PDB violations)``."""
         table = snap.table
         mark = snap.mark()
         try:
             for u in units:
                 for p in u.pods:
                     snap.remove(p)
-            assignments = self.handle.place_group(group, snap, placements)
+            assignments = place()
             if assignments is None:
-                return None, []
+                return None, [], 0
             load = np.zeros_like(table.used)
             for p, row in assignments:
                 load[row] += table.vector(p.req.requests)
             need = load > 0
             chosen: list[Victim] = []
-            for u in units:  # most important first
+            violations = 0
+            violating, fine = split_by_budget_violation(units, budgets)
+            for u, n in [*violating, *((u, 0) for u in fine)]:
                 rows = _add_back(snap, u.pods)
                 if _fits(table.used, table.alloc, load, need, rows):
                     continue
                 for p in u.pods:  # not reprieved: take it out again
                     snap.remove(p)
                 chosen.append(u)
-            return chosen, assignments
+                violations += n
+            chosen.sort(key=lambda v: v.importance)
+            return chosen, assignments, violations
         finally:
             snap.revert(mark)
 

@@ -77,12 +77,15 @@ class ScheduleOne:
         priority: int,
         exclude: tuple[str, str] | None,
         exclude_pod: tuple[str, str] | None = None,
+        exclude_groups: frozenset[tuple[str, str]] = frozenset(),
     ) -> None:
         """Hold the nodes nominated for preemptors of at least ``priority`` (other than the
         group ``exclude`` and the pod ``exclude_pod``): lower-priority work does not take
         the room preemption made."""
         for p, row in self.cache.nominated():
             if (exclude is not None and p.group_key == exclude) or p.key == exclude_pod:
+                continue
+            if p.group_key is not None and p.group_key in exclude_groups:
                 continue
             if self.cache.pod_priority(p) >= priority:
                 snap.assume(p, row, snap.table.vector(p.req.requests))
@@ -129,7 +132,15 @@ class ScheduleOne:
         """Preempt the victims, nominate the preemptor's pods. When a victim cannot be
         preempted the nominations are dropped and ``on_failure`` runs (the group may try
         again after its backoff)."""
-        who = f"pod group {group.namespace}/{group.name}"
+        self._actuate(f"pod group {group.namespace}/{group.name}", nominations, victims, on_failure)
+
+    def _actuate(
+        self,
+        who: str,
+        nominations: Sequence[tuple[PodInfo, str]],
+        victims: Sequence[Victim],
+        on_failure: Callable[[], None],
+    ) -> None:
         _log.info(
             "%s preempts %s",
             who,
@@ -167,6 +178,75 @@ class ScheduleOne:
         for v in victims:
             for victim in v.pods:
                 self.status.preempt(victim, who, failed)
+
+    def _preemption(self) -> DefaultPreemption | None:
+        if not self.config.preemption:
+            return None
+        return next(
+            (q for q in self.framework.pod_group_post_filter if isinstance(q, DefaultPreemption)),
+            None,
+        )
+
+    def _preempt_for_tree(
+        self,
+        tree: TreeNode,
+        snap: Snapshot,
+        members: Sequence[PodInfo],
+        by_group: dict[tuple[str, str], list[PodInfo]],
+        scheduled: dict[tuple[str, str], int],
+    ) -> str | None:
+        """Workload-aware preemption for a CompositePodGroup tree whose cycle failed (as
+        kube-scheduler v1.37.2 does for a root CompositePodGroup): the message to append
+        (``DefaultPreemption: preempting ...`` when victims are being preempted), or None."""
+        plugin = self._preemption()
+        cpg = tree.cpg
+        if plugin is None or cpg is None:
+            return None
+        fw = self.framework
+        cache = self.cache
+        search = SearchConfig(
+            mode=fw.composite_search, budget=fw.search_budget, deadline=fw.search_deadline
+        )
+        index = snap.table.index
+
+        def place(placements: Sequence[Placement] | None) -> list[tuple[PodInfo, int]] | None:
+            root = placements[0] if placements else None
+            r = place_tree(fw, snap, tree, by_group, scheduled, search=search, root=root)
+            return [(p, index[n]) for p, n in r.assignments] if r.ok else None
+
+        key = tree.topology_key
+
+        def domains() -> list[Placement]:
+            assert key is not None
+            got = fw.run_placement_generate_for(key, tree.name, list(members), snap)
+            return [] if isinstance(got, Status) else [pl for pl in got if pl.domain]
+
+        policy = cpg.spec.preemption_policy or next(
+            (p.preemption_policy for p in members if p.preemption_policy), "PreemptLowerPriority"
+        )
+        got = plugin.choose(
+            snap,
+            key=tree.key,
+            waiting=plugin.waiting_trees,
+            policy=policy,
+            priority=cache.resolve_priority(cpg.spec.priority, cpg.spec.priority_class_name),
+            members=members,
+            exclude=frozenset(leaf.key for leaf in tree.leaves()),
+            place=place,
+            domains=domains if key is not None else None,
+        )
+        if isinstance(got, Status):
+            return got.message or None
+        victims, assignments, text = got
+        nominations = [(p, snap.node_name(row)) for p, row in assignments]
+        root_key = tree.key
+        self._actuate(
+            f"composite pod group {tree.namespace}/{tree.name}",
+            nominations,
+            victims,
+            lambda: plugin.forget_tree(root_key),
+        )
+        return f"{DefaultPreemption.name}: {text}"
 
     def _is_a_handle(self) -> PreemptionHandle:  # mypy checks the protocol
         return self
@@ -494,7 +574,12 @@ class ScheduleOne:
                 scheduled[p.group_key] = scheduled.get(p.group_key, 0) + 1
         t0 = time.perf_counter()
         snap = Snapshot(self.cache)
-        self._reserve_nominated(snap, self.cache.pod_priority(pending[0]), None)
+        self._reserve_nominated(
+            snap,
+            self.cache.pod_priority(pending[0]),
+            None,
+            exclude_groups=frozenset(leaf.key for leaf in tree.leaves()),
+        )
         fw = self.framework
         res = place_tree(
             fw,
@@ -506,14 +591,27 @@ class ScheduleOne:
                 mode=fw.composite_search, budget=fw.search_budget, deadline=fw.search_deadline
             ),
         )
+        root_ref = ("CompositePodGroup", tree.name)
+        preempted: str | None = None
+        if not res.ok:
+            preempted = self._preempt_for_tree(tree, snap, members, by_group, scheduled)
         snap.revert()
         result = "scheduled" if res.ok else "unschedulable"
         PODGROUP_ATTEMPT_DURATION.labels(result=result).observe(time.perf_counter() - t0)
         PODGROUP_ATTEMPTS.labels(result=result).inc()
-        root_ref = ("CompositePodGroup", tree.name)
         if not res.ok:
             message = res.explanations.get(root_ref, "the tree does not fit")
-            self._tree_failed(e, tree, pending, REASON_UNSCHEDULABLE, message, res.explanations)
+            outcome: Literal["unschedulable", "error"] = "unschedulable"
+            per_node = res.explanations
+            if preempted is not None:
+                message = f"{message}; {preempted}"
+                # every level's condition says what preemption does for the tree
+                per_node = {k: f"{v}; {preempted}" for k, v in per_node.items()}
+                if preempted.startswith(f"{DefaultPreemption.name}: preempting"):
+                    outcome = "error"  # room is being made: retry after the backoff
+            self._tree_failed(
+                e, tree, pending, REASON_UNSCHEDULABLE, message, per_node, outcome=outcome
+            )
             return
         self.binder.assume_and_bind(e.key, res.assignments, canary=tree.is_gang)
         self.explanations.pop(tree.key, None)

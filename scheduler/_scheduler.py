@@ -137,6 +137,8 @@ class Scheduler:
             Feed(c, "CompositePodGroup", h.on_composite_pod_group, optional=True),
             Feed(c, "Pod", h.on_pod, order=order),
         ]
+        if self.config.preemption:  # only preemption reads PodDisruptionBudgets
+            self._feeds.append(Feed(c, "PodDisruptionBudget", h.on_pdb, optional=True))
         for f in self._feeds:
             await f.start()
         self._started = True

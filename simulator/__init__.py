@@ -15,6 +15,7 @@ from simulator._engine import (
     Simulation,
     simulate,
 )
+from simulator._preemption import PreemptionRecord, Preemptor, VictimRecord
 from simulator._report import plot_timeline, plot_utilization, write_report
 from simulator._result import (
     CompositeRecord,
@@ -56,6 +57,8 @@ __all__ = [
     "GroupRecord",
     "NodeRecord",
     "PodRecord",
+    "PreemptionRecord",
+    "Preemptor",
     "ProgressInfo",
     "Scenario",
     "ScenarioError",
@@ -63,6 +66,7 @@ __all__ = [
     "SchedulerLike",
     "Simulation",
     "SimulationResult",
+    "VictimRecord",
     "Violation",
     "VirtualClock",
     "expand_node_pool",

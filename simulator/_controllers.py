@@ -57,6 +57,8 @@ __all__ = [
 
 PodGroupFor = Callable[[Mapping[str, Any]], "str | None"]
 
+_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+
 #: The kinds (and versions) whose controllers the simulator plays.
 _PLAYED = (JOB_GVK, JOBSET_GVK, LWS_GVK)
 
@@ -98,6 +100,9 @@ class JobRun:
     group_for: PodGroupFor | None
     created: int = 0
     succeeded: int = 0
+    #: replacements of pods deleted before they succeeded (preempted): they do not count
+    #: towards ``completions``
+    replaced: int = 0
 
     def initial_pods(self) -> list[dict[str, Any]]:
         """The first ``min(parallelism, completions)`` pods."""
@@ -111,19 +116,30 @@ class JobRun:
     def pod_succeeded(self) -> list[dict[str, Any]]:
         """Record a success; returns the replacement pod, if the Job needs one."""
         self.succeeded += 1
-        if self.completions is not None and self.created < self.completions:
+        if self.completions is not None and self.created - self.replaced < self.completions:
             return [self.next_pod()]
         return []
 
-    def next_pod(self) -> dict[str, Any]:
-        """The Job's next pod (completion index = pods created so far)."""
+    def pod_deleted(self, pod: Mapping[str, Any]) -> dict[str, Any]:
+        """The replacement the Job controller makes for a pod deleted before it succeeded
+        (e.g. preempted): a new pod with the same completion index (Indexed Jobs) and the
+        next name."""
+        self.replaced += 1
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        index = labels.get(_COMPLETION_INDEX)
+        return self.next_pod(int(index) if index is not None and self.indexed else None)
+
+    def next_pod(self, completion_index: int | None = None) -> dict[str, Any]:
+        """The Job's next pod (completion index = pods created so far, or
+        ``completion_index`` for a replacement)."""
         index = self.created
         self.created += 1
+        index_label = completion_index if completion_index is not None else index
         meta = self.template.get("metadata") or {}
         job_labels, job_annotations = job_pod_metadata(
             self.name,
             str(self.owner_ref.get("uid") or "") or None,
-            completion_index=index if self.indexed else None,
+            completion_index=index_label if self.indexed else None,
         )
         pod = _pod(
             f"{self.name}-{index}",

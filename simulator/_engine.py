@@ -16,6 +16,13 @@ import attrs
 
 from simulator._clock import VirtualClock
 from simulator._controllers import JobRun, played_integrations, pod_controller
+from simulator._preemption import (
+    PreemptionRecord,
+    Preemptor,
+    UnitResolver,
+    VictimPod,
+    record_preemption,
+)
 from simulator._recording import ControllerWrites, RecordingCluster
 from simulator._result import (
     CompositeRecord,
@@ -109,6 +116,10 @@ class _PodState:
     finished: float | None = None
     deleted: float | None = None
     preassigned: bool = False
+    #: the manifest it was created from (a controller recreates a preempted pod from it)
+    doc: dict[str, Any] | None = None
+    priority: int | None = None
+    preempted: float | None = None
 
 
 @attrs.define(kw_only=True)
@@ -131,6 +142,7 @@ class _GroupState:
     parent: str | None = None
     key: str | None = None
     deleted: float | None = None
+    preempted_at: list[float] = attrs.field(factory=list)
 
 
 @attrs.define(kw_only=True)
@@ -161,12 +173,14 @@ def _default_cluster(clock: Callable[[], float]) -> Cluster:
     return MemoryCluster(clock=clock)
 
 
-def _scheduler_factory(config: Any) -> SchedulerFactory:
+def _scheduler_factory(config: Any, preemption: bool = False) -> SchedulerFactory:
     def make(cluster: Cluster, clock: VirtualClock) -> SchedulerLike:
         from scheduler import Scheduler, SchedulerConfig
 
         sched: SchedulerLike = Scheduler(
-            cluster, config if config is not None else SchedulerConfig(), clock=clock
+            cluster,
+            config if config is not None else SchedulerConfig(preemption=preemption),
+            clock=clock,
         )
         return sched
 
@@ -246,7 +260,9 @@ class Simulation:
         self.settle = settle
         self.clock = VirtualClock()
         self._cluster_factory = cluster_factory or _default_cluster
-        self._scheduler_factory = scheduler_factory or _scheduler_factory(scheduler_config)
+        self._scheduler_factory = scheduler_factory or _scheduler_factory(
+            scheduler_config, scenario.preemption
+        )
         self.scheduler_name = scheduler_name or _scheduler_name(scheduler_config)
         self._progress = progress
         self._max_rounds = max_rounds
@@ -275,6 +291,12 @@ class Simulation:
         #: (namespace, name) of a played Job -> the run that makes its pods
         self._job_runs: dict[tuple[str, str], JobRun] = {}
         self._removed: list[tuple[str, str, str]] = []
+        #: pods the scheduler marked DisruptionTarget -> who preempts them
+        self._marked: dict[tuple[str, str], Preemptor] = {}
+        self._preemptions: list[PreemptionRecord] = []
+        #: gangs that lost pods to preemption since their last binding (the gang invariant
+        #: applies again when the scheduler binds their pods)
+        self._shrunk: set[tuple[str, str]] = set()
 
     # -- public ---------------------------------------------------------------------------
 
@@ -285,7 +307,12 @@ class Simulation:
         end = 0.0
         try:
             await self._create_namespaces()
-            recording = RecordingCluster(cluster, on_bind=self._on_bind, on_delete=self._on_delete)
+            recording = RecordingCluster(
+                cluster,
+                on_bind=self._on_bind,
+                on_delete=self._on_delete,
+                on_disruption=self._on_disruption,
+            )
             sched = self._scheduler_factory(recording, self.clock)
             await self._start_controllers(cluster)
             await sched.start()
@@ -804,6 +831,8 @@ class Simulation:
             run=run,
             origin=obj,
             preassigned=bool(node),
+            doc=pod,
+            priority=sspec.get("priority"),
         )
         if group:
             self._members.setdefault((ns, group), []).append(self._pods[(ns, name)])
@@ -848,6 +877,88 @@ class Simulation:
     def _on_delete(self, namespace: str, name: str) -> None:
         self._deletes.append((namespace, name))
 
+    def _on_disruption(self, namespace: str, name: str, preemptor: Preemptor) -> None:
+        self._marked[(namespace, name)] = preemptor
+
+    async def _preempted(self, victims: dict[Preemptor, list[_PodState]], t: float) -> None:
+        """Record the preemptions at ``t``, check their invariants, and let the pods'
+        controllers replace them (a Job makes a new pod with the same completion index, a
+        LeaderWorkerSet's StatefulSet the same pod; a scenario's own pods are not
+        replaced)."""
+        resolver = UnitResolver(self.cluster)
+        labels = {n: r.labels for n, r in self._nodes.items()}
+        for preemptor, states in victims.items():
+            own = self._pods.get((preemptor.namespace, preemptor.name))
+            rec = await record_preemption(
+                resolver,
+                t,
+                preemptor,
+                [
+                    VictimPod(
+                        namespace=st.namespace,
+                        name=st.name,
+                        group=st.group,
+                        node=st.node,
+                        priority=st.priority,
+                    )
+                    for st in states
+                ],
+                labels,
+                preemptor_priority=own.priority if preemptor.kind == "Pod" and own else None,
+            )
+            self._preemptions.append(rec)
+            for st in states:
+                if st.group and (st.namespace, st.group) in self._groups:
+                    g = self._groups[(st.namespace, st.group)]
+                    if not g.preempted_at or g.preempted_at[-1] != t:
+                        g.preempted_at.append(t)
+            self._check_preemption(rec, t)
+        for states in victims.values():
+            for st in states:
+                if st.doc is None or st.origin is None or not st.origin.controlled:
+                    continue
+                run = st.run
+                pod = run.pod_deleted(st.doc) if run is not None else copy.deepcopy(st.doc)
+                await self._create_pod(st.origin, pod, t, owner=st.owner, run=run)
+
+    def _check_preemption(self, rec: PreemptionRecord, t: float) -> None:
+        """No victim of priority >= its preemptor's; no ``disruptionMode: all`` unit left
+        partly running."""
+        who = f"{rec.preemptor.kind} {rec.preemptor.namespace}/{rec.preemptor.name}"
+        for v in rec.victims:
+            if rec.priority is not None and v.priority is not None and v.priority >= rec.priority:
+                self._violate(
+                    t,
+                    "preemption",
+                    (v.namespace, v.name),
+                    f"{who} (priority {rec.priority}) preempted {v.kind} {v.namespace}/{v.name} "
+                    f"of priority {v.priority}",
+                )
+            if v.kind == "Pod":
+                continue
+            if v.kind == "PodGroup":
+                groups = [(v.namespace, v.name)]
+            else:
+                groups = self._subtree_groups((v.namespace, v.name), self._children())
+            left = [
+                st.name
+                for g in groups
+                for st in self._members.get(g, ())
+                if st.node is not None
+                and st.deleted is None
+                and st.finished is None
+                and st.preempted is None
+            ]
+            if left:
+                self._violate(
+                    t,
+                    "preemption",
+                    (v.namespace, v.name),
+                    f"{who} preempted {v.kind} {v.namespace}/{v.name} (disruptionMode all) only "
+                    f"in part: {', '.join(sorted(left))} still running",
+                    tag="-partial",
+                )
+
     async def _observe(self, sched: SchedulerLike, t: float) -> bool:
         """Record the bindings and deletions the scheduler made at time ``t`` (reported by
         the :class:`RecordingCluster` it talks to), refresh the status of the groups that
@@ -865,18 +976,26 @@ class Simulation:
             if st.group:
                 gkey = (ns, st.group)
                 touched.add(gkey)
+                self._shrunk.discard(gkey)
                 if st.ours:
                     self._bound_count[gkey] = self._bound_count.get(gkey, 0) + 1
             changed = True
             await self._start_running(st, t)
         deletes, self._deletes = self._deletes, []
+        victims: dict[Preemptor, list[_PodState]] = {}
         for ns, name in deletes:
             st = self._pods.get((ns, name))
+            preemptor = self._marked.pop((ns, name), None)
             if st is not None and st.deleted is None:
+                if preemptor is not None and st.node is not None:
+                    st.preempted = t
+                    victims.setdefault(preemptor, []).append(st)
                 self._vanished(st, t)
                 if st.group:
                     touched.add((ns, st.group))
                 changed = True
+        if victims:
+            await self._preempted(victims, t)
         for gkey in sorted(touched):
             await self._refresh_group(gkey, t)
         if touched and self._composites:
@@ -911,6 +1030,8 @@ class Simulation:
         if st.node is not None and st.ours and st.group:
             gkey = (st.namespace, st.group)
             self._bound_count[gkey] = self._bound_count.get(gkey, 1) - 1
+            if st.preempted is not None:
+                self._shrunk.add(gkey)
         elif st.node is not None and st.preassigned and st.group:
             gkey = (st.namespace, st.group)
             self._prebound[gkey] = self._prebound.get(gkey, 1) - 1
@@ -997,7 +1118,7 @@ class Simulation:
         of its key."""
         for gkey, n in self._bound_count.items():
             g = self._groups.get(gkey)
-            if g is None or n <= 0:
+            if g is None or n <= 0 or gkey in self._shrunk:
                 continue
             total = n + max(0, self._prebound.get(gkey, 0))
             if g.quorum_at is None and total >= (g.min_count or 1):
@@ -1045,6 +1166,8 @@ class Simulation:
             if c.policy != "gang" or c.min_group_count is None:
                 continue
             started = []
+            if any(g in self._shrunk for g in self._subtree_groups(ckey, children)):
+                continue  # lost pods to preemption: checked again when they are rebound
             for what, key in children.get(ckey, ()):
                 groups = [key] if what == "group" else self._subtree_groups(key, children)
                 if any(self._bound_count.get(g, 0) > 0 for g in groups):
@@ -1116,11 +1239,13 @@ class Simulation:
         *,
         min_count: int = 0,
         bound: int = 0,
+        tag: str = "",
     ) -> None:
-        """Record a composite or topology violation once per object."""
-        if (kind, *key) in self._reported:
+        """Record a composite, topology or preemption violation once per object (and
+        ``tag``)."""
+        if (kind + tag, *key) in self._reported:
             return
-        self._reported.add((kind, *key))
+        self._reported.add((kind + tag, *key))
         self._violations.append(
             Violation(
                 time=t,
@@ -1149,6 +1274,7 @@ class Simulation:
                 deleted=p.deleted,
                 ours=p.ours,
                 requests=p.requests,
+                preempted=p.preempted,
             )
             for p in self._pods.values()
         )
@@ -1192,6 +1318,7 @@ class Simulation:
                     key=g.key,
                     domains=self._domain_values(live, keys),
                     finished_at=_finished(live),
+                    preempted_at=tuple(g.preempted_at),
                 )
             )
         for gkey, live in by_group.items():  # pods naming a PodGroup that does not exist
@@ -1230,6 +1357,7 @@ class Simulation:
             last_arrival=max((o.arrival for o in self.scenario.objects), default=0.0),
             topology_keys=self.scenario.topology_keys,
             composites=composites,
+            preemptions=tuple(self._preemptions),
         )
 
     def _ancestor_keys(self) -> Callable[[str | None, str], list[str | None]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
+from simulator._preemption import Preemptor, disruption_preemptor
 from workloadbuilder.cluster import (
     Cluster,
     ClusterProxy,
@@ -26,8 +27,9 @@ T = TypeVar("T")
 class RecordingCluster(ClusterProxy):
     """Forwards every call to ``inner``; after a successful ``bind`` (or an update/patch that
     leaves a pod with ``spec.nodeName``) calls ``on_bind(namespace, pod, node)``, after a Pod
-    ``delete`` or ``evict`` calls ``on_delete(namespace, pod)``. The simulator ignores reports
-    about pods that are already bound."""
+    ``delete`` or ``evict`` calls ``on_delete(namespace, pod)``, after a pod status patch
+    that sets ``DisruptionTarget`` (preemption) calls ``on_disruption(namespace, pod,
+    preemptor)``. The simulator ignores reports about pods that are already bound."""
 
     def __init__(
         self,
@@ -35,10 +37,12 @@ class RecordingCluster(ClusterProxy):
         *,
         on_bind: Callable[[str, str, str], None],
         on_delete: Callable[[str, str], None],
+        on_disruption: Callable[[str, str, Preemptor], None] | None = None,
     ) -> None:
         super().__init__(inner)
         self._on_bind = on_bind
         self._on_delete = on_delete
+        self._on_disruption = on_disruption
 
     def _check_node_name(self, stored: KubeObject) -> None:
         if isinstance(stored, dict) and stored.get("kind") == "Pod":
@@ -83,6 +87,16 @@ class RecordingCluster(ClusterProxy):
         )
         if subresource is None and not dry_run:
             self._check_node_name(stored)
+        elif (
+            subresource == "status"
+            and not dry_run
+            and self._on_disruption is not None
+            and namespace
+            and resource_info(kind).kind == "Pod"
+        ):
+            preemptor = disruption_preemptor(patch, namespace)
+            if preemptor is not None:
+                self._on_disruption(namespace, name, preemptor)
         return stored
 
     async def delete(

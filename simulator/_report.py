@@ -197,6 +197,8 @@ def plot_timeline(result: SimulationResult, path: str | os.PathLike[str]) -> Non
                     bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.7},
                 )
         ax_g.plot([g.arrival], [y], marker="v", color="#444444", markersize=4)
+        for at in g.preempted_at:  # pods preempted (x)
+            ax_g.plot([at], [y], marker="x", color="#aa0000", markersize=5)
         if sched is None:
             ax_g.text(
                 end * 0.995,
@@ -212,6 +214,8 @@ def plot_timeline(result: SimulationResult, path: str | os.PathLike[str]) -> Non
     ax_g.set_yticklabels(list(reversed(labels)), fontsize=7)
     ax_g.set_ylim(-0.7, max(len(shown) - 0.3, 0.3))
     title = "Pod groups: waiting (hatched) from arrival (▼), then running"
+    if result.preemptions:
+        title += "; pods preempted (red x)"
     if len(groups) > len(shown):
         title += f" — first {len(shown)} of {len(groups)} groups"
     ax_g.set_title(title, fontsize=9, loc="left")

@@ -8,6 +8,7 @@ from typing import Any
 
 import attrs
 
+from simulator._preemption import PreemptionRecord
 from simulator._units import format_duration
 
 __all__ = [
@@ -42,6 +43,8 @@ class PodRecord:
     deleted: float | None = None
     ours: bool = True
     requests: dict[str, float] = attrs.field(factory=dict)
+    #: when the scheduler preempted it (then ``deleted`` is the same time)
+    preempted: float | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -74,6 +77,8 @@ class GroupRecord:
     key: str | None = None
     domains: dict[str, str | list[str]] = attrs.field(factory=dict)
     finished_at: float | None = None
+    #: the times its pods were preempted
+    preempted_at: tuple[float, ...] = ()
 
     @property
     def waited(self) -> float | None:
@@ -128,7 +133,9 @@ class Violation:
     """A broken invariant. ``type`` ``gang``: a gang had between 1 and ``min_count - 1`` pods
     bound (``bound``) after the scheduler bound some; ``composite``: a CompositePodGroup had
     between 1 and ``minGroupCount - 1`` (``min_count``) children with pods bound (``bound``);
-    ``topology``: a group or composite tree had pods in more than one domain of its key.
+    ``topology``: a group or composite tree had pods in more than one domain of its key;
+    ``preemption``: a victim's priority was not below its preemptor's, or a
+    ``disruptionMode: all`` unit was preempted only in part.
     ``message`` says it in words."""
 
     time: float
@@ -166,6 +173,7 @@ class SimulationResult:
     last_arrival: float = 0.0
     topology_keys: tuple[str, ...] = ()
     composites: tuple[CompositeRecord, ...] = ()
+    preemptions: tuple[PreemptionRecord, ...] = ()
 
     @property
     def live_pods(self) -> tuple[PodRecord, ...]:
@@ -239,6 +247,7 @@ class SimulationResult:
                     "message": g.message,
                     "waitReason": g.wait_message,
                     "finishedAt": _round(g.finished_at),
+                    "preemptedAt": [_round(x) for x in g.preempted_at],
                     "template": g.template,
                     "parent": g.parent,
                     "topologyKey": g.key,
@@ -277,6 +286,7 @@ class SimulationResult:
             "complete": self.complete,
             "nodes": len(self.nodes),
             "utilization": summary_util,
+            "preemptions": [p.to_json() for p in self.preemptions],
             "invariantViolations": [
                 {
                     "time": _round(v.time),
@@ -535,6 +545,14 @@ def render_table(result: SimulationResult, *, wide: bool = False, width: int | N
         f"makespan: {format_duration(result.makespan)}"
         + ("" if result.complete else " (some pods never got bound)")
     )
+    if result.preemptions:
+        lines.append(f"preemptions: {len(result.preemptions)}")
+        shown = {(g.namespace, g.name): g.short_name for g in result.groups}
+        for pr in result.preemptions[:10]:
+            line = f"  at {format_duration(pr.at)}: {pr.text(shown)}"
+            lines.append(line if wide else _cut(line, max(60, width)))
+        if len(result.preemptions) > 10:
+            lines.append(f"  ... and {len(result.preemptions) - 10} more (-o json lists all)")
     if result.violations:
         lines.append(f"INVARIANT VIOLATED {plural(len(result.violations), 'time')}:")
         for v in result.violations[:10]:
@@ -551,6 +569,11 @@ def render_table(result: SimulationResult, *, wide: bool = False, width: int | N
         if any(g.key for g in result.groups) or any(c.key for c in result.composites):
             lines.append(
                 "topology invariant: held (no constrained group ever had pods in two domains)"
+            )
+        if result.preemptions:
+            lines.append(
+                "preemption invariant: held (every victim of lower priority than its "
+                "preemptor, disruptionMode all groups preempted whole)"
             )
     return "\n".join(lines) + "\n"
 

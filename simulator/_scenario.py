@@ -128,6 +128,9 @@ class Scenario:
     source: str
     objects: tuple[ScenarioObject, ...]
     topology_keys: tuple[str, ...] = ()
+    #: workload-aware preemption on (``kind: Simulation``, ``spec.preemption``; default on,
+    #: as ``workloadbuilder scheduler`` runs it)
+    preemption: bool = True
 
     @property
     def nodes(self) -> tuple[ScenarioObject, ...]:
@@ -197,10 +200,24 @@ def scenario_from_documents(raw: Sequence[Any], *, source: str = "<scenario>") -
     deletes: dict[tuple[str, str | None, str], float] = {}
     nodes = 0
     number = 0
+    options: dict[str, Any] = {}
+    options_doc = 0
     for doc in raw:
         if doc is None:
             continue
         number += 1
+        if _is_options(doc):
+            if options_doc:
+                raise ScenarioError(
+                    f"Duplicate value: document {options_doc} is also a Simulation",
+                    source=source,
+                    document=number,
+                    what="Simulation",
+                    path="kind",
+                )
+            options_doc = number
+            options = _simulation_options(doc, number, source)
+            continue
         parsed = _parse_document(doc, number, source)
         at, delete_at = _lifecycle_annotations(doc, number, source, parsed)
         for obj in parsed:
@@ -271,7 +288,37 @@ def scenario_from_documents(raw: Sequence[Any], *, source: str = "<scenario>") -
             for entry in doc["spec"].get("topology") or ():
                 if entry["key"] not in topology_keys:
                     topology_keys.append(entry["key"])
-    return Scenario(source=source, objects=tuple(objects), topology_keys=tuple(topology_keys))
+    return Scenario(
+        source=source, objects=tuple(objects), topology_keys=tuple(topology_keys), **options
+    )
+
+
+def _is_options(doc: Any) -> bool:
+    return (
+        isinstance(doc, dict)
+        and doc.get("apiVersion") == NODE_POOL_API_VERSION
+        and doc.get("kind") == "Simulation"
+    )
+
+
+def _simulation_options(doc: Mapping[str, Any], number: int, source: str) -> dict[str, Any]:
+    """The options of a ``kind: Simulation`` document: ``spec.preemption`` (bool)."""
+
+    def err(path: str, message: str) -> ScenarioError:
+        return ScenarioError(message, source=source, document=number, what="Simulation", path=path)
+
+    spec = doc.get("spec") or {}
+    if not isinstance(spec, Mapping):
+        raise err("spec", "Invalid value: must be a mapping")
+    for key in spec:
+        if key != "preemption":
+            raise err(f"spec.{key}", 'Unsupported value: the known field is "preemption"')
+    out: dict[str, Any] = {}
+    if "preemption" in spec:
+        if not isinstance(spec["preemption"], bool):
+            raise err("spec.preemption", "Invalid value: must be true or false")
+        out["preemption"] = spec["preemption"]
+    return out
 
 
 class _DocError(Exception):
@@ -322,7 +369,9 @@ def _parse_document(doc: Any, number: int, source: str) -> list[ScenarioObject]:
             return _node_pool_objects(doc, number, arrival, duration)
         if info is None:
             raise _DocError(
-                "kind", f'Unsupported value: "{kind}": {api_version} has only kind NodePool'
+                "kind",
+                f'Unsupported value: "{kind}": {api_version} has only kinds NodePool and '
+                "Simulation",
             )
         manifest = copy.deepcopy(doc)
         if namespace is not None:

@@ -8,7 +8,9 @@ scheduler:
 
 * in process, over a ``Cluster`` wrapper that records every API call (verb, group, resource,
   subresource) and every ``Forbidden``: it elects itself leader, schedules a gang, reports an
-  unschedulable gang (PodGroup and pod status, events), renews and releases the Lease. No call
+  unschedulable gang (PodGroup and pod status, events), preempts a low-priority pod for a
+  high-priority one (PodDisruptionBudget informer, ``DisruptionTarget``, ``Preempted`` event,
+  delete, ``nominatedNodeName``), renews and releases the Lease. No call
   is forbidden, and the calls made are exactly the rules granted (each rule is needed);
 * as the Deployment's command line (``workloadbuilder`` + the container args), until
   ``/readyz`` says it is synced and leading, then SIGTERM;
@@ -38,6 +40,7 @@ from typing import Any, TypeVar
 import attrs
 import pytest
 import yaml
+from waits import priority_class_admitted
 
 from scheduler import Scheduler, SchedulerConfig
 from workloadbuilder.api import (
@@ -51,7 +54,7 @@ from workloadbuilder.cluster import ClusterProxy, KubeCluster, ResourceInfo, Wat
 from workloadbuilder.errors import Forbidden, NotFound
 from workloadbuilder.runtime import LeaderElector
 from workloadbuilder.testing import ControlPlane, RestClient
-from workloadbuilder.testing.builders import make_node, make_pod
+from workloadbuilder.testing.builders import make_node, make_pod, make_priority_class
 
 pytestmark = pytest.mark.controlplane
 
@@ -406,10 +409,22 @@ async def test_scheduler_needs_exactly_the_granted_rules(
     rec = RecordingCluster(KubeCluster.from_kubeconfig(deployed.kubeconfig))
     nodes: list[str] = []
     pods: list[str] = []
-    sched = Scheduler(rec, SchedulerConfig(scheduler_name=scheduler_name))
+    # preemption on, as ``workloadbuilder scheduler`` runs it: it reads PodDisruptionBudgets
+    # and deletes its victims
+    sched = Scheduler(rec, SchedulerConfig(scheduler_name=scheduler_name, preemption=True))
     runner: asyncio.Task[None] | None = None
+    classes = [f"{ns}-low", f"{ns}-high"]
     try:
         nodes = await _make_nodes(admin, ns, 2)
+        for cls, value in zip(classes, (10, 1000), strict=True):
+            await admin.create(make_priority_class(cls, value).obj())
+        await admin.create(
+            make_node(f"{ns}-pre")
+            .label(NODE_LABEL, f"{ns}-pre")
+            .resources({"cpu": "1", "memory": "8Gi", "pods": "110"})
+            .obj()
+        )
+        nodes.append(f"{ns}-pre")
         elector = LeaderElector(
             rec, identity=f"{ns}_1", name=scheduler_name, namespace=lease_ns, retry_period=0.2
         )
@@ -425,6 +440,16 @@ async def test_scheduler_needs_exactly_the_granted_rules(
             admin, ns, "too-big", size=2, cpu="16", scheduler_name=scheduler_name, pool=ns
         )
         pods = fits + too_big
+        # a low-priority pod running on the 1-cpu node, a high-priority one that needs it
+        victim = make_pod("victim", ns).priority_class(classes[0]).node_name(f"{ns}-pre")
+        victim_obj = victim.container_name("c").request("cpu", "1").obj()
+        victim_obj["spec"]["terminationGracePeriodSeconds"] = 0  # no kubelet: gone at once
+        await priority_class_admitted(admin, ns, classes[1])
+        await admin.create(victim_obj)
+        hp = make_pod("hp", ns).scheduler_name(scheduler_name).priority_class(classes[1])
+        hp.node_selector(NODE_LABEL, f"{ns}-pre").container_name("c").request("cpu", "1")
+        await admin.create(hp.obj())
+        pods += ["victim", "hp"]
 
         async def done() -> bool:
             assert not runner.done(), runner
@@ -444,6 +469,9 @@ async def test_scheduler_needs_exactly_the_granted_rules(
                 )
                 and all("Scheduled" in events.get(p, ()) for p in fits)
                 and all("FailedScheduling" in events.get(p, ()) for p in too_big)
+                and "victim" not in current
+                and "Preempted" in events.get("victim", ())
+                and current["hp"]["spec"].get("nodeName") == f"{ns}-pre"
             )
 
         await _poll(done)
@@ -466,6 +494,9 @@ async def test_scheduler_needs_exactly_the_granted_rules(
         await sched.stop()
         await rec.close()
         await _cleanup(admin, ns, pods, nodes)
+        for cls in classes:
+            with contextlib.suppress(NotFound):
+                await admin.delete("PriorityClass", cls)
         await admin.close()
 
     assert rec.forbidden == []
@@ -479,7 +510,6 @@ async def test_scheduler_needs_exactly_the_granted_rules(
     [
         ("GET", "/api/v1/namespaces/{ns}/pods/x", None),  # it reads from its informer cache
         ("POST", "/api/v1/namespaces/{ns}/pods", {"apiVersion": "v1", "kind": "Pod"}),
-        ("DELETE", "/api/v1/namespaces/{ns}/pods/x", None),
         ("PATCH", "/api/v1/namespaces/{ns}/pods/x", {"metadata": {"labels": {"a": "b"}}}),
         ("POST", "/api/v1/namespaces/{ns}/pods/x/eviction", {"apiVersion": "policy/v1"}),
         ("PATCH", "/api/v1/nodes/x", {"spec": {"unschedulable": True}}),
@@ -547,7 +577,16 @@ def test_rules_review_shows_the_lease_rules(deployed: Deployed, sa_client: Token
     }
     assert lease_rules == {("create", ()), ("get", (lease,)), ("update", (lease,))}
     verbs = {v for rule in status["resourceRules"] for v in rule["verbs"]}
-    assert not verbs & {"*", "delete", "deletecollection", "escalate", "bind", "impersonate"}
+    assert not verbs & {"*", "deletecollection", "escalate", "bind", "impersonate"}
+    # the one delete: preemption's victims (core pods, nothing else)
+    deletes = {
+        (g, r)
+        for rule in status["resourceRules"]
+        if "delete" in rule["verbs"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+    }
+    assert deletes == {("", "pods")}
 
 
 def _free_port() -> int:

@@ -1003,6 +1003,27 @@ async def test_preemption_high_gang_evicts_low_gang(sides: tuple[Side, Side]) ->
     assert up_left == ours_left == set()
 
 
+def _preemption_said(v: GroupView) -> bool:
+    """The group's condition reports the outcome of its preemption attempt (upstream:
+    ``pod group preemption: ...``; ours: ``preemption would not help ...``)."""
+    return "preemption" in v.message.lower()
+
+
+async def _no_victims(s: Side) -> None:
+    """Wait until no pod of the side is marked ``DisruptionTarget`` and still exists: every
+    victim a scheduler chose has been deleted (victims go at once, grace period 0), so the
+    pods left are final."""
+
+    async def probe() -> bool:
+        for pod in (await s.pods()).values():
+            for c in (pod.get("status") or {}).get("conditions") or ():
+                if c.get("type") == "DisruptionTarget" and c.get("status") == "True":
+                    return False
+        return True
+
+    await _until(probe, f"{s.name}: victims gone")
+
+
 async def _gone(s: Side, prefix: str) -> bool:
     return not await _left(s, prefix)
 
@@ -1044,8 +1065,9 @@ async def test_preemption_not_when_the_quorum_still_does_not_fit(
         await _prio_gang(s, "low", 2, 2, low)
         await _running(s, "low", 2)
         await _prio_gang(s, "high", 6, 6, high)
-        await s.view_when("high", lambda v: _failed(v, "Unschedulable") and v.condition is not None)
-        await asyncio.sleep(2)  # give a wrong preemption time to show
+        # the condition is written after the preemption attempt and says how it ended
+        await s.view_when("high", lambda v: _failed(v, "Unschedulable") and _preemption_said(v))
+        await _no_victims(s)
         return await s.view("high"), await _left(s, "low-")
 
     (up, up_left), (ours, ours_left) = await _both(sides, scenario)
@@ -1073,8 +1095,9 @@ async def test_preemption_policy_never(sides: tuple[Side, Side]) -> None:
         await _prio_gang(s, "low", 4, 4, low)
         await _running(s, "low", 4)
         await _prio_gang(s, "high", 2, 2, never, policy="Never")
-        await s.view_when("high", lambda v: v.condition is not None or v.bound > 0)
-        await asyncio.sleep(3)  # give a wrong preemption time to show
+        # both say in the condition that the group may not preempt ("...Never")
+        await s.view_when("high", lambda v: v.bound > 0 or "Never" in v.message)
+        await _no_victims(s)
         return await s.view("high"), await _left(s, "low-")
 
     (up, up_left), (ours, ours_left) = await _both(sides, scenario)
@@ -1096,8 +1119,11 @@ async def test_preemption_policy_of_group_and_pods_must_agree(sides: tuple[Side,
         await _prio_gang(s, "low", 4, 4, low)
         await _running(s, "low", 4)
         await _prio_gang(s, "high", 2, 2, high, group_cls=never, policy="Never")
-        await s.view_when("high", lambda v: v.condition is not None or v.bound > 0)
-        await asyncio.sleep(3)
+        # a SchedulerError rejects the group before any preemption is considered
+        await s.view_when(
+            "high", lambda v: v.bound > 0 or (v.condition or ("", ""))[1] == "SchedulerError"
+        )
+        await _no_victims(s)
         return await s.view("high"), await _left(s, "low-")
 
     (up, up_left), (ours, ours_left) = await _both(sides, scenario)
@@ -1129,8 +1155,14 @@ async def test_preemption_topology_constrained_gang(sides: tuple[Side, Side]) ->
             pod = make_pod(f"high-{i}", s.namespace).scheduler_name(s.scheduler_name)
             pod.pod_group("high").priority_class(high).request("cpu", "2")
             await s.cluster.create(pod.request("memory", "1Gi").obj())
-        await s.view_when("high", lambda v: v.condition is not None or v.bound > 0)
-        await asyncio.sleep(5)
+        # both free one rack and bind the gang there (recorded in docs/scheduler.md)
+        await s.view_when("high", lambda v: v.bound == 2)
+
+        async def one_rack_left() -> bool:
+            return len(await _left(s, "low-")) == 2
+
+        await _until(one_rack_left, f"{s.name}: one rack's low pods left")
+        await _no_victims(s)
         return await s.view("high"), await _left(s, "low-"), await s.domains("high", rack)
 
     (up, up_left, up_dom), (ours, ours_left, ours_dom) = await _both(sides, scenario)
@@ -1153,7 +1185,7 @@ async def _single_pod_preempts(s: Side, mode: str | None) -> tuple[bool, set[str
         return await s.bound("hp")
 
     await _until(bound, f"{s.name}: hp bound")
-    await asyncio.sleep(2)  # give extra victims time to show
+    await _no_victims(s)  # every victim chosen is gone (none still terminating)
     return await s.bound("hp"), await _left(s, "low-")
 
 
@@ -1180,3 +1212,443 @@ async def test_preemption_single_pod_takes_a_disruption_mode_all_gang_whole(
     print(f"\n== W8 low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
     assert up_b and ours_b
     assert up_left == ours_left == set()
+
+
+# ---- PodDisruptionBudgets (kube-controller-manager's disruption controller writes status) ----
+
+
+@pytest.fixture(scope="module")
+def upstream_kcm_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
+    """A private plane with the upstream kube-scheduler and the disruption controller."""
+    with ControlPlane(
+        bin_dir=control_plane.bin_dir,
+        with_scheduler=True,
+        with_controller_manager=True,
+        controllers=("disruption-controller",),
+    ) as plane:
+        yield plane
+
+
+@pytest.fixture(scope="module")
+def our_kcm_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
+    """A private plane with the disruption controller only: our scheduler runs in process."""
+    with ControlPlane(
+        bin_dir=control_plane.bin_dir,
+        with_controller_manager=True,
+        controllers=("disruption-controller",),
+    ) as plane:
+        yield plane
+
+
+@pytest.fixture
+async def kcm_sides(
+    upstream_kcm_plane: ControlPlane, our_kcm_plane: ControlPlane
+) -> AsyncIterator[tuple[Side, Side]]:
+    """(upstream, ours) on the planes with the disruption controller."""
+    upstream = Side("upstream", upstream_kcm_plane, UPSTREAM)
+    ours = Side("ours", our_kcm_plane, OURS)
+    try:
+        await ours.start_ours()
+        yield upstream, ours
+    finally:
+        await asyncio.gather(upstream.close(), ours.close())
+
+
+async def _labelled_pod(
+    s: Side,
+    name: str,
+    cls: str,
+    labels: dict[str, str],
+    *,
+    group: str | None = None,
+    node: str | None = None,
+) -> None:
+    pod = make_pod(name, s.namespace).scheduler_name(s.scheduler_name).priority_class(cls)
+    pod.labels(labels).request("cpu", "1").request("memory", "1Gi")
+    if group is not None:
+        pod.pod_group(group)
+    if node is not None:
+        pod.node_name(f"{s.namespace}-{node}")
+    obj = pod.obj()
+    obj["spec"]["terminationGracePeriodSeconds"] = 0
+    await s.cluster.create(obj)
+
+
+async def _ready(s: Side, names: list[str]) -> None:
+    """What a kubelet would report for bound pods: Running, Ready, and start times one minute
+    apart in the order given (the oldest first) -- upstream orders victims by start time."""
+    for i, name in enumerate(names):
+        pod = await s.cluster.get("Pod", name, s.namespace)
+        assert isinstance(pod, dict)
+        conds = [c for c in pod["status"].get("conditions") or () if c.get("type") != "Ready"]
+        conds.append({"type": "Ready", "status": "True"})
+        status = {
+            "phase": "Running",
+            "conditions": conds,
+            "startTime": f"2026-01-01T00:{i:02d}:00Z",
+        }
+        await s.cluster.patch("Pod", name, {"status": status}, s.namespace, subresource="status")
+
+
+async def _budget(
+    s: Side, name: str, match: dict[str, str], min_available: int, allowed: int
+) -> None:
+    """A PodDisruptionBudget; waits until the disruption controller reports ``allowed``."""
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": s.namespace},
+        "spec": {"minAvailable": min_available, "selector": {"matchLabels": match}},
+    }
+    await s.cluster.create(pdb)
+
+    async def probe() -> bool:
+        obj = await s.cluster.get("PodDisruptionBudget", name, s.namespace)
+        assert isinstance(obj, dict)
+        st = obj.get("status") or {}
+        return (
+            st.get("observedGeneration") == obj["metadata"].get("generation")
+            and st.get("disruptionsAllowed") == allowed
+            and st.get("currentHealthy") is not None
+        )
+
+    await _until(probe, f"{s.name}: {name} disruptionsAllowed={allowed}")
+
+
+@pytest.mark.controllermanager
+async def test_preemption_pdb_protected_pods_are_reprieved_first(
+    kcm_sides: tuple[Side, Side],
+) -> None:
+    """P1: a 4-cpu node full of a low gang (single mode) started low-0 (oldest) .. low-3.
+    Budget "keep" (minAvailable 2) over low-2, low-3 allows no disruption; budget "spare"
+    (minAvailable 0) over low-0, low-1 allows 2, as the disruption controller reports. A
+    high gang of 2 needs two pods: without budgets the later-started low-2, low-3 would go,
+    with the status ignored (every budget at 0) too; reading disruptionsAllowed, low-0 and
+    low-1 go."""
+
+    async def scenario(s: Side) -> tuple[GroupView, set[str]]:
+        low, high = await _classes(s)
+        await s.node("n1", cpu="4")
+        await s.cluster.create(make_pod_group("low", s.namespace).gang(1).priority_class(low).obj())
+        for i in range(4):
+            tier = "spare" if i < 2 else "keep"
+            await _labelled_pod(s, f"low-{i}", low, {"tier": tier}, group="low")
+        await _running(s, "low", 4)
+        await _ready(s, [f"low-{i}" for i in range(4)])
+        await _budget(s, "keep", {"tier": "keep"}, 2, 0)
+        await _budget(s, "spare", {"tier": "spare"}, 0, 2)
+        await _prio_gang(s, "high", 2, 2, high)
+        v = await s.view_when("high", lambda v: v.bound == 2)
+
+        async def two_left() -> bool:
+            return len(await _left(s, "low-")) == 2
+
+        await _until(two_left, f"{s.name}: two low pods left")
+        return v, await _left(s, "low-")
+
+    (up, up_left), (ours, ours_left) = await _both(kcm_sides, scenario)
+    _report("P1 PDB-protected pods reprieved first", up, ours)
+    print(f"  low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
+    assert up.bound == ours.bound == 2
+    assert up_left == ours_left == {"low-2", "low-3"}
+
+
+@pytest.mark.controllermanager
+async def test_preemption_single_pod_prefers_the_node_without_pdb_violations(
+    kcm_sides: tuple[Side, Side],
+) -> None:
+    """P2: two 1-cpu nodes, each running one low pod; the pod on n1 is protected by a budget
+    allowing no disruption. A high-priority single pod preempts the pod on n2."""
+
+    async def scenario(s: Side) -> tuple[bool, set[str]]:
+        low, high = await _classes(s)
+        await s.node("n1", cpu="1")
+        await s.node("n2", cpu="1")
+        await _labelled_pod(s, "low-a", low, {"tier": "keep"}, node="n1")
+        await _labelled_pod(s, "low-b", low, {"tier": "spare"}, node="n2")
+        await _ready(s, ["low-a", "low-b"])
+        await _budget(s, "keep", {"tier": "keep"}, 1, 0)
+        pod = make_pod("hp", s.namespace).scheduler_name(s.scheduler_name).priority_class(high)
+        await s.cluster.create(pod.request("cpu", "1").request("memory", "1Gi").obj())
+
+        async def bound() -> bool:
+            return await s.bound("hp")
+
+        await _until(bound, f"{s.name}: hp bound")
+        return await s.bound("hp"), await _left(s, "low-")
+
+    (up_b, up_left), (ours_b, ours_left) = await _both(kcm_sides, scenario)
+    print(f"\n== P2 low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
+    assert up_b and ours_b
+    assert up_left == ours_left == {"low-a"}
+
+
+@pytest.mark.controllermanager
+async def test_preemption_pdb_with_an_empty_selector(kcm_sides: tuple[Side, Side]) -> None:
+    """P3: as P1, one budget with the empty selector ``{}`` (minAvailable 2: the disruption
+    controller counts all four pods, allows 2). Whether preemption honours it decides which
+    two low pods go: if it does, low-0 and low-1 (the most important) spend the allowance
+    and the violating low-2, low-3 are reprieved; if not, the later-started low-2, low-3 go.
+    v1.37.2 does not: an empty selector protects nothing from preemption (though the
+    disruption controller counts every pod of the namespace for it)."""
+
+    async def scenario(s: Side) -> set[str]:
+        low, high = await _classes(s)
+        await s.node("n1", cpu="4")
+        await s.cluster.create(make_pod_group("low", s.namespace).gang(1).priority_class(low).obj())
+        for i in range(4):
+            await _labelled_pod(s, f"low-{i}", low, {"app": "low"}, group="low")
+        await _running(s, "low", 4)
+        await _ready(s, [f"low-{i}" for i in range(4)])
+        pdb = {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "all", "namespace": s.namespace},
+            "spec": {"minAvailable": 2, "selector": {}},
+        }
+        await s.cluster.create(pdb)
+
+        async def probe() -> bool:
+            obj = await s.cluster.get("PodDisruptionBudget", "all", s.namespace)
+            assert isinstance(obj, dict)
+            return (obj.get("status") or {}).get("disruptionsAllowed") == 2
+
+        await _until(probe, f"{s.name}: budget counted")
+        await _prio_gang(s, "high", 2, 2, high)
+        await s.view_when("high", lambda v: v.bound == 2)
+
+        async def two_left() -> bool:
+            return len(await _left(s, "low-")) == 2
+
+        await _until(two_left, f"{s.name}: two low pods left")
+        return await _left(s, "low-")
+
+    up_left, ours_left = await _both(kcm_sides, scenario)
+    print(f"\n== P3 low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
+    assert up_left == ours_left == {"low-0", "low-1"}
+
+
+# ---- workload-aware preemption with CompositePodGroup trees -------------------------------
+
+
+async def _prio_tree(
+    s: Side,
+    name: str,
+    children: dict[str, int],
+    cls: str,
+    *,
+    mode: str | None = None,
+    child_mode: str | None = None,
+) -> None:
+    """A CompositePodGroup (minGroupCount = its children) of gang children ``{child:
+    pods}`` (1 cpu each), every level and pod of class ``cls``."""
+    cpg = make_composite_pod_group(name, s.namespace).gang(len(children)).priority_class(cls)
+    if mode is not None:
+        cpg.disruption_mode(mode)
+    await s.cluster.create(cpg.obj())
+    for child, size in children.items():
+        pg = make_pod_group(child, s.namespace).parent(name).workload_ref(name, child)
+        pg.gang(size).priority_class(cls)
+        if child_mode is not None:
+            pg.disruption_mode(child_mode)
+        await s.cluster.create(pg.obj())
+        for i in range(size):
+            pod = make_pod(f"{child}-{i}", s.namespace).scheduler_name(s.scheduler_name)
+            pod.pod_group(child).priority_class(cls).request("cpu", "1").request("memory", "1Gi")
+            obj = pod.obj()
+            obj["spec"]["terminationGracePeriodSeconds"] = 0
+            await s.cluster.create(obj)
+
+
+async def _bound_prefix(s: Side, prefix: str) -> int:
+    return sum(
+        1 for n, p in (await s.pods()).items() if n.startswith(prefix) and p["spec"].get("nodeName")
+    )
+
+
+async def test_preemption_composite_tree_preemptor(sides: tuple[Side, Side]) -> None:
+    """CW1: a 4-cpu node full of a low gang (disruptionMode all); a high CompositePodGroup
+    (minGroupCount 2) of two 1-pod gangs. v1.37.2 preempts for the tree: the low gang goes,
+    both children bind."""
+
+    async def scenario(s: Side) -> set[str]:
+        low, high = await _classes(s)
+        await s.node("n1", cpu="4")
+        await _prio_gang(s, "low", 4, 4, low, mode="all")
+        await _running(s, "low", 4)
+        await _prio_tree(s, "t", {"t-a": 1, "t-b": 1}, high)
+
+        async def both() -> bool:
+            return await _bound_prefix(s, "t-") == 2
+
+        await _until(both, f"{s.name}: the tree bound")
+        return await _left(s, "low-")
+
+    up_left, ours_left = await _both(sides, scenario)
+    print(f"\n== CW1 low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
+    assert up_left == ours_left == set()
+
+
+async def test_preemption_composite_tree_takes_the_fewest_pods(sides: tuple[Side, Side]) -> None:
+    """CW2: the same with the low gang single (minCount 1): two low pods go."""
+
+    async def scenario(s: Side) -> set[str]:
+        low, high = await _classes(s)
+        await s.node("n1", cpu="4")
+        await _prio_gang(s, "low", 4, 1, low)
+        await _running(s, "low", 4)
+        await _prio_tree(s, "t", {"t-a": 1, "t-b": 1}, high)
+
+        async def both() -> bool:
+            return await _bound_prefix(s, "t-") == 2
+
+        await _until(both, f"{s.name}: the tree bound")
+
+        async def two_left() -> bool:
+            return len(await _left(s, "low-")) == 2
+
+        await _until(two_left, f"{s.name}: two low pods left")
+        return await _left(s, "low-")
+
+    up_left, ours_left = await _both(sides, scenario)
+    print(f"\n== CW2 low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
+    assert len(up_left) == len(ours_left) == 2
+
+
+async def test_preemption_composite_victim_unit(sides: tuple[Side, Side]) -> None:
+    """CW3: a low CompositePodGroup with disruptionMode all (its two 2-pod leaves single)
+    fills a 4-cpu node; a high gang of 1 pod preempts. The unit is the highest ancestor
+    with all: the whole tree goes."""
+
+    async def scenario(s: Side) -> set[str]:
+        low, high = await _classes(s)
+        await s.node("n1", cpu="4")
+        await _prio_tree(s, "lt", {"lt-a": 2, "lt-b": 2}, low, mode="all")
+
+        async def placed() -> bool:
+            return await _bound_prefix(s, "lt-") == 4
+
+        await _until(placed, f"{s.name}: the low tree bound")
+        await _prio_gang(s, "high", 1, 1, high)
+        await s.view_when("high", lambda v: v.bound == 1)
+        return await _left(s, "lt-")
+
+    up_left, ours_left = await _both(sides, scenario)
+    print(f"\n== CW3 low tree pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
+    assert up_left == ours_left == set()
+
+
+@pytest.mark.controllermanager
+async def test_preemption_pdb_makes_a_disruption_mode_all_unit_violating(
+    kcm_sides: tuple[Side, Side],
+) -> None:
+    """P4: two low gangs of 2 (disruptionMode all) fill a 4-cpu node, "a" started before
+    "b"; a budget allowing no disruption protects one pod of "b". Without it the less
+    important "b" (same priority and size, started later) would go; with it "b" is a
+    violating unit as a whole, reprieved first, and "a" goes."""
+
+    async def scenario(s: Side) -> tuple[set[str], set[str]]:
+        low, high = await _classes(s)
+        await s.node("n1", cpu="4")
+        for name, labels in (("a", [{}, {}]), ("b", [{}, {"tier": "keep"}])):
+            pg = make_pod_group(name, s.namespace).gang(2).priority_class(low)
+            await s.cluster.create(pg.disruption_mode("all").obj())
+            for i, lab in enumerate(labels):
+                await _labelled_pod(s, f"{name}-{i}", low, lab or {"app": name}, group=name)
+            await _running(s, name, 2)
+        await _ready(s, ["a-0", "a-1", "b-0", "b-1"])
+        await _budget(s, "keep", {"tier": "keep"}, 1, 0)
+        await _prio_gang(s, "high", 2, 2, high)
+        await s.view_when("high", lambda v: v.bound == 2)
+        await _no_victims(s)
+        return await _left(s, "a-"), await _left(s, "b-")
+
+    (up_a, up_b), (ours_a, ours_b) = await _both(kcm_sides, scenario)
+    print(
+        f"\n== P4 left: upstream a={sorted(up_a)} b={sorted(up_b)} "
+        f"ours a={sorted(ours_a)} b={sorted(ours_b)}"
+    )
+    assert up_a == ours_a == set()
+    assert up_b == ours_b == {"b-0", "b-1"}
+
+
+async def test_preemption_single_pod_node_choice_by_offset_sum(sides: tuple[Side, Side]) -> None:
+    """W9: node a runs victims of priority 5, 0, 0 (1 cpu each), node b two of priority 5
+    (1.5 cpu each); a 3-cpu high pod needs a whole node. Equal highest priority; upstream
+    sums priorities offset by 2^31 per pod, so b's two victims cost less than a's three."""
+
+    async def scenario(s: Side) -> tuple[str, set[str]]:
+        five = await s.priority_class("five", 5)
+        zero = await s.priority_class("zero", 0)
+        high = await s.priority_class("high", 1000)
+        await s.node("a", cpu="3")
+        await s.node("b", cpu="3")
+        for name, cls, cpu, node in (
+            ("a-5", five, "1", "a"),
+            ("a-0", zero, "1", "a"),
+            ("a-0b", zero, "1", "a"),
+            ("b-5", five, "1500m", "b"),
+            ("b-5b", five, "1500m", "b"),
+        ):
+            pod = make_pod(name, s.namespace).priority_class(cls).node_name(f"{s.namespace}-{node}")
+            obj = pod.request("cpu", cpu).request("memory", "1Gi").obj()
+            obj["spec"]["terminationGracePeriodSeconds"] = 0
+            await s.cluster.create(obj)
+        pod = make_pod("hp", s.namespace).scheduler_name(s.scheduler_name).priority_class(high)
+        await s.cluster.create(pod.request("cpu", "3").request("memory", "1Gi").obj())
+
+        async def bound() -> str | None:
+            p = await s.cluster.get("Pod", "hp", s.namespace)
+            assert isinstance(p, dict)
+            return p["spec"].get("nodeName")
+
+        node = await _until(bound, f"{s.name}: hp bound")
+        await _no_victims(s)
+        return str(node).removeprefix(f"{s.namespace}-"), await _left(s, "a-")
+
+    (up_node, up_a), (ours_node, ours_a) = await _both(sides, scenario)
+    print(f"\n== W9 hp on: upstream={up_node} ours={ours_node}; a left {sorted(up_a)}")
+    assert up_node == ours_node == "b"
+    assert up_a == ours_a == {"a-5", "a-0", "a-0b"}
+
+
+async def test_preemption_topology_constrained_composite_tree(sides: tuple[Side, Side]) -> None:
+    """CW4: two racks of one 4-cpu node, each full of two low-priority 2-cpu pods; a high
+    CompositePodGroup constrained to one rack, of two 1-pod gangs (2 cpu each). Both free
+    one rack and bind the tree there."""
+    rack = "topology.kubernetes.io/rack"
+
+    async def scenario(s: Side) -> tuple[int, set[str], set[str]]:
+        low, high = await _classes(s)
+        for r in ("r1", "r2"):
+            await s.node(f"{r}-n", cpu="4", labels={rack: r})
+            for i in range(2):
+                pod = make_pod(f"low-{r}-{i}", s.namespace).priority_class(low)
+                pod.node_name(f"{s.namespace}-{r}-n").request("cpu", "2")
+                obj = pod.request("memory", "1Gi").obj()
+                obj["spec"]["terminationGracePeriodSeconds"] = 0
+                await s.cluster.create(obj)
+        cpg = make_composite_pod_group("t", s.namespace).gang(2).priority_class(high).topology(rack)
+        await s.cluster.create(cpg.obj())
+        for child in ("t-a", "t-b"):
+            pg = make_pod_group(child, s.namespace).parent("t").workload_ref("t", child)
+            await s.cluster.create(pg.gang(1).priority_class(high).obj())
+            pod = make_pod(f"{child}-0", s.namespace).scheduler_name(s.scheduler_name)
+            pod.pod_group(child).priority_class(high).request("cpu", "2")
+            await s.cluster.create(pod.request("memory", "1Gi").obj())
+
+        async def both() -> bool:
+            return await _bound_prefix(s, "t-") == 2
+
+        await _until(both, f"{s.name}: the tree bound")
+        await _no_victims(s)
+        racks = {**await s.domains("t-a", rack), **await s.domains("t-b", rack)}
+        return await _bound_prefix(s, "t-"), await _left(s, "low-"), set(racks.values())
+
+    (ub, uleft, uracks), (ob, oleft, oracks) = await _both(sides, scenario)
+    print(
+        f"\n== CW4 upstream left={sorted(uleft)} racks={uracks}; ours left={sorted(oleft)} {oracks}"
+    )
+    assert ub == ob == 2
+    assert len(uleft) == len(oleft) == 2
+    assert len(uracks) == len(oracks) == 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 from sched_helpers import Env
 from waits import priority_class_admitted
 
@@ -18,7 +19,12 @@ from scheduler._plugins import default_framework
 from scheduler.cli import explain_report, render_explain
 from workloadbuilder.api import PodGroup, from_dict
 from workloadbuilder.runtime import ManualClock
-from workloadbuilder.testing.builders import make_pod, make_pod_group, make_priority_class
+from workloadbuilder.testing.builders import (
+    make_composite_pod_group,
+    make_pod,
+    make_pod_group,
+    make_priority_class,
+)
 
 
 async def _group(
@@ -51,6 +57,7 @@ async def _pod(
     priority_class: str | None = None,
     node: str | None = None,
     finalizer: bool = False,
+    labels: dict[str, str] | None = None,
 ) -> None:
     pod = make_pod(name, env.namespace).scheduler_name(env.scheduler_name)
     pod.request("cpu", cpu).request("memory", "1Gi")
@@ -61,6 +68,8 @@ async def _pod(
     if node:
         pod.node_name(node)
     obj = pod.obj()
+    if labels:
+        obj["metadata"].setdefault("labels", {}).update(labels)
     # no kubelet: a victim must go at once (as in upstream's integration tests)
     obj["spec"]["terminationGracePeriodSeconds"] = 0
     if finalizer:
@@ -490,3 +499,466 @@ async def test_single_pod_preempts_a_disruption_mode_all_gang_whole(env: Env) ->
 
     await env.until(s, done)
     assert await _names(env, "low-") == set()  # a pod of an `all` group goes with its group
+
+
+# ---- PodDisruptionBudgets ------------------------------------------------------------------
+
+
+async def _pdb(
+    env: Env, s: Scheduler, name: str, match: dict[str, str], allowed: int | None = None
+) -> None:
+    """A PodDisruptionBudget over ``match``; ``allowed``: its ``status.disruptionsAllowed``
+    as the disruption controller would write it (no status: 0). Waits until ``s`` sees it."""
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": env.namespace},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": match}},
+    }
+    await env.cluster.create(pdb)
+    if allowed is not None:
+        status = {
+            "disruptionsAllowed": allowed,
+            "currentHealthy": allowed + 1,
+            "desiredHealthy": 1,
+            "expectedPods": allowed + 1,
+        }
+        await env.cluster.patch(
+            "PodDisruptionBudget", name, {"status": status}, env.namespace, subresource="status"
+        )
+    want = 0 if allowed is None else allowed
+
+    def seen() -> bool:
+        b = s.cache.budgets.get((env.namespace, name))
+        return b is not None and b.allowed == want
+
+    await env.seen(s, seen)
+
+
+async def _labelled_gang(
+    env: Env,
+    s: Scheduler,
+    name: str,
+    labels: list[dict[str, str]],
+    *,
+    min_count: int = 1,
+    priority_class: str,
+    mode: str | None = None,
+) -> None:
+    """A running gang, pod ``i`` labelled ``labels[i]`` (created in order: older first)."""
+    await _group(env, name, min_count, priority_class=priority_class, mode=mode)
+    for i, lab in enumerate(labels):
+        await _pod(env, f"{name}-{i}", name, priority_class=priority_class, labels=lab)
+    size = len(labels)
+
+    async def placed() -> bool:
+        return await _bound(env, f"{name}-") == size
+
+    await env.until(s, placed)
+
+
+async def test_pdb_protected_pods_are_reprieved_first(env: Env) -> None:
+    """Without the budget the later-started low-2 and low-3 would go (as in
+    test_single_mode_victims_are_the_later_started_pods); the budget (no status: no
+    disruption allowed) protects them, so the older, unprotected low-0 and low-1 go."""
+    low, high = await _prio(env)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    keep = {"budget": "keep"}
+    await _labelled_gang(env, s, "low", [{}, {}, keep, keep], priority_class=low)
+    await _pdb(env, s, "keep", keep)
+    await _gang(env, "high", 2, priority_class=high)
+
+    async def done() -> bool:
+        return await _bound(env, "high-") == 2
+
+    await env.until(s, done)
+    assert await _names(env, "low-") == {"low-2", "low-3"}
+
+
+async def test_pdb_disruptions_allowed_are_spent_in_importance_order(env: Env) -> None:
+    """One budget over all four pods allowing 2 disruptions: the two most important (the
+    older low-0, low-1) use the allowance, low-2 and low-3 would violate it and are reprieved
+    first: low-0 and low-1 are preempted."""
+    low, high = await _prio(env)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    app = {"app": "low"}
+    await _labelled_gang(env, s, "low", [app] * 4, priority_class=low)
+    await _pdb(env, s, "app", app, allowed=2)
+    await _gang(env, "high", 2, priority_class=high)
+
+    async def done() -> bool:
+        return await _bound(env, "high-") == 2
+
+    await env.until(s, done)
+    assert await _names(env, "low-") == {"low-2", "low-3"}
+
+
+async def test_pdb_is_a_preference_not_a_guarantee(env: Env) -> None:
+    """A gang that needs every low pod preempts the protected ones too."""
+    low, high = await _prio(env)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    keep = {"budget": "keep"}
+    await _labelled_gang(env, s, "low", [keep] * 4, priority_class=low)
+    await _pdb(env, s, "keep", keep)
+    await _gang(env, "high", 4, priority_class=high)
+
+    async def done() -> bool:
+        return await _bound(env, "high-") == 4
+
+    await env.until(s, done)
+    assert await _names(env, "low-") == set()
+
+
+async def test_pdb_makes_a_whole_disruption_mode_all_unit_violating(env: Env) -> None:
+    """Two equal low gangs (disruptionMode all) of 2: the older one is more important, so
+    without budgets the newer one ("b") goes; one protected pod in "b" makes the whole unit
+    violating, so "a" goes instead."""
+    low, high = await _prio(env)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    keep = {"budget": "keep"}
+    await _labelled_gang(env, s, "a", [{}, {}], min_count=2, priority_class=low, mode="all")
+    await _labelled_gang(env, s, "b", [{}, keep], min_count=2, priority_class=low, mode="all")
+    await _pdb(env, s, "keep", keep)
+    await _gang(env, "high", 2, priority_class=high)
+
+    async def done() -> bool:
+        return await _bound(env, "high-") == 2
+
+    await env.until(s, done)
+    assert await _names(env, "a-") == set()
+    assert await _names(env, "b-") == {"b-0", "b-1"}
+
+
+async def test_single_pod_prefers_the_node_without_pdb_violations(env: Env) -> None:
+    """Two 1-cpu nodes, each full with one low pod; the one on the first node is protected:
+    a high-priority pod preempts the other (without the budget the first node would win the
+    tie)."""
+    low, high = await _prio(env)
+    n1 = await env.node("a", cpu="1")
+    n2 = await env.node("b", cpu="1")
+    s = env.scheduler(preemption=True)
+    keep = {"budget": "keep"}
+    await _pod(env, "low-a", priority_class=low, node=n1, labels=keep)
+    await _pod(env, "low-b", priority_class=low, node=n2, labels={"budget": "other"})
+    await s.sync()
+    await _pdb(env, s, "keep", keep)
+    await _pod(env, "hp", priority_class=high)
+
+    async def done() -> bool:
+        return bool(await env.bound("hp"))
+
+    await env.until(s, done)
+    assert await _names(env, "low-") == {"low-a"}
+    assert await env.bound("hp") == {"hp": n2}
+
+
+def test_budget_violation_split_follows_upstream_rules() -> None:
+    """The classification alone: namespaces, empty selectors, ``disruptedPods``, unlabelled
+    pods, and a unit counted once per violating pod."""
+    from scheduler._pdb import disruption_budget, split_by_budget_violation
+
+    @attrs.frozen
+    class P:
+        namespace: str
+        name: str
+        labels: dict[str, str]
+
+    @attrs.frozen
+    class U:
+        pods: tuple[P, ...]
+
+    def pdb(name: str, sel: Any, allowed: int = 0, disrupted: tuple[str, ...] = ()) -> Any:
+        return disruption_budget(
+            {
+                "metadata": {"name": name, "namespace": "ns"},
+                "spec": {"selector": sel},
+                "status": {
+                    "disruptionsAllowed": allowed,
+                    "disruptedPods": dict.fromkeys(disrupted, "t"),
+                },
+            }
+        )
+
+    a = {"app": "a"}
+    u1 = U((P("ns", "p1", a),))
+    u2 = U((P("ns", "p2", a), P("ns", "p3", a)))
+    u3 = U((P("other", "p4", a),))  # another namespace
+    u4 = U((P("ns", "p5", {}),))  # no labels: never violating
+    budgets = [pdb("b", {"matchLabels": a}, allowed=1)]
+    violating, fine = split_by_budget_violation([u1, u2, u3, u4], budgets)
+    assert violating == [(u2, 2)]
+    assert fine == [u1, u3, u4]
+    # a pod already in disruptedPods is not counted again
+    budgets = [pdb("b", {"matchLabels": a}, allowed=0, disrupted=("p1",))]
+    assert split_by_budget_violation([u1], budgets) == ([], [u1])
+    # empty and invalid selectors select nothing
+    for sel in ({}, None, {"matchExpressions": [{"key": "app", "operator": "Bogus"}]}):
+        assert split_by_budget_violation([u1], [pdb("e", sel)]) == ([], [u1])
+    expr = {"matchExpressions": [{"key": "app", "operator": "In", "values": ["a", "b"]}]}
+    assert split_by_budget_violation([u1], [pdb("x", expr)]) == ([(u1, 1)], [])
+
+
+# ---- CompositePodGroup trees ----------------------------------------------------------------
+
+
+async def _tree(
+    env: Env,
+    name: str,
+    children: dict[str, tuple[int, str]],
+    *,
+    priority_class: str,
+    min_group_count: int | None = None,
+    mode: str | None = None,
+    topology: str | None = None,
+    child_mode: str | None = None,
+) -> None:
+    """A CompositePodGroup ``name`` of gang children ``{child: (pods, cpu)}`` (minCount =
+    pods), every level and pod of ``priority_class``."""
+    cpg = make_composite_pod_group(name, env.namespace)
+    cpg.gang(min_group_count or len(children)).priority_class(priority_class)
+    if mode:
+        cpg.disruption_mode(mode)
+    if topology:
+        cpg.topology(topology)
+    await env.cluster.create(cpg.obj())
+    for child, (size, cpu) in children.items():
+        pg = make_pod_group(child, env.namespace).parent(name).workload_ref(name, child)
+        pg.gang(size).priority_class(priority_class)
+        if child_mode:
+            pg.disruption_mode(child_mode)
+        await env.cluster.create(pg.obj())
+        for i in range(size):
+            await _pod(env, f"{child}-{i}", child, cpu=cpu, priority_class=priority_class)
+
+
+async def test_composite_tree_preempts_a_lower_priority_gang(env: Env) -> None:
+    """kube-scheduler v1.37.2 preempts for a root CompositePodGroup whose cycle failed (see
+    the parity test CW1): the low gang (disruptionMode all) goes, both children bind."""
+    low, high = await _prio(env)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    await _run_low(env, s, "low", 4, priority_class=low, mode="all")
+    await _tree(env, "t", {"t-a": (1, "1"), "t-b": (1, "1")}, priority_class=high)
+
+    async def done() -> bool:
+        return await _bound(env, "t-") == 2
+
+    await env.until(s, done)
+    assert await _names(env, "low-") == set()
+
+
+async def test_composite_tree_takes_the_fewest_single_pods(env: Env) -> None:
+    low, high = await _prio(env)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    await _run_low(env, s, "low", 4, min_count=1, priority_class=low)
+    await _tree(env, "t", {"t-a": (1, "1"), "t-b": (1, "1")}, priority_class=high)
+
+    async def done() -> bool:
+        return await _bound(env, "t-") == 2
+
+    await env.until(s, done)
+    assert await _names(env, "low-") == {"low-0", "low-1"}  # the later-started two went
+
+
+async def test_composite_tree_with_disruption_mode_all_is_one_victim_unit(env: Env) -> None:
+    """A low tree whose root says ``disruptionMode: all`` (its leaves single) goes whole
+    for a high gang that needs one cpu; without ``all`` on the root one pod would do."""
+    low, high = await _prio(env)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    await _tree(env, "lt", {"lt-a": (2, "1"), "lt-b": (2, "1")}, priority_class=low, mode="all")
+
+    async def placed() -> bool:
+        return await _bound(env, "lt-") == 4
+
+    await env.until(s, placed)
+    await _gang(env, "high", 1, priority_class=high)
+
+    async def done() -> bool:
+        return await _bound(env, "high-") == 1
+
+    await env.until(s, done)
+    assert await _names(env, "lt-") == set()
+
+
+async def test_composite_tree_leaf_all_is_the_unit_below_a_single_root(env: Env) -> None:
+    """The leaves say ``all``, the root nothing: each leaf is a unit; one leaf (2 pods)
+    goes for a high gang of 1."""
+    low, high = await _prio(env)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    await _tree(
+        env, "lt", {"lt-a": (2, "1"), "lt-b": (2, "1")}, priority_class=low, child_mode="all"
+    )
+
+    async def placed() -> bool:
+        return await _bound(env, "lt-") == 4
+
+    await env.until(s, placed)
+    await _gang(env, "high", 1, priority_class=high)
+
+    async def done() -> bool:
+        return await _bound(env, "high-") == 1
+
+    await env.until(s, done)
+    left = await _names(env, "lt-")
+    assert left in ({"lt-a-0", "lt-a-1"}, {"lt-b-0", "lt-b-1"})
+
+
+async def test_composite_tree_with_topology_frees_one_domain(env: Env) -> None:
+    """r1: one mid-priority 4-cpu pod (1 unit); r2: two low 2-cpu pods (2 units); a
+    rack-constrained high tree of two children (1 x 2 cpu each) frees r1, the cheaper domain
+    in units (topology-aware choice)."""
+    mid = await env.priority_class("mid", 500)
+    low, high = await _prio(env)
+    n1 = await env.node("r1-n", cpu="4", labels={RACK: "r1"})
+    n2 = await env.node("r2-n", cpu="4", labels={RACK: "r2"})
+    await _pod(env, "v-r1", cpu="4", priority_class=mid, node=n1)
+    await _pod(env, "v-r2-0", cpu="2", priority_class=low, node=n2)
+    await _pod(env, "v-r2-1", cpu="2", priority_class=low, node=n2)
+    s = env.scheduler(preemption=True)
+    await _tree(env, "t", {"t-a": (1, "2"), "t-b": (1, "2")}, priority_class=high, topology=RACK)
+
+    async def done() -> bool:
+        return await _bound(env, "t-") == 2
+
+    await env.until(s, done)
+    assert await _names(env, "v-") == {"v-r2-0", "v-r2-1"}
+    assert set((await env.bound("t-")).values()) == {n1}
+
+
+async def test_composite_tree_preemption_policy_never(env: Env) -> None:
+    low, _ = await _prio(env)
+    never = await _never_class(env, "high-never", 1000)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    await _run_low(env, s, "low", 4, priority_class=low)
+    cpg = make_composite_pod_group("t", env.namespace).gang(1).priority_class(never).obj()
+    cpg["spec"]["preemptionPolicy"] = "Never"
+    await env.cluster.create(cpg)
+    pg = make_pod_group("t-a", env.namespace).parent("t").workload_ref("t", "t-a")
+    await env.cluster.create(pg.gang(1).priority_class(never).preemption_policy("Never").obj())
+    await _pod(env, "t-a-0", "t-a", priority_class=never)
+
+    async def written() -> bool:
+        return "preemptionPolicy Never" in s.explanations.get((env.namespace, "t"), "")
+
+    await env.until(s, written)
+    assert await _bound(env, "low-") == 4
+
+
+async def test_single_pod_preemption_metrics(mem_env: tuple[Env, ManualClock]) -> None:
+    """Upstream's pod-level metrics: ``scheduler_preemption_attempts_total`` counts every
+    preemption attempt of a pod that fits nowhere (eligible or not),
+    ``scheduler_preemption_victims`` the pods chosen per preemption."""
+    from scheduler._metrics import PREEMPTION_ATTEMPTS, REGISTRY
+
+    env, clock = mem_env
+    low, high = await _prio(env)
+    never = await _never_class(env, "high-never", 1000)
+    node = await env.node("a", cpu="2")
+    s = env.scheduler(clock=clock, preemption=True)
+    await _pod(env, "v0", priority_class=low, node=node)
+    await _pod(env, "v1", priority_class=low, node=node)
+    attempts = PREEMPTION_ATTEMPTS._value.get()
+    victims = REGISTRY.get_sample_value("scheduler_preemption_victims_sum") or 0.0
+    count = REGISTRY.get_sample_value("scheduler_preemption_victims_count") or 0.0
+    await _pod(env, "nope", cpu="2", priority_class=never)
+    await s.until_idle()
+    assert PREEMPTION_ATTEMPTS._value.get() == attempts + 1  # not eligible: still counted
+    assert REGISTRY.get_sample_value("scheduler_preemption_victims_count") == count
+    await _pod(env, "hp", cpu="2", priority_class=high)
+    await s.until_idle()
+    assert PREEMPTION_ATTEMPTS._value.get() >= attempts + 2
+    assert REGISTRY.get_sample_value("scheduler_preemption_victims_count") == count + 1
+    assert REGISTRY.get_sample_value("scheduler_preemption_victims_sum") == victims + 2
+
+
+async def test_composite_tree_waits_for_its_victims_and_nominates(env: Env) -> None:
+    """A tree's preemption marks and deletes the victim, nominates the tree's pods, and
+    the tree waits (no new preemption) while the victim terminates; every level's condition
+    and ``explain podgroup`` say so."""
+    low, high = await _prio(env)
+    node = await env.node("a", cpu="2")
+    s = env.scheduler(preemption=True)
+    await _pod(env, "victim", cpu="2", priority_class=low, node=node, finalizer=True)
+    await _tree(env, "t", {"t-a": (1, "1"), "t-b": (1, "1")}, priority_class=high)
+    await s.until_idle()
+    await env.seen(
+        s, lambda: bool((p := s.cache.pods.get((env.namespace, "victim"))) and p.deleting)
+    )
+    pods = await env.pods()
+    assert {pods[n]["status"].get("nominatedNodeName") for n in ("t-a-0", "t-b-0")} == {node}
+
+    async def waiting() -> bool:
+        return "waiting for 1 victim to terminate" in s.explanations.get((env.namespace, "t"), "")
+
+    await env.until(s, waiting)
+
+    async def leaf_says() -> bool:
+        cond = await env.group_condition("t-a")
+        return cond is not None and "waiting for 1 victim" in (cond.message or "")
+
+    await env.until(s, leaf_says)
+    report = await explain_report(env.cluster, "t-a", env.namespace)
+    assert report["preemption"] == "waiting for 1 victim to terminate"
+    assert await _bound(env, "t-") == 0
+    await env.cluster.patch("Pod", "victim", {"metadata": {"finalizers": None}}, env.namespace)
+
+    async def done() -> bool:
+        return await _bound(env, "t-") == 2
+
+    await env.until(s, done)
+
+
+async def test_single_pod_sum_of_priorities_counts_every_victim(env: Env) -> None:
+    """Upstream sums victim priorities offset by 2^31 each: node a's victims (5, 0, 0) sum
+    higher than node b's (5, 5), so b is chosen (a plain sum would pick a)."""
+    five = await env.priority_class("five", 5)
+    zero = await env.priority_class("zero", 0)
+    high = await env.priority_class("high", 1000)
+    a = await env.node("a", cpu="3")
+    b = await env.node("b", cpu="3")
+    s = env.scheduler(preemption=True)
+    await _pod(env, "a-5", priority_class=five, node=a)
+    await _pod(env, "a-0", priority_class=zero, node=a)
+    await _pod(env, "a-0b", priority_class=zero, node=a)
+    await _pod(env, "b-5", cpu="1500m", priority_class=five, node=b)
+    await _pod(env, "b-5b", cpu="1500m", priority_class=five, node=b)
+    await _pod(env, "hp", cpu="3", priority_class=high)
+
+    async def done() -> bool:
+        return bool(await env.bound("hp"))
+
+    await env.until(s, done)
+    assert await env.bound("hp") == {"hp": b}
+    assert await _names(env, "a-") == {"a-5", "a-0", "a-0b"}
+
+
+async def test_single_pod_prefers_the_node_whose_victims_started_latest(
+    mem_env: tuple[Env, ManualClock],
+) -> None:
+    """Everything else equal, upstream takes the node whose highest-priority victims started
+    latest (the least work lost): the pod on b started later, so b goes (without the rule
+    the first node, a, would)."""
+    env, clock = mem_env
+    low, high = await _prio(env)
+    a = await env.node("a", cpu="1")
+    b = await env.node("b", cpu="1")
+    s = env.scheduler(clock=clock, preemption=True)
+    await _pod(env, "low-a", priority_class=low, node=a)
+    await s.sync()
+    clock.advance(60)
+    await _pod(env, "low-b", priority_class=low, node=b)
+    await s.sync()
+    await _pod(env, "hp", priority_class=high)
+    await s.until_idle()
+    clock.advance(30)
+    await s.until_idle()
+    assert await env.bound("hp") == {"hp": b}
+    assert await _names(env, "low-") == {"low-a"}

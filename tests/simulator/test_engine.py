@@ -213,8 +213,15 @@ async def test_jobset_and_lws_pods_join_their_groups() -> None:
     assert result.violations == ()
 
 
-async def test_priority_orders_waiting_gangs() -> None:
-    prio = scenario(
+NO_PREEMPTION = (
+    "apiVersion: sim.workloadbuilder.io/v1alpha1\nkind: Simulation\nmetadata: {name: options}\n"
+    "spec: {preemption: false}\n"
+)
+
+
+def _priority_scenario(*extra: str) -> str:
+    return scenario(
+        *extra,
         "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\n"
         "value: 1000\n",
         nodes(2, "4"),
@@ -224,10 +231,46 @@ async def test_priority_orders_waiting_gangs() -> None:
         .replace("containers:", "priorityClassName: high\n  containers:")
         .replace("schedulingPolicy:", "priorityClassName: high\n  schedulingPolicy:"),
     )
-    result = await run(prio)
+
+
+async def test_priority_orders_waiting_gangs() -> None:
+    # the queue order of waiting gangs: with preemption off (the scenario option), "high"
+    # waits for "fill" like "low" does, and goes first
+    result = await run(_priority_scenario(NO_PREEMPTION))
     assert group(result, "high").priority == 1000
     assert group(result, "high").scheduled_at == 60.0
     assert group(result, "low").scheduled_at == 120.0
+    assert result.preemptions == ()
+
+
+async def test_high_priority_gang_preempts_with_preemption_on() -> None:
+    # the default (as `workloadbuilder scheduler` runs): "high" preempts the lower-priority
+    # "fill" when it arrives and starts after its backoff; fill's pods are the scenario's
+    # own (no controller), so they are gone; "low" starts when "high" is done
+    result = await run(_priority_scenario())
+    high, fill = group(result, "high"), group(result, "fill")
+    assert high.scheduled_at == 21.0
+    assert fill.preempted_at == (20.0,)
+    assert group(result, "low").scheduled_at == 81.0
+    (p,) = result.preemptions
+    assert (p.at, p.preemptor.kind, p.preemptor.name, p.priority) == (
+        20.0,
+        "PodGroup",
+        "high",
+        1000,
+    )
+    assert sorted((v.kind, v.name, v.pods, v.priority) for v in p.victims) == [
+        ("Pod", "fill-0", 1, 0),
+        ("Pod", "fill-1", 1, 0),
+    ]
+    assert result.violations == ()
+    js = result.to_json()
+    assert js["preemptions"][0]["preemptor"] == {
+        "kind": "PodGroup",
+        "namespace": "default",
+        "name": "high",
+    }
+    assert {g["name"]: g["preemptedAt"] for g in js["podGroups"]}["fill"] == [20.0]
 
 
 async def test_invariant_violation_is_reported(tmp_path: Path) -> None:
