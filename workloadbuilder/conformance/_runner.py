@@ -14,15 +14,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import dataclasses
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from workloadbuilder.api import to_dict
 from workloadbuilder.cluster import Cluster
+from workloadbuilder.conformance._base import (
+    RUN_LABEL,
+    TAINT_KEY,
+    WITNESS_TAINT_KEY,
+    Progress,
+    Result,
+    RuleResult,
+)
+from workloadbuilder.conformance._base import Failed as _Failed
+from workloadbuilder.conformance._integration import SampleScenario
 from workloadbuilder.conformance._rules import UPSTREAM_SCHEDULER, Rule
+from workloadbuilder.conformance._samples import IntegrationSample
 from workloadbuilder.errors import Forbidden, NotFound, WorkloadBuilderError
 from workloadbuilder.testing.builders import (
     make_composite_pod_group,
@@ -40,37 +50,6 @@ __all__ = [
     "Progress",
     "RuleResult",
 ]
-
-#: the taint on every fake Node (value: the run id); only the suite's pods tolerate it
-TAINT_KEY = "conformance.workloadbuilder.io/run"
-#: an extra taint on the witness Node: only the witness pods (``settle``) go there
-WITNESS_TAINT_KEY = "conformance.workloadbuilder.io/witness"
-#: the label on every object the suite creates (value: the run id)
-RUN_LABEL = "conformance.workloadbuilder.io/run"
-
-Result = Literal["pass", "fail", "skip"]
-#: ``progress(rule, None)`` when a rule starts, ``progress(rule, result)`` when it ends
-Progress = Callable[[Rule, "RuleResult | None"], None]
-
-
-@dataclasses.dataclass(frozen=True)
-class RuleResult:
-    """The result of one rule: ``pass``, ``fail`` or ``skip`` (the message says why)."""
-
-    rule: str
-    feature: str
-    result: Result
-    seconds: float
-    message: str
-    extension: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return dataclasses.asdict(self)
-
-
-class _Failed(Exception):
-    """A rule's outcome did not hold by the deadline."""
 
 
 def _toleration(key: str, value: str) -> dict[str, Any]:
@@ -426,6 +405,10 @@ class ConformanceRunner:
     ``progress`` is called when each rule starts and ends. ``run_id`` (default: random) names
     the namespaces, Nodes and the taint's value. ``cluster`` may be ``None`` for
     :meth:`plan` only.
+
+    Integration-profile rules play ``sample`` (an :class:`IntegrationSample`); with
+    ``standin_pods`` the runner also creates the pods the sample's workload controllers
+    would (for clusters that run the integration but not those controllers).
     """
 
     def __init__(
@@ -438,6 +421,8 @@ class ConformanceRunner:
         progress: Progress | None = None,
         run_id: str | None = None,
         run_extensions: bool = False,
+        sample: IntegrationSample | None = None,
+        standin_pods: bool = False,
     ) -> None:
         self._cluster = cluster
         self.scheduler_name = scheduler_name
@@ -447,6 +432,10 @@ class ConformanceRunner:
         self.run_id = run_id or secrets.token_hex(3)
         #: run extension rules even for ``default-scheduler`` (to show they differ)
         self.run_extensions = run_extensions
+        #: the sample the integration profile's rules play
+        self.sample = sample
+        #: create the sample's pods as its workload controllers would
+        self.standin_pods = standin_pods
 
     @property
     def cluster(self) -> Cluster:
@@ -463,7 +452,12 @@ class ConformanceRunner:
 
     def plan(self, rules: Sequence[Rule]) -> list[tuple[Rule, list[dict[str, Any]]]]:
         """What each rule would create (``--dry-run``); touches nothing."""
-        return [(r, _Scenario(self, r, i).plan()) for i, r in enumerate(rules)]
+        return [(r, self._scenario(r, i).plan()) for i, r in enumerate(rules)]
+
+    def _scenario(self, rule: Rule, index: int) -> _Scenario | SampleScenario:
+        if rule.profile == "integration":
+            return SampleScenario(self, rule, index)
+        return _Scenario(self, rule, index)
 
     async def run(self, rules: Sequence[Rule]) -> list[RuleResult]:
         """Run ``rules`` one after the other; one result each."""
@@ -482,7 +476,7 @@ class ConformanceRunner:
         reason = self.skip_reason(rule)
         if reason is not None:
             return RuleResult(rule.id, rule.feature, "skip", 0.0, reason, rule.extension)
-        scenario = _Scenario(self, rule, index)
+        scenario = self._scenario(rule, index)
         start = time.monotonic()
         result: Result = "pass"
         message = ""
@@ -498,8 +492,11 @@ class ConformanceRunner:
             rule.id, rule.feature, result, time.monotonic() - start, message, rule.extension
         )
 
-    async def cleanup(self, scenario: _Scenario) -> None:
+    async def cleanup(self, scenario: _Scenario | SampleScenario) -> None:
         """Delete everything the scenario created (missing objects are fine)."""
+        if isinstance(scenario, SampleScenario):
+            await scenario.cleanup()
+            return
         ns = scenario.namespace
         with contextlib.suppress(WorkloadBuilderError):
             for pod in map(to_dict, (await self.cluster.list("Pod", ns)).items):
