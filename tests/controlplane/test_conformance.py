@@ -123,7 +123,7 @@ async def test_our_scheduler_passes_every_rule_on_the_real_api_server(
     plane: ControlPlane,
 ) -> None:
     cluster = KubeCluster.from_kubeconfig(plane.kubeconfig)
-    sched = Scheduler(cluster, SchedulerConfig(scheduler_name=OURS))
+    sched = Scheduler(cluster, SchedulerConfig(scheduler_name=OURS, preemption=True))
     await sched.start()
     task = asyncio.create_task(sched.run())
     try:

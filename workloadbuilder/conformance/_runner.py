@@ -127,8 +127,10 @@ class _Scenario:
     def step_objects(self, kind: str, spec: Mapping[str, Any]) -> list[dict[str, Any]]:
         """The objects one creating step makes."""
         if kind == "priorityClass":
-            pc = make_priority_class(self.pc_name(str(spec["name"])), int(spec["value"])).obj()
-            return [self._mark(pc, namespaced=False)]
+            pcb = make_priority_class(self.pc_name(str(spec["name"])), int(spec["value"]))
+            if spec.get("preemptionPolicy"):
+                pcb.preemption_policy(str(spec["preemptionPolicy"]))
+            return [self._mark(pcb.obj(), namespaced=False)]
         if kind == "podGroup":
             pg = make_pod_group(str(spec["name"]), self.namespace)
             if spec.get("parent"):
@@ -139,6 +141,10 @@ class _Scenario:
                 pg.topology(str(spec["topology"]))
             if spec.get("priorityClass"):
                 pg.priority_class(self.pc_name(str(spec["priorityClass"])))
+            if spec.get("disruptionMode"):
+                pg.disruption_mode(str(spec["disruptionMode"]))
+            if spec.get("preemptionPolicy"):
+                pg.preemption_policy(str(spec["preemptionPolicy"]))
             return [self._mark(pg.obj())]
         if kind == "compositePodGroup":
             cpg = make_composite_pod_group(str(spec["name"]), self.namespace)
@@ -169,7 +175,10 @@ class _Scenario:
                     pod.priority_class(self.pc_name(str(spec["priorityClass"])))
                 pod.request("cpu", str(spec.get("cpu", "1")))
                 pod.request("memory", str(spec.get("memory", "1Gi")))
-                out.append(self._mark(pod.obj()))
+                obj = pod.obj()
+                # no kubelet: a deleted pod (a preemption victim) must go at once
+                obj["spec"]["terminationGracePeriodSeconds"] = 0
+                out.append(self._mark(obj))
             return out
         return []
 
@@ -284,9 +293,10 @@ class _Scenario:
 
     async def mismatches(self, spec: Mapping[str, Any]) -> list[str]:
         """What differs between the cluster now and the expected outcome ``spec``."""
-        pods = {
+        pods = {  # a pod being deleted (a victim) counts as gone
             str(p["metadata"]["name"]): p
             for p in map(to_dict, (await self.cluster.list("Pod", self.namespace)).items)
+            if not p["metadata"].get("deletionTimestamp")
         }
         events: dict[str, set[str]] = {}
         for ev in map(to_dict, (await self.cluster.list("Event", self.namespace)).items):
@@ -295,8 +305,13 @@ class _Scenario:
                 events.setdefault(str(inv.get("name")), set()).add(str(ev.get("reason")))
         out: list[str] = []
         for name, want in (spec.get("pods") or {}).items():
+            exists = want.get("exists", True)
             if name not in pods:
-                out.append(f"pod {name} does not exist")
+                if exists:
+                    out.append(f"pod {name} does not exist")
+                continue
+            if not exists:
+                out.append(f"pod {name} still exists")
                 continue
             out += _pod_mismatches(name, pods[name], events.get(name, set()), want)
         for group, want in (spec.get("groups") or {}).items():
@@ -329,6 +344,11 @@ class _Scenario:
         bound = {n: p["spec"]["nodeName"] for n, p in members.items() if p["spec"].get("nodeName")}
         if "bound" in want and len(bound) != int(want["bound"]):
             out.append(f"PodGroup {group}: {len(bound)} pods bound, want {want['bound']}")
+        if "members" in want and len(members) != int(want["members"]):
+            out.append(
+                f"PodGroup {group}: {len(members)} pods exist {sorted(members)}, "
+                f"want {want['members']}"
+            )
         for selector, subset in (
             ("pods", members),
             ("boundPods", {n: p for n, p in members.items() if n in bound}),
