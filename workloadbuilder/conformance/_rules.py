@@ -30,6 +30,7 @@ FEATURES: tuple[str, ...] = (
     "topology",
     "composite",
     "preemption",
+    "elastic",
 )
 #: the profiles: ``scheduler`` (rules of the features above) and ``integration`` (feature
 #: ``integration``: the objects an integration makes for a sample)
@@ -37,7 +38,7 @@ PROFILES: tuple[str, ...] = ("scheduler", "integration")
 #: what an integration rule's ``expectSample`` step may check
 INTEGRATION_CHECKS: tuple[str, ...] = ("workload", "podGroups", "composites", "pods", "cleanedUp")
 #: features of the v1.37 scheduler profile without rules yet (nothing to run)
-PLANNED_FEATURES: tuple[str, ...] = ("dra", "elastic")
+PLANNED_FEATURES: tuple[str, ...] = ("dra",)
 #: kube-scheduler's own scheduler name: rules marked ``extension`` are skipped for it
 UPSTREAM_SCHEDULER = "default-scheduler"
 
