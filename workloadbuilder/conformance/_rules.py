@@ -51,6 +51,7 @@ _STEP_KINDS = frozenset(
         "node",
         "patch",
         "sleep",
+        "backoffPassed",
         "settle",
         "expect",
     }

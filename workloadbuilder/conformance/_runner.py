@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import datetime
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -231,6 +232,8 @@ class _Scenario:
                 )
             elif kind == "settle":
                 await self.settle()
+            elif kind == "backoffPassed":
+                await self.backoff_passed(spec)
             elif kind == "sleep":
                 await asyncio.sleep(float(spec.get("seconds", 1)))
                 await self.runner.step()
@@ -282,6 +285,46 @@ class _Scenario:
             return [] if to_dict(got)["spec"].get("nodeName") else [f"{name}-0 not bound"]
 
         await self._until(bound, "the scheduler did not bind the witness pod")
+
+    async def backoff_passed(self, spec: Mapping[str, Any]) -> None:
+        """Wait until every pod of ``spec["groups"]`` is past the backoff its failed attempts
+        earned: reckoned from its ``FailedScheduling`` events (how many attempts, the last
+        one's time), ``initialSeconds`` doubling per attempt up to ``maxSeconds`` (defaults:
+        kube-scheduler's ``podInitialBackoffSeconds`` 1 and ``podMaxBackoffSeconds`` 10).
+        Each new failure seen while waiting moves the point."""
+        groups = {str(g) for g in spec.get("groups") or ()}
+        initial = float(spec.get("initialSeconds", 1))
+        ceiling = float(spec.get("maxSeconds", 10))
+
+        async def probe() -> list[str]:
+            members = {
+                str(p["metadata"]["name"])
+                for p in map(to_dict, (await self.cluster.list("Pod", self.namespace)).items)
+                if (p["spec"].get("schedulingGroup") or {}).get("podGroupName") in groups
+            }
+            attempts: dict[str, int] = {}
+            last: dict[str, float] = {}
+            for ev in map(to_dict, (await self.cluster.list("Event", self.namespace)).items):
+                inv = ev.get("involvedObject") or {}
+                name = str(inv.get("name"))
+                if inv.get("kind") != "Pod" or name not in members:
+                    continue
+                if ev.get("reason") != "FailedScheduling":
+                    continue
+                attempts[name] = attempts.get(name, 0) + _occurrences(ev)
+                last[name] = max(last.get(name, 0.0), _last_seen(ev))
+            now = time.time()
+            out = []
+            for name in sorted(members):
+                if name not in attempts:
+                    out.append(f"pod {name}: no FailedScheduling event yet")
+                    continue
+                wait = min(initial * 2 ** (attempts[name] - 1), ceiling)
+                if now < last[name] + wait:
+                    out.append(f"pod {name}: in backoff for {last[name] + wait - now:.1f}s")
+            return out
+
+        await self._until(probe, "the groups did not leave their backoff")
 
     async def expect(self, spec: Mapping[str, Any]) -> None:
         async def probe() -> list[str]:
@@ -366,6 +409,28 @@ class _Scenario:
             elif value != "same" and got and got != {str(value)}:
                 out.append(f"PodGroup {group}: pods in {key} {sorted(map(str, got))}, want {value}")
         return out
+
+
+def _occurrences(ev: Mapping[str, Any]) -> int:
+    """How many times an Event happened (core/v1 ``count`` or events.k8s.io ``series``)."""
+    series = ev.get("series") or {}
+    return max(int(series.get("count") or 0), int(ev.get("count") or 0), 1)
+
+
+def _last_seen(ev: Mapping[str, Any]) -> float:
+    """When an Event last happened, as a Unix time; second-resolution stamps count as the
+    end of their second (they are truncated)."""
+    series = ev.get("series") or {}
+    for value, truncated in (
+        (series.get("lastObservedTime"), False),
+        (ev.get("eventTime"), False),
+        (ev.get("lastTimestamp"), True),
+        ((ev.get("metadata") or {}).get("creationTimestamp"), True),
+    ):
+        if value:
+            stamp = datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+            return stamp.timestamp() + (1.0 if truncated else 0.0)
+    return time.time()
 
 
 def _condition(obj: Mapping[str, Any], ctype: str) -> dict[str, Any] | None:
