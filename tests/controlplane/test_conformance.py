@@ -26,6 +26,11 @@ if sys.path[:1] != [_ROOT]:
 if getattr(sys.modules.get("scheduler"), "__file__", "") is None:
     del sys.modules["scheduler"]
 
+from controlplane._conformance_rbac import (  # noqa: E402
+    INTEGRATION_PROFILE_ONLY,
+    granted,
+    restricted_runner,
+)
 from scheduler import Scheduler, SchedulerConfig  # noqa: E402
 from workloadbuilder.cluster import KubeCluster  # noqa: E402
 from workloadbuilder.conformance import (  # noqa: E402
@@ -36,6 +41,7 @@ from workloadbuilder.conformance import (  # noqa: E402
     load_rules,
     render_text,
 )
+from workloadbuilder.errors import Forbidden  # noqa: E402
 from workloadbuilder.testing import ControlPlane  # noqa: E402
 
 pytestmark = [pytest.mark.controlplane]
@@ -57,12 +63,23 @@ def _check(results: list[RuleResult], name: str) -> None:
 
 
 async def test_upstream_kube_scheduler_passes_every_upstream_rule(plane: ControlPlane) -> None:
-    cluster = KubeCluster.from_kubeconfig(plane.kubeconfig)
+    """Run as a user that has only examples/conformance/clusterrole.yaml: nothing is
+    forbidden and the scheduler profile uses every rule of the role meant for it."""
+    cluster = restricted_runner(plane)
     try:
         results = await ConformanceRunner(cluster, UPSTREAM_SCHEDULER).run(load_rules())
     finally:
         await cluster.close()
     _check(results, UPSTREAM_SCHEDULER)
+    assert cluster.forbidden == []
+    assert cluster.used == granted() - INTEGRATION_PROFILE_ONLY
+    # and the identity really is restricted
+    with pytest.raises(Forbidden):
+        other = restricted_runner(plane)
+        try:
+            await other.list("ConfigMap", "default")
+        finally:
+            await other.close()
     skipped = {r.rule for r in results if r.result == "skip"}
     assert skipped == {r.id for r in load_rules() if r.extension}
     assert all("extension" in r.message for r in results if r.result == "skip")

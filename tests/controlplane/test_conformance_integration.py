@@ -27,6 +27,12 @@ from collections.abc import AsyncIterator
 import pytest
 
 import integrations
+from controlplane._conformance_rbac import (
+    SCHEDULER_PROFILE_ONLY,
+    RecordingCluster,
+    granted,
+    restricted_runner,
+)
 from integrations.webhook import MUTATING_WEBHOOK_CONFIGURATION, PodWebhook, self_signed
 from workloadbuilder.cluster import KubeCluster
 from workloadbuilder.conformance import (
@@ -44,6 +50,15 @@ from workloadbuilder.testing import ControlPlane
 pytestmark = [pytest.mark.controlplane]
 
 RULES = load_rules("integration")
+#: the rules the integration profile used, over both tests (run as the restricted user)
+USED: set[tuple[str, str, str]] = set()
+
+
+def _record(cluster: RecordingCluster) -> None:
+    assert cluster.forbidden == []
+    USED.update(cluster.used)
+
+
 #: our samples: the opted-in Job (no native Job controller here), JobSet, LWS (two shapes)
 OUR_SAMPLES = ["job-opt-in", "jobset", "lws", "lws-subgroups"]
 
@@ -58,13 +73,14 @@ def _check(results: list[RuleResult], title: str) -> None:
 async def test_upstream_job_controller_passes_every_integration_rule(
     control_plane_kcm: ControlPlane,
 ) -> None:
-    cluster = KubeCluster.from_kubeconfig(control_plane_kcm.kubeconfig)
+    cluster = restricted_runner(control_plane_kcm)  # examples/conformance/clusterrole.yaml
     try:
         runner = ConformanceRunner(cluster, "integration sample job", sample=load_sample("job"))
         results = await runner.run(RULES)
     finally:
         await cluster.close()
     _check(results, "integration sample job (kube-controller-manager v1.37.2)")
+    _record(cluster)
 
 
 @pytest.mark.controllermanager
@@ -161,13 +177,32 @@ async def test_our_integrations_pass_every_integration_rule(
     control_plane: ControlPlane, crds: list[str], sample_name: str
 ) -> None:
     run_id = f"i{OUR_SAMPLES.index(sample_name)}"
-    async with _our_integrations(control_plane, run_id) as cluster:
+    runner_cluster = restricted_runner(control_plane)  # examples/conformance/clusterrole.yaml
+    async with _our_integrations(control_plane, run_id):
         runner = ConformanceRunner(
-            cluster,
+            runner_cluster,
             f"integration sample {sample_name}",
             sample=load_sample(sample_name),
             standin_pods=True,
             run_id=run_id,
         )
-        results = await runner.run(RULES)
+        try:
+            results = await runner.run(RULES)
+        finally:
+            await runner_cluster.close()
     _check(results, f"integration sample {sample_name} (ours)")
+    _record(runner_cluster)
+
+
+def test_the_integration_profile_used_every_rule_meant_for_it() -> None:
+    """Over the runs above (the restricted identity): nothing outside the ClusterRole was
+    asked for, and every rule of it not for the scheduler profile only was needed -- but the
+    deletes of leftover Workloads and CompositePodGroups, which the suite's cleanup makes
+    only when an integration failed to remove them (these integrations do not fail)."""
+    if not USED:
+        pytest.skip("needs the runs above in the same session")
+    assert granted() >= USED
+    assert granted() - SCHEDULER_PROFILE_ONLY - USED == {
+        ("scheduling.k8s.io", "workloads", "delete"),
+        ("scheduling.k8s.io", "compositepodgroups", "delete"),
+    }
