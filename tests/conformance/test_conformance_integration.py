@@ -298,6 +298,27 @@ def test_cli_integration_profile_usage(capsys: pytest.CaptureFixture[str]) -> No
     )
     out = capsys.readouterr().out
     assert rc == 0 and "# rule integration/cleanup" in out and "kind: LeaderWorkerSet" in out
+    assert "kind: Pod\n" not in out  # no stand-in pods unless asked
+    rc = main(
+        [
+            "conformance",
+            "run",
+            "--profile",
+            "integration",
+            "--integration-sample",
+            "lws",
+            "--stand-in-pods",
+            "--dry-run",
+        ]
+    )
+    out = capsys.readouterr().out
+    resize = out.split("# rule integration/resize")[1].split("# rule")[0]
+    docs = [d for d in yaml.safe_load_all(resize) if d]
+    assert [d["kind"] for d in docs].count("Pod") == 6  # 4, then 2 after the resize
+    (patch,) = [d for d in docs if d["kind"] == "Patch"]
+    assert patch["patch"] == {"spec": {"replicas": 3}} and patch["target"]["kind"] == (
+        "LeaderWorkerSet"
+    )
 
 
 def test_cli_integration_profile_runs(

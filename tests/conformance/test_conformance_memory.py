@@ -218,6 +218,8 @@ def test_cli_dry_run_and_usage(capsys: pytest.CaptureFixture[str]) -> None:
     )
     out = capsys.readouterr().out
     assert "# rule gang/fits-binds-all" in out and "# rule topology/" not in out
+    # the settle witnesses are listed too
+    assert "name: wbc-witness-1-0" in out
     assert main(["conformance", "run", "--scheduler-name", "s", "--features", "magic"]) == 2
     assert "unknown conformance feature" in capsys.readouterr().err
 

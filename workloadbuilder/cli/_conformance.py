@@ -160,7 +160,9 @@ async def _run(args: argparse.Namespace) -> int:
     if planned:
         print(f"note: no rules yet for {', '.join(planned)} (planned)", file=sys.stderr)
     if args.dry_run:
-        runner = ConformanceRunner(None, name, run_id="dryrun", sample=sample)
+        runner = ConformanceRunner(
+            None, name, run_id="dryrun", sample=sample, standin_pods=args.stand_in_pods
+        )
         for rule, objs in runner.plan(rules):
             skip = runner.skip_reason(rule)
             print(f"# rule {rule.id}" + (f" (skipped: {skip})" if skip else ""))

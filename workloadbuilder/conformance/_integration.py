@@ -62,6 +62,19 @@ def _min_count(policy: Mapping[str, Any] | None) -> int:
     return int(gang.get("minCount", 0)) if isinstance(gang, Mapping) else 0
 
 
+def _merge(obj: Any, patch: Any) -> Any:
+    """A JSON merge patch (RFC 7386) applied to a copy of ``obj``."""
+    if not isinstance(patch, Mapping):
+        return copy.deepcopy(patch)
+    out = dict(obj) if isinstance(obj, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = _merge(out.get(key), value)
+    return out
+
+
 class _Templates:
     """Every template of the sample's Workloads: (workload, template) -> (kind, template,
     the enclosing composite template's name or ``None``)."""
@@ -140,8 +153,33 @@ class SampleScenario:
         return self.sample.instance(self.namespace, {RUN_LABEL: self.runner.run_id}, UNSCHEDULED)
 
     def plan(self) -> list[_Obj]:
-        """What this rule creates (its stand-in pods and the resize aside)."""
-        return [self.namespace_object(), self.sample_object()]
+        """What this rule creates and changes: the namespace, the sample, its stand-in pods
+        (with ``standin_pods``), and for a resizing rule the patch (a ``Patch`` document:
+        ``patchType``, ``target``, ``patch``) and the stand-in pods after it."""
+        sample = self.sample_object()
+        out = [self.namespace_object(), sample]
+        if self.runner.standin_pods:
+            out += standin_pods(sample)
+        if any("resizeSample" in step for step in self.rule.steps):
+            if self.sample.resize_patch is not None:
+                out.append(
+                    {
+                        "kind": "Patch",
+                        "patchType": self.sample.resize_patch_type,
+                        "target": {
+                            "apiVersion": sample["apiVersion"],
+                            "kind": sample["kind"],
+                            "namespace": self.namespace,
+                            "name": _name(sample),
+                        },
+                        "patch": copy.deepcopy(self.sample.resize_patch),
+                    }
+                )
+            if self.runner.standin_pods and self.sample.resize_patch_type == "merge":
+                resized = _merge(sample, self.sample.resize_patch)
+                before = {_name(p) for p in standin_pods(sample)}
+                out += [p for p in standin_pods(resized) if _name(p) not in before]
+        return out
 
     # ---- playing -----------------------------------------------------------------------
 

@@ -183,11 +183,34 @@ class _Scenario:
             return out
         return []
 
+    def witness_objects(self, n: int) -> list[dict[str, Any]]:
+        """The ``n``-th ``settle``'s witness: a basic PodGroup of one pod that only the
+        witness Node accepts."""
+        name = f"wbc-witness-{n}"
+        pg = make_pod_group(name, self.namespace).obj()
+        pod = (
+            make_pod(f"{name}-0", self.namespace)
+            .scheduler_name(self.runner.scheduler_name)
+            .pod_group(name)
+            .tolerations(
+                _toleration(TAINT_KEY, self.runner.run_id),
+                _toleration(WITNESS_TAINT_KEY, self.runner.run_id),
+            )
+            .node_selector("kubernetes.io/hostname", self.node_name("witness"))
+            .request("cpu", "10m")
+            .obj()
+        )
+        return [self._mark(pg), self._mark(pod)]
+
     def plan(self) -> list[dict[str, Any]]:
-        """Everything this rule creates, in order (the witness pods of ``settle`` aside)."""
+        """Everything this rule creates, in order (the witnesses of ``settle`` included)."""
         objs = [self.namespace_object(), *self.node_objects()]
+        witnesses = 0
         for step in self.rule.steps:
             ((kind, spec),) = step.items()
+            if kind == "settle":
+                witnesses += 1
+                objs.extend(self.witness_objects(witnesses))
             objs.extend(self.step_objects(kind, spec or {}))
         return objs
 
@@ -264,21 +287,8 @@ class _Scenario:
         the scheduler has handled everything created before it."""
         self.witnesses += 1
         name = f"wbc-witness-{self.witnesses}"
-        pg = make_pod_group(name, self.namespace).obj()
-        await self.cluster.create(self._mark(pg))
-        pod = (
-            make_pod(f"{name}-0", self.namespace)
-            .scheduler_name(self.runner.scheduler_name)
-            .pod_group(name)
-            .tolerations(
-                _toleration(TAINT_KEY, self.runner.run_id),
-                _toleration(WITNESS_TAINT_KEY, self.runner.run_id),
-            )
-            .node_selector("kubernetes.io/hostname", self.node_name("witness"))
-            .request("cpu", "10m")
-            .obj()
-        )
-        await self.cluster.create(self._mark(pod))
+        for obj in self.witness_objects(self.witnesses):
+            await self.cluster.create(obj)
 
         async def bound() -> list[str]:
             got = await self.cluster.get("Pod", f"{name}-0", self.namespace)
