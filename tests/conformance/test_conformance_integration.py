@@ -354,3 +354,11 @@ def test_reports_for_the_integration_profile() -> None:
     results = [RuleResult("integration/workload", "integration", "pass", 0.5, "")]
     assert "planned" not in render_text(results, "integration sample lws")
     assert '"planned": []' in render_json(results, "integration sample lws")
+
+
+def test_docs_describe_every_rule_and_sample() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "conformance.md").read_text()
+    for rule in [*load_rules(), *RULES]:
+        assert f"| `{rule.id}`" in docs, rule.id
+    for name in BUILTIN_SAMPLES:
+        assert f"| `{name}` |" in docs, name
