@@ -362,3 +362,33 @@ def test_docs_describe_every_rule_and_sample() -> None:
         assert f"| `{rule.id}`" in docs, rule.id
     for name in BUILTIN_SAMPLES:
         assert f"| `{name}` |" in docs, name
+
+
+def test_pytest_plugin_integration_profile_usage(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    base = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "workloadbuilder.conformance.pytest_plugin",
+        "--wb-conformance",
+        "--wb-profile",
+        "integration",
+        str(tmp_path),
+    ]
+    missing = subprocess.run(base, capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert missing.returncode == 4 and "--wb-integration-sample" in missing.stderr
+    bad = subprocess.run(
+        [*base, "--wb-integration-sample", "nope.yaml"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert bad.returncode == 4 and "integration sample nope.yaml" in bad.stderr

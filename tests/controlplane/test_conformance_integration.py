@@ -23,6 +23,7 @@ import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -111,6 +112,40 @@ def test_cli_integration_profile_against_upstream(control_plane_kcm: ControlPlan
     doc = json.loads(proc.stdout)
     assert doc["summary"] == {"pass": len(RULES), "fail": 0, "skip": 0}
     assert "PASS  integration/cleanup" in proc.stderr
+
+
+@pytest.mark.controllermanager
+def test_pytest_plugin_integration_profile_against_upstream(
+    control_plane_kcm: ControlPlane, tmp_path: Path
+) -> None:
+    """``pytest --wb-conformance --wb-profile integration``: one item per rule, all pass."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "workloadbuilder.conformance.pytest_plugin",
+            "--wb-conformance",
+            "--wb-kubeconfig",
+            str(control_plane_kcm.kubeconfig),
+            "--wb-profile",
+            "integration",
+            "--wb-integration-sample",
+            "job",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"{len(RULES)} passed" in proc.stdout
 
 
 @contextlib.asynccontextmanager
