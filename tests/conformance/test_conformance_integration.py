@@ -392,3 +392,64 @@ def test_pytest_plugin_integration_profile_usage(tmp_path: Path) -> None:
         check=False,
     )
     assert bad.returncode == 4 and "integration sample nope.yaml" in bad.stderr
+
+
+async def test_remove_leftovers_takes_only_the_suites_objects(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from workloadbuilder.conformance import RUN_LABEL, remove_leftovers
+
+    memory = MemoryCluster()
+    try:
+        for run in ("r1", "r2", None):
+            labels = {RUN_LABEL: run} if run else {}
+            suffix = run or "real"
+            await memory.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": f"ns-{suffix}", "labels": labels},
+                }
+            )
+            await memory.create(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Node",
+                    "metadata": {"name": f"n-{suffix}", "labels": labels},
+                }
+            )
+            await memory.create(
+                {
+                    "apiVersion": "scheduling.k8s.io/v1",
+                    "kind": "PriorityClass",
+                    "metadata": {"name": f"pc-{suffix}", "labels": labels},
+                    "value": 1,
+                }
+            )
+        assert await remove_leftovers(memory, "r1") == [
+            "Namespace/ns-r1",
+            "Node/n-r1",
+            "PriorityClass/pc-r1",
+        ]
+        assert sorted(await remove_leftovers(memory)) == [
+            "Namespace/ns-r2",
+            "Node/n-r2",
+            "PriorityClass/pc-r2",
+        ]
+        names = {
+            to_dict(o)["metadata"]["name"]
+            for kind in ("Namespace", "Node", "PriorityClass")
+            for o in (await memory.list(kind)).items
+        }
+        assert {"ns-real", "n-real", "pc-real"} <= names
+        assert not names & {"ns-r1", "n-r1", "pc-r1", "ns-r2", "n-r2", "pc-r2"}
+    finally:
+        await memory.close()
+
+
+def test_cli_cleanup(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import workloadbuilder.cli._conformance as cli
+
+    monkeypatch.setattr(cli, "kube_cluster", lambda args: MemoryCluster())
+    assert main(["conformance", "cleanup", "--run", "abc"]) == 0
+    assert "0 objects deleted" in capsys.readouterr().out

@@ -42,6 +42,7 @@ from workloadbuilder.conformance import (
     RuleResult,
     load_rules,
     load_sample,
+    remove_leftovers,
     render_text,
 )
 from workloadbuilder.errors import NotFound
@@ -223,6 +224,7 @@ async def test_our_integrations_pass_every_integration_rule(
         )
         try:
             results = await runner.run(RULES)
+            assert await remove_leftovers(runner_cluster, run_id) == []
         finally:
             await runner_cluster.close()
     _check(results, f"integration sample {sample_name} (ours)")

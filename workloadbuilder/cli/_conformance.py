@@ -32,6 +32,7 @@ from workloadbuilder.conformance import (
     RuleResult,
     load_rules,
     load_sample,
+    remove_leftovers,
     render_json,
     render_junit,
     render_text,
@@ -104,13 +105,44 @@ def register(subparsers: Any) -> None:
         "--timeout", type=float, help="seconds each rule may take (default: the rule's own)"
     )
     p.set_defaults(func=_run)
+    c = sub.add_parser(
+        "cleanup",
+        help="delete what an interrupted run left behind",
+        description=(
+            "Deletes the namespaces, Nodes and PriorityClasses labelled "
+            "conformance.workloadbuilder.io/run (of one run with --run). A finished run "
+            "leaves nothing; this is for one that was killed."
+        ),
+    )
+    add_kube_flags(c)
+    c.add_argument("--run", metavar="ID", help="only this run (the namespaces' wbc-<ID>-n)")
+    c.set_defaults(func=_cleanup)
     conf.set_defaults(func=_no_command(conf))
+
+
+async def _cleanup(args: argparse.Namespace) -> int:
+    try:
+        cluster = kube_cluster(args)
+    except WorkloadBuilderError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    try:
+        gone = await remove_leftovers(cluster, args.run)
+    except WorkloadBuilderError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    finally:
+        await cluster.close()
+    for name in gone:
+        print(f"deleted {name}")
+    print(f"{len(gone)} objects deleted")
+    return 0
 
 
 def _no_command(parser: argparse.ArgumentParser) -> Any:
     def run(args: argparse.Namespace) -> int:
         parser.print_usage(sys.stderr)
-        print("error: name a command: run", file=sys.stderr)
+        print("error: name a command: run, cleanup", file=sys.stderr)
         return 2
 
     return run

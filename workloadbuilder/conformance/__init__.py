@@ -41,6 +41,7 @@ from workloadbuilder.conformance._runner import (
     ConformanceRunner,
     Progress,
     RuleResult,
+    remove_leftovers,
 )
 from workloadbuilder.conformance._samples import (
     BUILTIN_SAMPLES,
@@ -71,6 +72,7 @@ __all__ = [
     "SampleOutcome",
     "load_rules",
     "load_sample",
+    "remove_leftovers",
     "render_json",
     "render_junit",
     "render_text",

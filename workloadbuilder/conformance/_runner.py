@@ -50,6 +50,7 @@ __all__ = [
     "ConformanceRunner",
     "Progress",
     "RuleResult",
+    "remove_leftovers",
 ]
 
 
@@ -611,3 +612,20 @@ class ConformanceRunner:
                 await self.cluster.delete("PriorityClass", pc)
         with contextlib.suppress(WorkloadBuilderError):
             await self.cluster.delete("Namespace", ns)
+
+
+async def remove_leftovers(cluster: Cluster, run_id: str | None = None) -> list[str]:
+    """Delete what an interrupted run left behind: the namespaces, Nodes and PriorityClasses
+    labelled ``RUN_LABEL`` (``=run_id`` when given, else any run). Returns ``Kind/name`` of
+    each one deleted. A namespace takes its pods and groups with it."""
+    selector = RUN_LABEL if run_id is None else f"{RUN_LABEL}={run_id}"
+    gone: list[str] = []
+    for kind in ("Namespace", "Node", "PriorityClass"):
+        for obj in map(to_dict, (await cluster.list(kind, label_selector=selector)).items):
+            meta = obj.get("metadata") or {}
+            if kind == "Namespace" and meta.get("deletionTimestamp"):
+                continue
+            with contextlib.suppress(NotFound):
+                await cluster.delete(kind, str(meta["name"]))
+                gone.append(f"{kind}/{meta['name']}")
+    return gone
