@@ -54,8 +54,10 @@ def render_text(results: Sequence[RuleResult], scheduler_name: str) -> str:
 
 
 def render_json(results: Sequence[RuleResult], scheduler_name: str) -> str:
-    """``{"schedulerName", "summary", "planned", "results": [...]}`` as JSON."""
+    """``{"profile", "schedulerName", "summary", "planned", "results": [...]}`` as JSON
+    (for the integration profile ``schedulerName`` names the sample)."""
     doc = {
+        "profile": "integration" if results and not _planned(results) else "scheduler",
         "schedulerName": scheduler_name,
         "summary": summary(results),
         "planned": _planned(results),
