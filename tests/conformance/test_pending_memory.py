@@ -65,7 +65,7 @@ async def test_basic_group_pods_arriving_during_its_preemption_are_placed() -> N
         await cluster.create(_pod("high-1", "high", group="high"))
         await cluster.create(_pod("high-2", "high", group="high"))
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + 6  # past several backoffs (1 s, 2 s)
+        deadline = loop.time() + 4  # past its retries after 1 s and 2 s of backoff
         bound: dict[str, str] = {}
         while loop.time() < deadline:
             await step()
