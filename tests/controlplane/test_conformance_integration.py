@@ -233,13 +233,14 @@ async def test_our_integrations_pass_every_integration_rule(
 
 def test_the_integration_profile_used_every_rule_meant_for_it() -> None:
     """Over the runs above (the restricted identity): nothing outside the ClusterRole was
-    asked for, and every rule of it not for the scheduler profile only was needed -- but the
-    deletes of leftover Workloads and CompositePodGroups, which the suite's cleanup makes
-    only when an integration failed to remove them (these integrations do not fail)."""
+    asked for, and every rule of it not for the scheduler profile only was needed -- but
+    perhaps the deletes of leftover Workloads and CompositePodGroups: the suite's cleanup
+    makes them only for what the integration has not removed yet when the rule ends (a race
+    with the integration's own cleanup, so they are used in some runs, not in others)."""
     if not USED:
         pytest.skip("needs the runs above in the same session")
     assert granted() >= USED
-    assert granted() - SCHEDULER_PROFILE_ONLY - USED == {
+    assert granted() - SCHEDULER_PROFILE_ONLY - USED <= {
         ("scheduling.k8s.io", "workloads", "delete"),
         ("scheduling.k8s.io", "compositepodgroups", "delete"),
     }

@@ -301,11 +301,14 @@ class _Scenario:
         """Wait until every pod of ``spec["groups"]`` is past the backoff its failed attempts
         earned: reckoned from its ``FailedScheduling`` events (how many attempts, the last
         one's time), ``initialSeconds`` doubling per attempt up to ``maxSeconds`` (defaults:
-        kube-scheduler's ``podInitialBackoffSeconds`` 1 and ``podMaxBackoffSeconds`` 10).
+        kube-scheduler's ``podInitialBackoffSeconds`` 1 and ``podMaxBackoffSeconds`` 10), plus
+        ``marginSeconds`` (0.5: an attempt's event may be written a moment late).
         Each new failure seen while waiting moves the point."""
         groups = {str(g) for g in spec.get("groups") or ()}
         initial = float(spec.get("initialSeconds", 1))
         ceiling = float(spec.get("maxSeconds", 10))
+        # events are written asynchronously: a retry's event may show a moment late
+        margin = float(spec.get("marginSeconds", 0.5))
 
         async def probe() -> list[str]:
             members = {
@@ -331,8 +334,9 @@ class _Scenario:
                     out.append(f"pod {name}: no FailedScheduling event yet")
                     continue
                 wait = min(initial * 2 ** (attempts[name] - 1), ceiling)
-                if now < last[name] + wait:
-                    out.append(f"pod {name}: in backoff for {last[name] + wait - now:.1f}s")
+                if now < last[name] + wait + margin:
+                    left = last[name] + wait + margin - now
+                    out.append(f"pod {name}: in backoff for {left:.1f}s")
             return out
 
         await self._until(probe, "the groups did not leave their backoff")
