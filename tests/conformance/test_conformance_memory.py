@@ -50,7 +50,7 @@ class Stepped:
 @pytest.fixture
 async def stepped() -> AsyncIterator[Stepped]:
     cluster = MemoryCluster()
-    s = Scheduler(cluster, SchedulerConfig(scheduler_name=OURS))
+    s = Scheduler(cluster, SchedulerConfig(scheduler_name=OURS, preemption=True))
     await s.start()
     try:
         yield Stepped(cluster, s)
@@ -72,7 +72,10 @@ def test_rules_are_well_formed() -> None:
         assert any("v1.37.2" in s or "kep.k8s.io" in s for s in r.sources), r.id
         assert r.id.split("/")[0] == r.feature
         assert any("expect" in step for step in r.steps), r.id
-    assert [r.id for r in RULES if r.extension] == ["composite/bounded-search"]
+    assert [r.id for r in RULES if r.extension] == [
+        "composite/bounded-search",
+        "preemption/topology-cheapest-domain",
+    ]
 
 
 def test_malformed_rules_are_refused() -> None:
@@ -88,7 +91,7 @@ def test_malformed_rules_are_refused() -> None:
         Rule.from_dict({**good, "extension": True})
     with pytest.raises(ValueError, match="unknown conformance feature"):
         select_rules(RULES, ["gang", "magic"])
-    assert select_rules(RULES, ["preemption"]) == []  # planned: no rules yet
+    assert select_rules(RULES, ["dra"]) == []  # planned: no rules yet
 
 
 @pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
@@ -199,7 +202,7 @@ def test_reports() -> None:
     text = render_text(results, "x")
     assert "gang/b" in text and "FAIL" in text and "1 pods bound" in text
     assert "composite/c (extension)" in text
-    assert "1 passed, 1 failed, 1 skipped" in text and "preemption" in text
+    assert "1 passed, 1 failed, 1 skipped" in text and "planned, no rules yet: dra" in text
     doc = json.loads(render_json(results, "x"))
     assert doc["summary"] == {"pass": 1, "fail": 1, "skip": 1}
     assert doc["results"][1]["message"] == "PodGroup g: 1 pods bound, want 0"
@@ -215,6 +218,8 @@ def test_cli_dry_run_and_usage(capsys: pytest.CaptureFixture[str]) -> None:
     )
     out = capsys.readouterr().out
     assert "# rule gang/fits-binds-all" in out and "# rule topology/" not in out
+    # the settle witnesses are listed too
+    assert "name: wbc-witness-1-0" in out
     assert main(["conformance", "run", "--scheduler-name", "s", "--features", "magic"]) == 2
     assert "unknown conformance feature" in capsys.readouterr().err
 

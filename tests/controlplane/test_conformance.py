@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 _ROOT = str(Path(__file__).resolve().parents[2])
 if sys.path[:1] != [_ROOT]:
@@ -26,16 +27,24 @@ if sys.path[:1] != [_ROOT]:
 if getattr(sys.modules.get("scheduler"), "__file__", "") is None:
     del sys.modules["scheduler"]
 
+from controlplane._conformance_rbac import (  # noqa: E402
+    INTEGRATION_PROFILE_ONLY,
+    granted,
+    restricted_runner,
+)
 from scheduler import Scheduler, SchedulerConfig  # noqa: E402
 from workloadbuilder.cluster import KubeCluster  # noqa: E402
 from workloadbuilder.conformance import (  # noqa: E402
     RUN_LABEL,
     UPSTREAM_SCHEDULER,
     ConformanceRunner,
+    Rule,
     RuleResult,
     load_rules,
+    remove_leftovers,
     render_text,
 )
+from workloadbuilder.errors import Forbidden  # noqa: E402
 from workloadbuilder.testing import ControlPlane  # noqa: E402
 
 pytestmark = [pytest.mark.controlplane]
@@ -57,12 +66,26 @@ def _check(results: list[RuleResult], name: str) -> None:
 
 
 async def test_upstream_kube_scheduler_passes_every_upstream_rule(plane: ControlPlane) -> None:
-    cluster = KubeCluster.from_kubeconfig(plane.kubeconfig)
+    """Run as a user that has only examples/conformance/clusterrole.yaml: nothing is
+    forbidden and the scheduler profile uses every rule of the role meant for it."""
+    cluster = restricted_runner(plane)
     try:
         results = await ConformanceRunner(cluster, UPSTREAM_SCHEDULER).run(load_rules())
+        # nothing is left for `conformance cleanup` (namespaces stay Terminating here: no
+        # namespace controller; they are skipped)
+        assert await remove_leftovers(cluster) == []
     finally:
         await cluster.close()
     _check(results, UPSTREAM_SCHEDULER)
+    assert cluster.forbidden == []
+    assert cluster.used == granted() - INTEGRATION_PROFILE_ONLY
+    # and the identity really is restricted
+    with pytest.raises(Forbidden):
+        other = restricted_runner(plane)
+        try:
+            await other.list("ConfigMap", "default")
+        finally:
+            await other.close()
     skipped = {r.rule for r in results if r.result == "skip"}
     assert skipped == {r.id for r in load_rules() if r.extension}
     assert all("extension" in r.message for r in results if r.result == "skip")
@@ -123,7 +146,7 @@ async def test_our_scheduler_passes_every_rule_on_the_real_api_server(
     plane: ControlPlane,
 ) -> None:
     cluster = KubeCluster.from_kubeconfig(plane.kubeconfig)
-    sched = Scheduler(cluster, SchedulerConfig(scheduler_name=OURS))
+    sched = Scheduler(cluster, SchedulerConfig(scheduler_name=OURS, preemption=True))
     await sched.start()
     task = asyncio.create_task(sched.run())
     try:
@@ -168,3 +191,42 @@ def test_pytest_plugin_against_the_real_plane(plane: ControlPlane, tmp_path: Pat
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "6 passed, 1 skipped" in proc.stdout
     assert "extension, not upstream behaviour" in proc.stdout
+
+
+#: rules that kube-scheduler v1.37.2 passes and our scheduler does not yet (a scheduler bug,
+#: reported; docs/conformance.md): kept out of the shipped rules until it is fixed
+PENDING = [
+    Rule.from_dict(yaml.safe_load(p.read_text()))
+    for p in sorted(
+        (Path(__file__).resolve().parents[1] / "conformance" / "pending").glob("*.yaml")
+    )
+]
+
+
+async def test_pending_rules_pass_on_upstream(plane: ControlPlane) -> None:
+    cluster = KubeCluster.from_kubeconfig(plane.kubeconfig)
+    try:
+        results = await ConformanceRunner(cluster, UPSTREAM_SCHEDULER).run(PENDING)
+    finally:
+        await cluster.close()
+    _check(results, UPSTREAM_SCHEDULER + " (pending rules)")
+
+
+@pytest.mark.xfail(
+    reason="our scheduler: a basic PodGroup whose first pod was placed by preemption does not "
+    "preempt for all of its later pods (preemption/basic-group-grows; docs/conformance.md)",
+    strict=False,
+)
+async def test_pending_rules_on_ours(plane: ControlPlane) -> None:
+    cluster = KubeCluster.from_kubeconfig(plane.kubeconfig)
+    sched = Scheduler(cluster, SchedulerConfig(scheduler_name=OURS, preemption=True))
+    await sched.start()
+    task = asyncio.create_task(sched.run())
+    try:
+        quick = [dataclasses.replace(r, timeout=10.0) for r in PENDING]
+        results = await ConformanceRunner(cluster, OURS).run(quick)
+    finally:
+        await sched.stop()
+        await task
+        await cluster.close()
+    _check(results, OURS + " (pending rules)")

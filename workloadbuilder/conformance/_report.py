@@ -20,8 +20,15 @@ def summary(results: Sequence[RuleResult]) -> dict[str, int]:
     return out
 
 
+def _planned(results: Sequence[RuleResult]) -> list[str]:
+    if results and all(r.feature == "integration" for r in results):
+        return []
+    return list(PLANNED_FEATURES)
+
+
 def render_text(results: Sequence[RuleResult], scheduler_name: str) -> str:
-    """The report table: rule, result, time, message; then the totals."""
+    """The report table: rule, result, time, message; then the totals. ``scheduler_name``
+    names what was checked (for the integration profile: ``integration sample <name>``)."""
     rows = [("RULE", "RESULT", "TIME", "MESSAGE")]
     for r in results:
         name = r.rule + (" (extension)" if r.extension else "")
@@ -33,19 +40,27 @@ def render_text(results: Sequence[RuleResult], scheduler_name: str) -> str:
     ]
     counts = summary(results)
     lines.append("")
+    planned = _planned(results)
+    subject = (
+        scheduler_name
+        if scheduler_name.startswith("integration")
+        else (f"scheduler {scheduler_name}")
+    )
     lines.append(
-        f"scheduler {scheduler_name}: {counts['pass']} passed, {counts['fail']} failed, "
-        f"{counts['skip']} skipped; planned, no rules yet: {', '.join(PLANNED_FEATURES)}"
+        f"{subject}: {counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped"
+        + (f"; planned, no rules yet: {', '.join(planned)}" if planned else "")
     )
     return "\n".join(line.rstrip() for line in lines) + "\n"
 
 
 def render_json(results: Sequence[RuleResult], scheduler_name: str) -> str:
-    """``{"schedulerName", "summary", "planned", "results": [...]}`` as JSON."""
+    """``{"profile", "schedulerName", "summary", "planned", "results": [...]}`` as JSON
+    (for the integration profile ``schedulerName`` names the sample)."""
     doc = {
+        "profile": "integration" if results and not _planned(results) else "scheduler",
         "schedulerName": scheduler_name,
         "summary": summary(results),
-        "planned": list(PLANNED_FEATURES),
+        "planned": _planned(results),
         "results": [r.to_dict() for r in results],
     }
     return json.dumps(doc, indent=2) + "\n"

@@ -11,7 +11,9 @@ import yaml
 
 __all__ = [
     "FEATURES",
+    "INTEGRATION_CHECKS",
     "PLANNED_FEATURES",
+    "PROFILES",
     "UPSTREAM_SCHEDULER",
     "Rule",
     "load_rules",
@@ -27,9 +29,16 @@ FEATURES: tuple[str, ...] = (
     "events",
     "topology",
     "composite",
+    "preemption",
+    "elastic",
 )
+#: the profiles: ``scheduler`` (rules of the features above) and ``integration`` (feature
+#: ``integration``: the objects an integration makes for a sample)
+PROFILES: tuple[str, ...] = ("scheduler", "integration")
+#: what an integration rule's ``expectSample`` step may check
+INTEGRATION_CHECKS: tuple[str, ...] = ("workload", "podGroups", "composites", "pods", "cleanedUp")
 #: features of the v1.37 scheduler profile without rules yet (nothing to run)
-PLANNED_FEATURES: tuple[str, ...] = ("preemption", "dra", "elastic")
+PLANNED_FEATURES: tuple[str, ...] = ("dra",)
 #: kube-scheduler's own scheduler name: rules marked ``extension`` are skipped for it
 UPSTREAM_SCHEDULER = "default-scheduler"
 
@@ -42,10 +51,12 @@ _STEP_KINDS = frozenset(
         "node",
         "patch",
         "sleep",
+        "backoffPassed",
         "settle",
         "expect",
     }
 )
+_SAMPLE_STEP_KINDS = frozenset({"createSample", "expectSample", "resizeSample", "deleteSample"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +83,11 @@ class Rule:
     extension_reason: str = ""
     timeout: float = 30.0
 
+    @property
+    def profile(self) -> str:
+        """``integration`` for the integration profile's rules, else ``scheduler``."""
+        return "integration" if self.feature == "integration" else "scheduler"
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Rule:
         """A rule from its YAML document; raises ``ValueError`` on a malformed one."""
@@ -82,8 +98,9 @@ class Rule:
             steps = data["steps"]
         except KeyError as e:
             raise ValueError(f"conformance rule {data.get('id', '?')}: missing {e}") from e
-        if feature not in FEATURES:
+        if feature not in FEATURES and feature != "integration":
             raise ValueError(f"conformance rule {rid}: unknown feature {feature!r}")
+        kinds = _SAMPLE_STEP_KINDS if feature == "integration" else _STEP_KINDS
         if isinstance(sources, str):
             sources = [sources]
         if not sources or not all(
@@ -92,8 +109,13 @@ class Rule:
         ):
             raise ValueError(f"conformance rule {rid}: every source must be an upstream URL")
         for step in steps:
-            if len(step) != 1 or next(iter(step)) not in _STEP_KINDS:
+            if len(step) != 1 or next(iter(step)) not in kinds:
                 raise ValueError(f"conformance rule {rid}: bad step {step!r}")
+            ((kind, spec),) = step.items()
+            if kind == "expectSample":
+                bad = [c for c in (spec or {}).get("checks", ()) if c not in INTEGRATION_CHECKS]
+                if bad or not (spec or {}).get("checks"):
+                    raise ValueError(f"conformance rule {rid}: bad checks in {step!r}")
         extension = bool(data.get("extension", False))
         reason = str(data.get("extensionReason", ""))
         if extension and not reason:
@@ -112,8 +134,10 @@ class Rule:
         )
 
 
-def load_rules() -> list[Rule]:
-    """Every rule shipped with the package, in feature order then file name."""
+def load_rules(profile: str = "scheduler") -> list[Rule]:
+    """The rules of ``profile`` shipped with the package, in feature order then file name."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown conformance profile {profile!r}; known: {', '.join(PROFILES)}")
     files = sorted(
         (
             f
@@ -126,13 +150,21 @@ def load_rules() -> list[Rule]:
     ids = [r.id for r in rules]
     if len(set(ids)) != len(ids):
         raise ValueError("conformance rules: duplicate ids")
-    return sorted(rules, key=lambda r: FEATURES.index(r.feature))  # stable: file order
+    order = (*FEATURES, "integration")
+    rules = [r for r in rules if r.profile == profile]
+    return sorted(rules, key=lambda r: order.index(r.feature))  # stable: file order
 
 
-def select_rules(rules: Iterable[Rule], features: Sequence[str] | None = None) -> list[Rule]:
-    """The rules of ``features`` (all when ``None``); unknown names raise ``ValueError``."""
-    if features is None:
-        return list(rules)
+def select_rules(
+    rules: Iterable[Rule], features: Sequence[str] | None = None, *, profile: str = "scheduler"
+) -> list[Rule]:
+    """The rules of ``profile`` (``scheduler`` or ``integration``); for the scheduler profile
+    only those of ``features`` (all when ``None``). Unknown names raise ``ValueError``."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown conformance profile {profile!r}; known: {', '.join(PROFILES)}")
+    rules = [r for r in rules if r.profile == profile]
+    if features is None or profile == "integration":
+        return rules
     unknown = [f for f in features if f not in FEATURES and f not in PLANNED_FEATURES]
     if unknown:
         known = ", ".join((*FEATURES, *PLANNED_FEATURES))

@@ -14,15 +14,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import dataclasses
+import datetime
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from workloadbuilder.api import to_dict
 from workloadbuilder.cluster import Cluster
+from workloadbuilder.conformance._base import (
+    RUN_LABEL,
+    TAINT_KEY,
+    WITNESS_TAINT_KEY,
+    Progress,
+    Result,
+    RuleResult,
+)
+from workloadbuilder.conformance._base import Failed as _Failed
+from workloadbuilder.conformance._integration import SampleScenario
 from workloadbuilder.conformance._rules import UPSTREAM_SCHEDULER, Rule
+from workloadbuilder.conformance._samples import IntegrationSample
 from workloadbuilder.errors import Forbidden, NotFound, WorkloadBuilderError
 from workloadbuilder.testing.builders import (
     make_composite_pod_group,
@@ -39,38 +50,8 @@ __all__ = [
     "ConformanceRunner",
     "Progress",
     "RuleResult",
+    "remove_leftovers",
 ]
-
-#: the taint on every fake Node (value: the run id); only the suite's pods tolerate it
-TAINT_KEY = "conformance.workloadbuilder.io/run"
-#: an extra taint on the witness Node: only the witness pods (``settle``) go there
-WITNESS_TAINT_KEY = "conformance.workloadbuilder.io/witness"
-#: the label on every object the suite creates (value: the run id)
-RUN_LABEL = "conformance.workloadbuilder.io/run"
-
-Result = Literal["pass", "fail", "skip"]
-#: ``progress(rule, None)`` when a rule starts, ``progress(rule, result)`` when it ends
-Progress = Callable[[Rule, "RuleResult | None"], None]
-
-
-@dataclasses.dataclass(frozen=True)
-class RuleResult:
-    """The result of one rule: ``pass``, ``fail`` or ``skip`` (the message says why)."""
-
-    rule: str
-    feature: str
-    result: Result
-    seconds: float
-    message: str
-    extension: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return dataclasses.asdict(self)
-
-
-class _Failed(Exception):
-    """A rule's outcome did not hold by the deadline."""
 
 
 def _toleration(key: str, value: str) -> dict[str, Any]:
@@ -148,8 +129,10 @@ class _Scenario:
     def step_objects(self, kind: str, spec: Mapping[str, Any]) -> list[dict[str, Any]]:
         """The objects one creating step makes."""
         if kind == "priorityClass":
-            pc = make_priority_class(self.pc_name(str(spec["name"])), int(spec["value"])).obj()
-            return [self._mark(pc, namespaced=False)]
+            pcb = make_priority_class(self.pc_name(str(spec["name"])), int(spec["value"]))
+            if spec.get("preemptionPolicy"):
+                pcb.preemption_policy(str(spec["preemptionPolicy"]))
+            return [self._mark(pcb.obj(), namespaced=False)]
         if kind == "podGroup":
             pg = make_pod_group(str(spec["name"]), self.namespace)
             if spec.get("parent"):
@@ -160,6 +143,10 @@ class _Scenario:
                 pg.topology(str(spec["topology"]))
             if spec.get("priorityClass"):
                 pg.priority_class(self.pc_name(str(spec["priorityClass"])))
+            if spec.get("disruptionMode"):
+                pg.disruption_mode(str(spec["disruptionMode"]))
+            if spec.get("preemptionPolicy"):
+                pg.preemption_policy(str(spec["preemptionPolicy"]))
             return [self._mark(pg.obj())]
         if kind == "compositePodGroup":
             cpg = make_composite_pod_group(str(spec["name"]), self.namespace)
@@ -190,15 +177,41 @@ class _Scenario:
                     pod.priority_class(self.pc_name(str(spec["priorityClass"])))
                 pod.request("cpu", str(spec.get("cpu", "1")))
                 pod.request("memory", str(spec.get("memory", "1Gi")))
-                out.append(self._mark(pod.obj()))
+                obj = pod.obj()
+                # no kubelet: a deleted pod (a preemption victim) must go at once
+                obj["spec"]["terminationGracePeriodSeconds"] = 0
+                out.append(self._mark(obj))
             return out
         return []
 
+    def witness_objects(self, n: int) -> list[dict[str, Any]]:
+        """The ``n``-th ``settle``'s witness: a basic PodGroup of one pod that only the
+        witness Node accepts."""
+        name = f"wbc-witness-{n}"
+        pg = make_pod_group(name, self.namespace).obj()
+        pod = (
+            make_pod(f"{name}-0", self.namespace)
+            .scheduler_name(self.runner.scheduler_name)
+            .pod_group(name)
+            .tolerations(
+                _toleration(TAINT_KEY, self.runner.run_id),
+                _toleration(WITNESS_TAINT_KEY, self.runner.run_id),
+            )
+            .node_selector("kubernetes.io/hostname", self.node_name("witness"))
+            .request("cpu", "10m")
+            .obj()
+        )
+        return [self._mark(pg), self._mark(pod)]
+
     def plan(self) -> list[dict[str, Any]]:
-        """Everything this rule creates, in order (the witness pods of ``settle`` aside)."""
+        """Everything this rule creates, in order (the witnesses of ``settle`` included)."""
         objs = [self.namespace_object(), *self.node_objects()]
+        witnesses = 0
         for step in self.rule.steps:
             ((kind, spec),) = step.items()
+            if kind == "settle":
+                witnesses += 1
+                objs.extend(self.witness_objects(witnesses))
             objs.extend(self.step_objects(kind, spec or {}))
         return objs
 
@@ -243,6 +256,8 @@ class _Scenario:
                 )
             elif kind == "settle":
                 await self.settle()
+            elif kind == "backoffPassed":
+                await self.backoff_passed(spec)
             elif kind == "sleep":
                 await asyncio.sleep(float(spec.get("seconds", 1)))
                 await self.runner.step()
@@ -273,27 +288,58 @@ class _Scenario:
         the scheduler has handled everything created before it."""
         self.witnesses += 1
         name = f"wbc-witness-{self.witnesses}"
-        pg = make_pod_group(name, self.namespace).obj()
-        await self.cluster.create(self._mark(pg))
-        pod = (
-            make_pod(f"{name}-0", self.namespace)
-            .scheduler_name(self.runner.scheduler_name)
-            .pod_group(name)
-            .tolerations(
-                _toleration(TAINT_KEY, self.runner.run_id),
-                _toleration(WITNESS_TAINT_KEY, self.runner.run_id),
-            )
-            .node_selector("kubernetes.io/hostname", self.node_name("witness"))
-            .request("cpu", "10m")
-            .obj()
-        )
-        await self.cluster.create(self._mark(pod))
+        for obj in self.witness_objects(self.witnesses):
+            await self.cluster.create(obj)
 
         async def bound() -> list[str]:
             got = await self.cluster.get("Pod", f"{name}-0", self.namespace)
             return [] if to_dict(got)["spec"].get("nodeName") else [f"{name}-0 not bound"]
 
         await self._until(bound, "the scheduler did not bind the witness pod")
+
+    async def backoff_passed(self, spec: Mapping[str, Any]) -> None:
+        """Wait until every pod of ``spec["groups"]`` is past the backoff its failed attempts
+        earned: reckoned from its ``FailedScheduling`` events (how many attempts, the last
+        one's time), ``initialSeconds`` doubling per attempt up to ``maxSeconds`` (defaults:
+        kube-scheduler's ``podInitialBackoffSeconds`` 1 and ``podMaxBackoffSeconds`` 10), plus
+        ``marginSeconds`` (0.5: an attempt's event may be written a moment late).
+        Each new failure seen while waiting moves the point."""
+        groups = {str(g) for g in spec.get("groups") or ()}
+        initial = float(spec.get("initialSeconds", 1))
+        ceiling = float(spec.get("maxSeconds", 10))
+        # events are written asynchronously: a retry's event may show a moment late
+        margin = float(spec.get("marginSeconds", 0.5))
+
+        async def probe() -> list[str]:
+            members = {
+                str(p["metadata"]["name"])
+                for p in map(to_dict, (await self.cluster.list("Pod", self.namespace)).items)
+                if (p["spec"].get("schedulingGroup") or {}).get("podGroupName") in groups
+            }
+            attempts: dict[str, int] = {}
+            last: dict[str, float] = {}
+            for ev in map(to_dict, (await self.cluster.list("Event", self.namespace)).items):
+                inv = ev.get("involvedObject") or {}
+                name = str(inv.get("name"))
+                if inv.get("kind") != "Pod" or name not in members:
+                    continue
+                if ev.get("reason") != "FailedScheduling":
+                    continue
+                attempts[name] = attempts.get(name, 0) + _occurrences(ev)
+                last[name] = max(last.get(name, 0.0), _last_seen(ev))
+            now = time.time()
+            out = []
+            for name in sorted(members):
+                if name not in attempts:
+                    out.append(f"pod {name}: no FailedScheduling event yet")
+                    continue
+                wait = min(initial * 2 ** (attempts[name] - 1), ceiling)
+                if now < last[name] + wait + margin:
+                    left = last[name] + wait + margin - now
+                    out.append(f"pod {name}: in backoff for {left:.1f}s")
+            return out
+
+        await self._until(probe, "the groups did not leave their backoff")
 
     async def expect(self, spec: Mapping[str, Any]) -> None:
         async def probe() -> list[str]:
@@ -305,9 +351,10 @@ class _Scenario:
 
     async def mismatches(self, spec: Mapping[str, Any]) -> list[str]:
         """What differs between the cluster now and the expected outcome ``spec``."""
-        pods = {
+        pods = {  # a pod being deleted (a victim) counts as gone
             str(p["metadata"]["name"]): p
             for p in map(to_dict, (await self.cluster.list("Pod", self.namespace)).items)
+            if not p["metadata"].get("deletionTimestamp")
         }
         events: dict[str, set[str]] = {}
         for ev in map(to_dict, (await self.cluster.list("Event", self.namespace)).items):
@@ -316,8 +363,13 @@ class _Scenario:
                 events.setdefault(str(inv.get("name")), set()).add(str(ev.get("reason")))
         out: list[str] = []
         for name, want in (spec.get("pods") or {}).items():
+            exists = want.get("exists", True)
             if name not in pods:
-                out.append(f"pod {name} does not exist")
+                if exists:
+                    out.append(f"pod {name} does not exist")
+                continue
+            if not exists:
+                out.append(f"pod {name} still exists")
                 continue
             out += _pod_mismatches(name, pods[name], events.get(name, set()), want)
         for group, want in (spec.get("groups") or {}).items():
@@ -350,6 +402,11 @@ class _Scenario:
         bound = {n: p["spec"]["nodeName"] for n, p in members.items() if p["spec"].get("nodeName")}
         if "bound" in want and len(bound) != int(want["bound"]):
             out.append(f"PodGroup {group}: {len(bound)} pods bound, want {want['bound']}")
+        if "members" in want and len(members) != int(want["members"]):
+            out.append(
+                f"PodGroup {group}: {len(members)} pods exist {sorted(members)}, "
+                f"want {want['members']}"
+            )
         for selector, subset in (
             ("pods", members),
             ("boundPods", {n: p for n, p in members.items() if n in bound}),
@@ -367,6 +424,28 @@ class _Scenario:
             elif value != "same" and got and got != {str(value)}:
                 out.append(f"PodGroup {group}: pods in {key} {sorted(map(str, got))}, want {value}")
         return out
+
+
+def _occurrences(ev: Mapping[str, Any]) -> int:
+    """How many times an Event happened (core/v1 ``count`` or events.k8s.io ``series``)."""
+    series = ev.get("series") or {}
+    return max(int(series.get("count") or 0), int(ev.get("count") or 0), 1)
+
+
+def _last_seen(ev: Mapping[str, Any]) -> float:
+    """When an Event last happened, as a Unix time; second-resolution stamps count as the
+    end of their second (they are truncated)."""
+    series = ev.get("series") or {}
+    for value, truncated in (
+        (series.get("lastObservedTime"), False),
+        (ev.get("eventTime"), False),
+        (ev.get("lastTimestamp"), True),
+        ((ev.get("metadata") or {}).get("creationTimestamp"), True),
+    ):
+        if value:
+            stamp = datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+            return stamp.timestamp() + (1.0 if truncated else 0.0)
+    return time.time()
 
 
 def _condition(obj: Mapping[str, Any], ctype: str) -> dict[str, Any] | None:
@@ -426,6 +505,10 @@ class ConformanceRunner:
     ``progress`` is called when each rule starts and ends. ``run_id`` (default: random) names
     the namespaces, Nodes and the taint's value. ``cluster`` may be ``None`` for
     :meth:`plan` only.
+
+    Integration-profile rules play ``sample`` (an :class:`IntegrationSample`); with
+    ``standin_pods`` the runner also creates the pods the sample's workload controllers
+    would (for clusters that run the integration but not those controllers).
     """
 
     def __init__(
@@ -438,6 +521,8 @@ class ConformanceRunner:
         progress: Progress | None = None,
         run_id: str | None = None,
         run_extensions: bool = False,
+        sample: IntegrationSample | None = None,
+        standin_pods: bool = False,
     ) -> None:
         self._cluster = cluster
         self.scheduler_name = scheduler_name
@@ -447,6 +532,10 @@ class ConformanceRunner:
         self.run_id = run_id or secrets.token_hex(3)
         #: run extension rules even for ``default-scheduler`` (to show they differ)
         self.run_extensions = run_extensions
+        #: the sample the integration profile's rules play
+        self.sample = sample
+        #: create the sample's pods as its workload controllers would
+        self.standin_pods = standin_pods
 
     @property
     def cluster(self) -> Cluster:
@@ -463,7 +552,12 @@ class ConformanceRunner:
 
     def plan(self, rules: Sequence[Rule]) -> list[tuple[Rule, list[dict[str, Any]]]]:
         """What each rule would create (``--dry-run``); touches nothing."""
-        return [(r, _Scenario(self, r, i).plan()) for i, r in enumerate(rules)]
+        return [(r, self._scenario(r, i).plan()) for i, r in enumerate(rules)]
+
+    def _scenario(self, rule: Rule, index: int) -> _Scenario | SampleScenario:
+        if rule.profile == "integration":
+            return SampleScenario(self, rule, index)
+        return _Scenario(self, rule, index)
 
     async def run(self, rules: Sequence[Rule]) -> list[RuleResult]:
         """Run ``rules`` one after the other; one result each."""
@@ -482,7 +576,7 @@ class ConformanceRunner:
         reason = self.skip_reason(rule)
         if reason is not None:
             return RuleResult(rule.id, rule.feature, "skip", 0.0, reason, rule.extension)
-        scenario = _Scenario(self, rule, index)
+        scenario = self._scenario(rule, index)
         start = time.monotonic()
         result: Result = "pass"
         message = ""
@@ -498,8 +592,11 @@ class ConformanceRunner:
             rule.id, rule.feature, result, time.monotonic() - start, message, rule.extension
         )
 
-    async def cleanup(self, scenario: _Scenario) -> None:
+    async def cleanup(self, scenario: _Scenario | SampleScenario) -> None:
         """Delete everything the scenario created (missing objects are fine)."""
+        if isinstance(scenario, SampleScenario):
+            await scenario.cleanup()
+            return
         ns = scenario.namespace
         with contextlib.suppress(WorkloadBuilderError):
             for pod in map(to_dict, (await self.cluster.list("Pod", ns)).items):
@@ -519,3 +616,20 @@ class ConformanceRunner:
                 await self.cluster.delete("PriorityClass", pc)
         with contextlib.suppress(WorkloadBuilderError):
             await self.cluster.delete("Namespace", ns)
+
+
+async def remove_leftovers(cluster: Cluster, run_id: str | None = None) -> list[str]:
+    """Delete what an interrupted run left behind: the namespaces, Nodes and PriorityClasses
+    labelled ``RUN_LABEL`` (``=run_id`` when given, else any run). Returns ``Kind/name`` of
+    each one deleted. A namespace takes its pods and groups with it."""
+    selector = RUN_LABEL if run_id is None else f"{RUN_LABEL}={run_id}"
+    gone: list[str] = []
+    for kind in ("Namespace", "Node", "PriorityClass"):
+        for obj in map(to_dict, (await cluster.list(kind, label_selector=selector)).items):
+            meta = obj.get("metadata") or {}
+            if kind == "Namespace" and meta.get("deletionTimestamp"):
+                continue
+            with contextlib.suppress(NotFound):
+                await cluster.delete(kind, str(meta["name"]))
+                gone.append(f"{kind}/{meta['name']}")
+    return gone

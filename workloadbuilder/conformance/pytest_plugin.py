@@ -6,6 +6,9 @@ in a ``conftest.py``) and ask for the suite::
     pytest -p workloadbuilder.conformance.pytest_plugin --wb-conformance \\
         --wb-kubeconfig ~/.kube/config --wb-scheduler-name my-scheduler \\
         [--wb-context C] [--wb-features gang,topology] [--wb-timeout SECONDS]
+    pytest -p workloadbuilder.conformance.pytest_plugin --wb-conformance \\
+        --wb-kubeconfig ~/.kube/config --wb-profile integration \\
+        --wb-integration-sample my-sample.yaml [--wb-stand-in-pods]
 
 Without ``--wb-conformance`` it adds nothing. With it, one item per rule
 (``conformance::<rule id>``) is appended to the session: a failed rule fails its item with the
@@ -23,6 +26,7 @@ import pytest
 
 from workloadbuilder.conformance._rules import Rule, load_rules, select_rules
 from workloadbuilder.conformance._runner import ConformanceRunner
+from workloadbuilder.conformance._samples import load_sample
 
 __all__ = ["ConformanceItem", "pytest_addoption", "pytest_collection_modifyitems"]
 
@@ -36,6 +40,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--wb-scheduler-name", help="spec.schedulerName of the scheduler under test")
     group.addoption("--wb-features", help="comma-separated features (default: all)")
     group.addoption("--wb-timeout", type=float, help="seconds per rule (default: the rule's)")
+    group.addoption(
+        "--wb-profile",
+        choices=["scheduler", "integration"],
+        default="scheduler",
+        help="scheduler (default) or integration (needs --wb-integration-sample)",
+    )
+    group.addoption("--wb-integration-sample", help="integration profile: the sample")
+    group.addoption(
+        "--wb-stand-in-pods",
+        action="store_true",
+        help="integration profile: create the pods the sample's workload controllers would",
+    )
 
 
 class ConformanceItem(pytest.Item):
@@ -54,7 +70,13 @@ class ConformanceItem(pytest.Item):
         async def play() -> tuple[str, str]:
             cluster = KubeCluster.from_kubeconfig(opt("wb_kubeconfig"), opt("wb_context"))
             try:
-                runner = ConformanceRunner(cluster, str(opt("wb_scheduler_name")))
+                sample = opt("wb_integration_sample")
+                runner = ConformanceRunner(
+                    cluster,
+                    str(opt("wb_scheduler_name") or f"integration sample {sample}"),
+                    sample=load_sample(sample) if sample else None,
+                    standin_pods=bool(opt("wb_stand_in_pods")),
+                )
                 result = await runner.run_one(self.rule)
             finally:
                 await cluster.close()
@@ -83,12 +105,19 @@ def pytest_collection_modifyitems(
     """With ``--wb-conformance``: append one item per selected rule."""
     if not config.getoption("wb_conformance"):
         return
-    if not config.getoption("wb_scheduler_name"):
+    profile = config.getoption("wb_profile")
+    if profile == "scheduler" and not config.getoption("wb_scheduler_name"):
         raise pytest.UsageError("--wb-conformance needs --wb-scheduler-name")
+    if profile == "integration" and not config.getoption("wb_integration_sample"):
+        raise pytest.UsageError("--wb-profile integration needs --wb-integration-sample")
     features = config.getoption("wb_features")
     try:
+        if profile == "integration":
+            load_sample(config.getoption("wb_integration_sample"))  # a bad sample: usage error
         rules = select_rules(
-            load_rules(), [f.strip() for f in features.split(",")] if features else None
+            load_rules(profile),
+            [f.strip() for f in features.split(",")] if features else None,
+            profile=profile,
         )
     except ValueError as e:
         raise pytest.UsageError(str(e)) from e

@@ -1,0 +1,121 @@
+"""The conformance runner's own RBAC (examples/conformance/): bind the ClusterRole to a user
+on a real API server, and a Cluster that records the rules each call needs."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from workloadbuilder.cluster import ClusterProxy, KubeCluster, ResourceInfo, WatchEvent
+from workloadbuilder.errors import Forbidden
+from workloadbuilder.testing import ControlPlane
+
+__all__ = [
+    "INTEGRATION_PROFILE_ONLY",
+    "RUNNER_USER",
+    "SCHEDULER_PROFILE_ONLY",
+    "RecordingCluster",
+    "granted",
+    "restricted_runner",
+]
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "conformance"
+RUNNER_USER = "conformance-runner"
+T = TypeVar("T")
+Rule = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
+
+
+#: the rules only the integration profile uses (Workloads, the sample kinds)
+INTEGRATION_PROFILE_ONLY: set[Rule] = {
+    ("scheduling.k8s.io", "workloads", "list"),
+    ("scheduling.k8s.io", "workloads", "delete"),
+    *(
+        (g, r, v)
+        for g, r in (
+            ("batch", "jobs"),
+            ("jobset.x-k8s.io", "jobsets"),
+            ("leaderworkerset.x-k8s.io", "leaderworkersets"),
+        )
+        for v in ("create", "get", "patch", "delete")
+    ),
+}
+#: the rules only the scheduler profile uses (fake Nodes, PriorityClasses, its own groups)
+SCHEDULER_PROFILE_ONLY: set[Rule] = {
+    ("", "nodes", "create"),
+    ("", "nodes", "delete"),
+    ("", "nodes/status", "patch"),
+    ("scheduling.k8s.io", "priorityclasses", "create"),
+    ("scheduling.k8s.io", "priorityclasses", "delete"),
+    ("", "events", "list"),
+    ("", "pods", "get"),
+    ("scheduling.k8s.io", "podgroups", "create"),
+    ("scheduling.k8s.io", "podgroups", "get"),
+    ("scheduling.k8s.io", "podgroups", "patch"),
+    ("scheduling.k8s.io", "compositepodgroups", "create"),
+    ("scheduling.k8s.io", "compositepodgroups", "get"),
+}
+
+
+def _docs() -> list[dict[str, Any]]:
+    return [
+        yaml.safe_load((EXAMPLE / f).read_text())
+        for f in ("clusterrole.yaml", "clusterrolebinding.yaml")
+    ]
+
+
+def granted() -> set[Rule]:
+    """Every (group, resource, verb) the ClusterRole grants."""
+    role = _docs()[0]
+    return {
+        (g, r, v)
+        for rule in role["rules"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
+    }
+
+
+class RecordingCluster(ClusterProxy):
+    """Forwards to a real cluster; records the rule each call needs and every Forbidden."""
+
+    def __init__(self, inner: KubeCluster) -> None:
+        super().__init__(inner)
+        self.used: set[Rule] = set()
+        self.forbidden: list[str] = []
+
+    async def around(
+        self, verb: str, info: ResourceInfo, subresource: str | None, call: Awaitable[T]
+    ) -> T:
+        self.used.add((info.group, info.plural + (f"/{subresource}" if subresource else ""), verb))
+        try:
+            return await call
+        except Forbidden as e:
+            self.forbidden.append(str(e))
+            raise
+
+    async def around_watch(
+        self, info: ResourceInfo, stream: AsyncIterator[WatchEvent]
+    ) -> AsyncIterator[WatchEvent]:
+        self.used.add((info.group, info.plural, "watch"))
+        async for event in stream:
+            yield event
+
+
+def restricted_runner(plane: ControlPlane) -> RecordingCluster:
+    """Apply the ClusterRole and its binding to :data:`RUNNER_USER` (as the admin) and
+    return a recording Cluster authenticated as that user."""
+    with plane.client() as api:
+        for doc, path in zip(
+            _docs(),
+            (
+                "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+                "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+            ),
+            strict=True,
+        ):
+            resp = api.create(path, doc)
+            assert resp.status in (201, 409), resp.message
+    return RecordingCluster(KubeCluster.from_kubeconfig(plane.mint_kubeconfig(RUNNER_USER)))
