@@ -54,6 +54,8 @@ class PodInfo:
     nominated_node: str | None = None
     #: ``spec.preemptionPolicy`` (``PreemptLowerPriority`` when unset)
     preemption_policy: str | None = None
+    #: ``status.resourceClaimStatuses`` as ``(name, resourceClaimName or None)``
+    claim_statuses: tuple[tuple[str, str | None], ...] = ()
 
     @property
     def key(self) -> PodKey:
@@ -79,6 +81,15 @@ class PodInfo:
             "namespace": self.namespace,
             "uid": self.uid,
         }
+
+
+def _claim_statuses(status: Mapping[str, Any]) -> tuple[tuple[str, str | None], ...]:
+    raw = status.get("resourceClaimStatuses") or ()
+    return tuple(
+        (str(s.get("name") or ""), s.get("resourceClaimName") or None)
+        for s in raw
+        if isinstance(s, Mapping)
+    )
 
 
 class NodeTable:
@@ -376,6 +387,7 @@ class Cache:
             info.gated = bool(spec.get("schedulingGates"))
             info.conditions = tuple(status.get("conditions") or ())
             info.nominated_node = status.get("nominatedNodeName") or None
+            info.claim_statuses = _claim_statuses(status)
             if info.node_name is not None and info.assumed_node is not None:
                 info.assumed_node = None  # binding confirmed (or bound elsewhere)
             if info.node_name is None and info.counted_node is None:
@@ -403,6 +415,7 @@ class Cache:
             conditions=tuple(status.get("conditions") or ()),
             nominated_node=status.get("nominatedNodeName") or None,
             preemption_policy=spec.get("preemptionPolicy") or None,
+            claim_statuses=_claim_statuses(status),
         )
         self.pods[key] = info
         self._pods_by_uid[info.uid] = key

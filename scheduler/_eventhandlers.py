@@ -4,6 +4,7 @@ offers to the plugins' registered events and hints."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from scheduler._cache import Cache, PodInfo
@@ -29,6 +30,7 @@ ASSIGNED_POD_DELETE = ClusterEvent("AssignedPod", ActionType.DELETE)
 POD_GROUP_ADD = ClusterEvent("PodGroup", ActionType.ADD)
 POD_GROUP_UPDATE = ClusterEvent("PodGroup", ActionType.UPDATE_POD_GROUP)
 COMPOSITE_POD_GROUP_ADD = ClusterEvent("CompositePodGroup", ActionType.ADD)
+POD_GENERATED_CLAIM = ClusterEvent("Pod", ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)
 EVENTS = (
     NODE_ADD,
     NODE_UPDATE,
@@ -40,7 +42,11 @@ EVENTS = (
     POD_GROUP_ADD,
     POD_GROUP_UPDATE,
     COMPOSITE_POD_GROUP_ADD,
+    POD_GENERATED_CLAIM,
 )
+
+#: handler(event_type, object) of a DRA kind (the DynamicResources plugin's state)
+_DraHandler = Callable[[str, Any], None]
 
 
 def creation_order(obj: Any) -> tuple[str, int, str]:
@@ -78,6 +84,24 @@ class EventHandlers:
         CompositePodGroup at the top of its tree: a pod added anywhere wakes the tree)."""
         gk = p.group_key
         return self.enqueuer.root_entity(gk) if gk is not None else None
+
+    def dra_handler(self, resource: str, fold: _DraHandler) -> _DraHandler:
+        """A handler for a ``resource.k8s.io`` kind: ``fold`` keeps the plugin's state, then
+        the change is a cluster event (``<Kind>/Add``, ``/UpdateObject`` or ``/Delete``)."""
+        actions = {
+            "SYNC": ActionType.ADD,
+            "ADDED": ActionType.ADD,
+            "MODIFIED": ActionType.UPDATE_OBJECT,
+            "DELETED": ActionType.DELETE,
+        }
+
+        def handle(kind: str, obj: Any) -> None:
+            fold(kind, obj)
+            action = actions.get(kind)
+            if action is not None:
+                self.queue.on_event(ClusterEvent(resource, action), None, obj)
+
+        return handle
 
     def on_priority_class(self, kind: str, obj: Any) -> None:
         """PriorityClasses (values resolve pod and group priorities)."""
@@ -214,6 +238,9 @@ class EventHandlers:
                 self.queue.on_event(POD_GATES_ELIMINATED, old, new, target=target)
         elif new.node_name is None and new.group is None and old.req != new.req:
             self.queue.on_event(POD_REQUIREMENTS, old, new, target=("Pod", new.namespace, new.name))
+        if old.claim_statuses != new.claim_statuses and not new.scheduled:
+            target = self._group_entity(new) or ("Pod", new.namespace, new.name)
+            self.queue.on_event(POD_GENERATED_CLAIM, old, new, target=target)
 
     def pod_gone(self, key: tuple[str, str]) -> None:
         """A pod was deleted (or vanished from a relist)."""

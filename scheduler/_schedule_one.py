@@ -201,6 +201,7 @@ class ScheduleOne:
         )
         POD_ATTEMPTS.labels(result=result, profile=self.config.scheduler_name).inc()
         if res.status.ok:
+            self.framework.run_commit(res.reservations)
             self.binder.assume_and_bind(e.key, res.assignments)
             self.queue.remove(e.key)
             self.queue.done(e, "success")
@@ -345,6 +346,7 @@ class ScheduleOne:
             _log.debug(
                 "pod group %s/%s placement: %s", *gk, dict((p.name, n) for p, n in res.assignments)
             )
+            self.framework.run_commit(res.reservations)
             # a gang whose quorum depends on this batch binds one pod first (see Binder)
             self.binder.assume_and_bind(
                 e.key, res.assignments, group=g, canary=g.is_gang and scheduled < g.min_count
