@@ -1,0 +1,301 @@
+"""Dynamic Resource Allocation: pod claims and PodGroup claims, on MemoryCluster and on the
+real v1.37.2 API server (ResourceSlices created by the test; no driver, no kubelet).
+
+The cases follow upstream's DynamicResources plugin tests and test/integration/dra: a claim
+that does not exist makes the pod unschedulable; devices are allocated from the slices a node
+can reach, by class and CEL selectors; a gang whose claims cannot all be served binds no pod
+and allocates nothing; a claim shared by a PodGroup is allocated once, reserved for the
+PodGroup, and its node restriction holds every pod of the group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from dra_helpers import DRIVER, Dra, allocated, reserved
+from sched_helpers import Env
+
+from scheduler import Scheduler, SchedulerConfig
+from scheduler._dra import DynamicResources
+from scheduler._interface import Code, Status
+from scheduler._plugins import default_framework
+
+H100 = f'device.attributes["{DRIVER}"].model == "H100"'
+
+
+@pytest.fixture
+async def dra(env: Env) -> AsyncIterator[Dra]:
+    d = Dra(env)
+    try:
+        yield d
+    finally:
+        await d.cleanup()
+
+
+async def _condition(env: Env, pod: str) -> dict[str, Any] | None:
+    return await env.pod_condition(pod)
+
+
+async def test_pod_claims_get_devices_of_their_node(env: Env, dra: Dra) -> None:
+    a = await env.node("a")
+    b = await env.node("b")
+    gpu = await dra.device_class("gpu")
+    await dra.node_slice(a, 2, attributes={"model": "H100"})
+    await dra.node_slice(b, 2, attributes={"model": "A100"})
+    for i in range(3):
+        await dra.claim(f"c{i}", gpu, selectors=(H100,))
+        await dra.pod(f"p{i}", {"gpu": f"c{i}"})
+    s = env.scheduler()
+    await s.start()
+    await env.seen(s, lambda: env.cached_pods(s) == 3)
+
+    async def decided() -> bool:
+        return len(await env.bound()) == 2 and await env.pod_condition("p2") is not None
+
+    await env.until(s, decided)
+    assert await env.bound() == {"p0": a, "p1": a}
+    devices = set()
+    for i in range(2):
+        claim = await dra.get_claim(f"c{i}")
+        got = allocated(claim)
+        assert len(got) == 1 and got[0][:3] == ("gpu", DRIVER, a)
+        devices.add(got[0][3])
+        assert reserved(claim) == [("", "pods", f"p{i}")]
+        terms = claim["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"]
+        assert terms == [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [a]}]}
+        ]
+        assert "resource.kubernetes.io/delete-protection" in claim["metadata"]["finalizers"]
+    assert devices == {"gpu-0", "gpu-1"}
+    assert allocated(await dra.get_claim("c2")) == []
+    cond = await env.pod_condition("p2")
+    assert cond is not None and cond["reason"] == "Unschedulable"
+    assert cond["message"] == "0/2 nodes are available: 2 cannot allocate all claims."
+
+    # a new slice with a matching device is an event: the pod is retried and placed
+    c = await env.node("c")
+    await dra.node_slice(c, 1, attributes={"model": "H100"})
+
+    async def p2_bound() -> bool:
+        return "p2" in await env.bound()
+
+    await env.until(s, p2_bound)
+    assert (await env.bound())["p2"] == c
+    assert allocated(await dra.get_claim("c2")) == [("gpu", DRIVER, c, "gpu-0")]
+
+
+async def test_a_missing_claim_makes_the_pod_unschedulable_until_it_exists(
+    env: Env, dra: Dra
+) -> None:
+    a = await env.node("a")
+    gpu = await dra.device_class("gpu")
+    await dra.node_slice(a, 1)
+    await dra.pod("p", {"gpu": "later"})
+    s = env.scheduler()
+    await s.start()
+    await env.seen(s, lambda: env.cached_pods(s) == 1)
+
+    async def failed() -> bool:
+        return await env.pod_condition("p") is not None
+
+    await env.until(s, failed)
+    cond = await env.pod_condition("p")
+    assert cond is not None and cond["status"] == "False"
+    assert cond["message"] == '0/1 nodes are available: resourceclaim "later" not found.'
+    assert await env.bound() == {}
+
+    await dra.claim("later", gpu)
+
+    async def bound() -> bool:
+        return await env.bound() == {"p": a}
+
+    await env.until(s, bound)
+    assert reserved(await dra.get_claim("later")) == [("", "pods", "p")]
+
+
+async def test_gang_claims_are_allocated_together_or_not_at_all(env: Env, dra: Dra) -> None:
+    nodes = [await env.node(n) for n in ("a", "b", "c")]
+    gpu = await dra.device_class("gpu")
+    for n in nodes:
+        await dra.node_slice(n, 2)
+    await env.pod_group("train", 4)
+    for i in range(4):
+        await dra.claim(f"train-{i}", gpu, count=2)
+        await dra.pod(f"train-{i}", {"gpu": f"train-{i}"}, "train")
+    s = env.scheduler()
+    await s.start()
+    await env.seen(s, lambda: env.cached_pods(s) == 4)
+
+    async def decided() -> bool:
+        return await env.group_condition("train") is not None
+
+    await env.until(s, decided)
+    assert await env.bound() == {}
+    for i in range(4):  # reverted together: nothing allocated
+        assert allocated(await dra.get_claim(f"train-{i}")) == []
+    cond = await env.group_condition("train")
+    assert (cond.status, cond.reason) == ("False", "Unschedulable")
+    assert cond.message.startswith("minCount 4: at most 3 pods fit, 1 short")
+    assert 'cannot allocate claim "gpu"' in cond.message
+    assert "0 of 2 matching devices free, 2 needed" in cond.message
+
+    d = await env.node("d")
+    await dra.node_slice(d, 2)
+
+    async def all_bound() -> bool:
+        return len(await env.bound("train")) == 4
+
+    await env.until(s, all_bound)
+    placed = await env.bound("train")
+    assert sorted(placed.values()) == sorted([*nodes, d])
+    for i in range(4):
+        got = allocated(await dra.get_claim(f"train-{i}"))
+        assert {g[2] for g in got} == {placed[f"train-{i}"]} and len(got) == 2
+
+
+async def test_match_attribute_and_allocation_mode_all(env: Env, dra: Dra) -> None:
+    a = await env.node("a", cpu="16")
+    gpu = await dra.device_class("gpu")
+    await dra.node_slice(a, 4, numa=[0, 1, 1, 0], model=["A", "B", "B", "C"])
+    await dra.claim(
+        "pair",
+        gpu,
+        requests=[
+            {"name": "x", "exactly": {"deviceClassName": gpu}},
+            {"name": "y", "exactly": {"deviceClassName": gpu}},
+        ],
+        constraints=[{"matchAttribute": f"{DRIVER}/model"}],
+    )
+    await dra.pod("p", {"gpu": "pair"})
+    s = env.scheduler()
+    await s.start()
+
+    async def bound() -> bool:
+        return "p" in await env.bound()
+
+    await env.until(s, bound)
+    got = allocated(await dra.get_claim("pair"))
+    assert [(g[0], g[3]) for g in got] == [("x", "gpu-1"), ("y", "gpu-2")]  # the two "B"s
+
+    # All: every matching device of the node, here gpu-0 ("A") and gpu-3 ("C")
+    await dra.claim(
+        "rest", gpu, mode="All", selectors=(f'device.attributes["{DRIVER}"].model in ["A", "C"]',)
+    )
+    await dra.pod("q", {"gpu": "rest"})
+    # ... and All over devices some of which are in use cannot be allocated
+    await dra.claim("every", gpu, mode="All")
+    await dra.pod("r", {"gpu": "every"})
+
+    async def decided() -> bool:
+        return "q" in await env.bound() and await env.pod_condition("r") is not None
+
+    await env.until(s, decided)
+    assert {g[3] for g in allocated(await dra.get_claim("rest"))} == {"gpu-0", "gpu-3"}
+    assert allocated(await dra.get_claim("every")) == []
+    cond = await env.pod_condition("r")
+    assert cond is not None and cond["message"] == (
+        "0/1 nodes are available: 1 cannot allocate all claims."
+    )
+
+
+async def test_unsupported_requests_are_refused_not_ignored(env: Env, dra: Dra) -> None:
+    a = await env.node("a")
+    gpu = await dra.device_class("gpu")
+    await dra.node_slice(a, 2)
+    await dra.claim(
+        "choice",
+        gpu,
+        requests=[
+            {
+                "name": "gpu",
+                "firstAvailable": [
+                    {"name": "big", "deviceClassName": gpu, "count": 2},
+                    {"name": "small", "deviceClassName": gpu},
+                ],
+            }
+        ],
+    )
+    await dra.pod("p", {"gpu": "choice"})
+    s = env.scheduler()
+    await s.start()
+
+    async def failed() -> bool:
+        return await env.pod_condition("p") is not None
+
+    await env.until(s, failed)
+    cond = await env.pod_condition("p")
+    assert cond is not None and "firstAvailable is unsupported" in cond["message"]
+    assert await env.bound() == {}
+    assert allocated(await dra.get_claim("choice")) == []
+
+
+async def test_group_claim_on_a_rack_wide_device_holds_the_gang_in_the_rack(
+    env: Env, dra: Dra
+) -> None:
+    r1 = [await env.node(n, cpu="4", labels={"rack": "r1"}) for n in ("r1a", "r1b")]
+    await env.node("r2a", cpu="16", labels={"rack": "r2"})  # roomier, but no fabric
+    fabric = await dra.device_class("fabric")
+    await dra.slice(
+        "fabric-r1",
+        {
+            "nodeSelector": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r1"]}]}
+                ]
+            }
+        },
+        pool="fabric-r1",
+        devices=[{"name": "switch"}],
+    )
+    await dra.claim("fab", fabric)
+    pg = await dra.pod_group("ring", 2, claims={"fabric": "fab"})
+    for i in range(2):
+        await dra.pod(f"ring-{i}", {"fabric": "fab"}, "ring", cpu="3")
+    s = env.scheduler()
+    await s.start()
+    await env.seen(s, lambda: env.cached_pods(s) == 2)
+
+    async def bound() -> bool:
+        return len(await env.bound("ring")) == 2
+
+    await env.until(s, bound)
+    assert sorted((await env.bound("ring")).values()) == sorted(r1)
+    claim = await dra.get_claim("fab")
+    assert allocated(claim) == [("gpu", DRIVER, "fabric-r1", "switch")]
+    assert reserved(claim) == [("scheduling.k8s.io", "podgroups", "ring")]
+    assert claim["status"]["reservedFor"][0]["uid"] == pg.metadata.uid
+    sel = claim["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"]
+    assert sel == [{"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r1"]}]}]
+
+
+class _FailingBinder:
+    name = "FailingBinder"
+
+    async def bind(self, cluster: Any, pod: Any, node: str) -> Status:
+        return Status(code=Code.ERROR, message="bind refused by the test")
+
+
+async def test_a_failed_bind_releases_the_allocation(mem_env: Any) -> None:
+    env, _ = mem_env
+    dra = Dra(env)
+    a = await env.node("a")
+    gpu = await dra.device_class("gpu")
+    await dra.node_slice(a, 1)
+    await dra.claim("c", gpu)
+    await dra.pod("p", {"gpu": "c"})
+    fw = default_framework()
+    fw.bind = [_FailingBinder()]
+    fw.refresh()
+    s = Scheduler(env.cluster, SchedulerConfig(scheduler_name=env.scheduler_name), framework=fw)
+    env.schedulers.append(s)
+    await s.start()
+    await s.until_idle()
+    claim = await dra.get_claim("c")
+    assert allocated(claim) == []
+    assert reserved(claim) == []
+    assert await env.bound() == {}
+    plugin = fw.reserve[0]
+    assert isinstance(plugin, DynamicResources)
+    assert not plugin.assumed  # nothing held in the scheduler either
