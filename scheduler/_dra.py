@@ -313,6 +313,10 @@ class DynamicResources:
         self._claim_devices: dict[ClaimKey, tuple[DeviceId, ...]] = {}
         self._pending: dict[tuple[str, str], list[ClaimKey]] = {}
         self._locks: dict[ClaimKey, asyncio.Lock] = {}
+        #: pod -> the claim it names that does not exist (set by the last lookup)
+        self._missing: dict[tuple[str, str], ClaimKey] = {}
+        #: claim -> pods held by PreEnqueue until it exists
+        self._waiting: dict[ClaimKey, set[tuple[str, str]]] = {}
         # device index (rebuilt when slices change)
         self._dirty = True
         self._devices: dict[DeviceId, _Device] = {}
@@ -555,6 +559,7 @@ class DynamicResources:
                 for s in pg.status.resource_claim_statuses:
                     group_status[s.name] = s.resource_claim_name
         pod_status = dict(pod.claim_statuses)
+        self._missing.pop(pod.key, None)
         out: list[_PodClaim] = []
         seen: set[ClaimKey] = set()
         for entry in pod.req.claims:
@@ -591,6 +596,7 @@ class DynamicResources:
             key = (pod.namespace, claim_name)
             obj = self.claims.get(key)
             if obj is None:
+                self._missing[pod.key] = key
                 return _unresolvable(f'resourceclaim "{claim_name}" not found')
             meta = obj.get("metadata") or {}
             if meta.get("deletionTimestamp"):
@@ -677,6 +683,34 @@ class DynamicResources:
         for cfg in devices.get("config") or ():
             config.append({"source": "FromClaim", **dict(cfg)})
         return _ClaimSpec(requests=tuple(requests), match=tuple(match), config=tuple(config))
+
+    def pre_enqueue_pod(self, pod: PodInfo, lister: SharedLister) -> Status:
+        """Hold the pod (silently, as upstream's PreEnqueue) while a claim it names does not
+        exist yet or its template claim has not been generated."""
+        claims = self._pod_claims(pod)
+        if isinstance(claims, Status) and claims.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            missing = self._missing.get(pod.key)
+            if missing is not None:
+                self._waiting.setdefault(missing, set()).add(pod.key)
+                return claims
+            return SUCCESS  # not a missing claim: PreFilter reports it
+        if isinstance(claims, Status):
+            return claims
+        return SUCCESS
+
+    def woken_by_claim(self, kind: str, obj: Any) -> list[tuple[str, str]]:
+        """Pods held by PreEnqueue for a claim that now exists."""
+        if kind == "SYNC":
+            keys = [k for k in self._waiting if k in self.claims]
+        elif kind == "ADDED":
+            m = obj.get("metadata") or {}
+            keys = [(str(m.get("namespace") or ""), str(m.get("name")))]
+        else:
+            return []
+        out: list[tuple[str, str]] = []
+        for k in keys:
+            out.extend(sorted(self._waiting.pop(k, ())))
+        return out
 
     def pre_filter_pod(self, pod: PodInfo, lister: SharedLister) -> Status:
         """Every claim exists (or is being created), is usable by the pod, and asks only for

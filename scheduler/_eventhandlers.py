@@ -85,9 +85,15 @@ class EventHandlers:
         gk = p.group_key
         return self.enqueuer.root_entity(gk) if gk is not None else None
 
-    def dra_handler(self, resource: str, fold: _DraHandler) -> _DraHandler:
+    def dra_handler(
+        self,
+        resource: str,
+        fold: _DraHandler,
+        woken: Callable[[str, Any], list[tuple[str, str]]] | None = None,
+    ) -> _DraHandler:
         """A handler for a ``resource.k8s.io`` kind: ``fold`` keeps the plugin's state, then
-        the change is a cluster event (``<Kind>/Add``, ``/UpdateObject`` or ``/Delete``)."""
+        the change is a cluster event (``<Kind>/Add``, ``/UpdateObject`` or ``/Delete``);
+        ``woken`` names pods whose PreEnqueue gate the change may lift."""
         actions = {
             "SYNC": ActionType.ADD,
             "ADDED": ActionType.ADD,
@@ -97,6 +103,10 @@ class EventHandlers:
 
         def handle(kind: str, obj: Any) -> None:
             fold(kind, obj)
+            for key in woken(kind, obj) if woken is not None else ():
+                p = self.cache.pods.get(key)
+                if p is not None:
+                    self.enqueuer.refresh_for(p)
             action = actions.get(kind)
             if action is not None:
                 self.queue.on_event(ClusterEvent(resource, action), None, obj)
@@ -239,6 +249,7 @@ class EventHandlers:
         elif new.node_name is None and new.group is None and old.req != new.req:
             self.queue.on_event(POD_REQUIREMENTS, old, new, target=("Pod", new.namespace, new.name))
         if old.claim_statuses != new.claim_statuses and not new.scheduled:
+            self.enqueuer.refresh_for(new)  # PreEnqueue: the generated claim is known now
             target = self._group_entity(new) or ("Pod", new.namespace, new.name)
             self.queue.on_event(POD_GENERATED_CLAIM, old, new, target=target)
 

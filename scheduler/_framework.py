@@ -224,11 +224,26 @@ class Framework:
     # ---- PreEnqueue ------------------------------------------------------------------
 
     def run_pre_enqueue(self, group: GroupInfo, lister: SharedLister) -> Status:
-        """All PreEnqueue plugins; the first failure wins."""
+        """All PreEnqueue plugins; the first failure wins. Then the pod-level PreEnqueue of
+        the Reserve plugins for every unscheduled member (one gated pod holds the group)."""
         for p in self.pre_enqueue:
             st = p.pre_enqueue_group(group, lister)
             if not st.ok:
                 return attrs.evolve(st, plugin=p.name)
+        if self.reserve:
+            for member in sorted(lister.group_members(group), key=lambda m: m.name):
+                if not member.scheduled and not member.deleting:
+                    st = self.run_pre_enqueue_pod(member, lister)
+                    if not st.ok:
+                        return st
+        return SUCCESS
+
+    def run_pre_enqueue_pod(self, pod: PodInfo, lister: SharedLister) -> Status:
+        """The pod-level PreEnqueue of the Reserve plugins; the first failure wins."""
+        for r in self.reserving(pod):
+            st = r.pre_enqueue_pod(pod, lister)
+            if not st.ok:
+                return attrs.evolve(st, plugin=r.name)
         return SUCCESS
 
     def run_pre_enqueue_tree(self, tree: TreeNode, lister: SharedLister) -> Status:

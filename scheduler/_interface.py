@@ -370,6 +370,11 @@ class ReservePlugin(Protocol):
         """Whether the plugin has anything to check for ``pod`` (cheap)."""
         ...
 
+    def pre_enqueue_pod(self, pod: PodInfo, lister: SharedLister) -> Status:
+        """Gate the pod (its group) before the active queue, silently (e.g. a claim that
+        does not exist yet)."""
+        ...
+
     def pre_filter_pod(self, pod: PodInfo, lister: SharedLister) -> Status:
         """A verdict that holds on every node (e.g. a claim does not exist yet)."""
         ...

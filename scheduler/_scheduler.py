@@ -142,11 +142,11 @@ class Scheduler:
             if isinstance(plugin, DynamicResources):
                 plugin.bind_cache(self.cache)
                 self._feeds[-1:-1] = [
-                    Feed(c, kind, h.dra_handler(kind, fold), optional=True)
-                    for kind, fold in (
-                        ("DeviceClass", plugin.on_device_class),
-                        ("ResourceSlice", plugin.on_resource_slice),
-                        ("ResourceClaim", plugin.on_resource_claim),
+                    Feed(c, kind, h.dra_handler(kind, fold, woken), optional=True)
+                    for kind, fold, woken in (
+                        ("DeviceClass", plugin.on_device_class, None),
+                        ("ResourceSlice", plugin.on_resource_slice, None),
+                        ("ResourceClaim", plugin.on_resource_claim, plugin.woken_by_claim),
                     )
                 ]
         for f in self._feeds:
