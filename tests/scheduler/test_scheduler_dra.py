@@ -295,3 +295,78 @@ async def test_a_failed_bind_releases_the_allocation(mem_env: Any) -> None:
     plugin = fw.reserve[0]
     assert isinstance(plugin, DynamicResources)
     assert not plugin.assumed  # nothing held in the scheduler either
+
+
+async def test_template_claims_from_the_memory_cluster_claim_controller(mem_env: Any) -> None:
+    """MemoryCluster plays kube-controller-manager's resourceclaim controller: one claim per
+    pod for a pod template entry, one per PodGroup for the group's template entry."""
+    env, _ = mem_env
+    dra = Dra(env)
+    nodes = [await env.node(n, labels={"rack": "r1"}) for n in ("a", "b")]
+    gpu = await dra.device_class("gpu")
+    fabric = await dra.device_class("fabric", 'device.driver == "fabric.example.com"')
+    for n in nodes:
+        await dra.node_slice(n, 1)
+    await dra.slice(
+        "fabric-r1",
+        {"allNodes": True},
+        pool="fabric",
+        devices=[{"name": "switch"}],
+        driver="fabric.example.com",
+    )
+    for name, cls in (("one-gpu", gpu), ("fabric", fabric)):
+        await env.cluster.create(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaimTemplate",
+                "metadata": {"name": name, "namespace": env.namespace},
+                "spec": {
+                    "spec": {
+                        "devices": {
+                            "requests": [{"name": "r", "exactly": {"deviceClassName": cls}}]
+                        }
+                    }
+                },
+            }
+        )
+    pg = await dra.pod_group("ring", 2, templates={"fabric": "fabric"})
+    for i in range(2):
+        await dra.pod(f"ring-{i}", {}, "ring", templates={"fabric": "fabric", "gpu": "one-gpu"})
+    s = env.scheduler()
+    await s.start()
+
+    async def bound() -> bool:
+        return len(await env.bound("ring")) == 2
+
+    await env.until(s, bound)
+    claims = {
+        c["metadata"]["name"]: c
+        for c in (await env.cluster.list("ResourceClaim", env.namespace)).items
+    }
+    group_claims = [n for n in claims if n.startswith("ring-fabric-")]
+    assert len(group_claims) == 1 and len(claims) == 3
+    group_claim = claims[group_claims[0]]
+    assert reserved(group_claim) == [("scheduling.k8s.io", "podgroups", "ring")]
+    assert group_claim["metadata"]["ownerReferences"][0]["uid"] == pg.metadata.uid
+    assert group_claim["metadata"]["annotations"] == {
+        "resource.kubernetes.io/pod-claim-name": "fabric"
+    }
+    pods = await env.pods()
+    for i in range(2):
+        statuses = pods[f"ring-{i}"]["status"]["resourceClaimStatuses"]
+        assert [s_["name"] for s_ in statuses] == ["fabric", "gpu"]
+        assert statuses[0]["resourceClaimName"] == group_claims[0]
+        own = claims[statuses[1]["resourceClaimName"]]
+        assert reserved(own) == [("", "pods", f"ring-{i}")]
+        assert {g[2] for g in allocated(own)} == {pods[f"ring-{i}"]["spec"]["nodeName"]}
+
+    # a finished pod: its own claim is released and deleted; the group claim stays reserved
+    done = pods["ring-0"]["status"]["resourceClaimStatuses"][1]["resourceClaimName"]
+    await env.cluster.patch(
+        "Pod", "ring-0", {"status": {"phase": "Succeeded"}}, env.namespace, subresource="status"
+    )
+    names = {c["metadata"]["name"] for c in (await env.cluster.list("ResourceClaim")).items}
+    assert done not in names and group_claims[0] in names
+    assert reserved(await dra.get_claim(group_claims[0])) == [
+        ("scheduling.k8s.io", "podgroups", "ring")
+    ]
