@@ -119,9 +119,12 @@ def _reserve(
                 total=total, reasons=(), plugins=frozenset({r.name}), pre_filter=st.message
             )
     keys = [r.shape_key(pod, snap) for r in plugins]
-    shape = None if any(k is None for k in keys) else tuple(keys)
+    shape = None if any(k is None for k in keys) else hash(tuple(keys))
+    masks = [m for m in (r.feasible_rows(pod, snap) for r in plugins) if m is not None]
     first = ev.best()
-    candidates: Sequence[int] = [first] if first >= 0 else []
+    candidates: Sequence[int] = []
+    if first >= 0 and all(m[first] for m in masks):
+        candidates = [first]
     tried_all = False
     while True:
         for row in candidates:
@@ -136,7 +139,10 @@ def _reserve(
                 dead.add((shape, row))
         if tried_all or first < 0:
             break
-        candidates = [int(r) for r in ev.ranked()[1:]]
+        ranked = ev.ranked()
+        for m in masks:
+            ranked = ranked[m[ranked]]
+        candidates = [int(r) for r in ranked if r != first]
         tried_all = True
     rows = ev.ranked()
     reasons: list[tuple[str, str, int]] = []

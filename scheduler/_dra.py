@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 import cel
+import numpy as np
+import numpy.typing as npt
 
 from scheduler._interface import (
     SUCCESS,
@@ -41,6 +43,7 @@ from scheduler._interface import (
     ClusterEvent,
     ClusterEventWithHint,
     Code,
+    Mask,
     Rows,
     SharedLister,
     Status,
@@ -243,7 +246,7 @@ def _device(
 # ---- claims -----------------------------------------------------------------------------
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, cache_hash=True)
 class _Request:
     name: str
     device_class: str
@@ -253,7 +256,7 @@ class _Request:
     admin: bool
 
 
-@attrs.frozen(slots=True)
+@attrs.frozen(slots=True, cache_hash=True)
 class _ClaimSpec:
     requests: tuple[_Request, ...]
     #: (requests it covers (empty: all), fully qualified attribute)
@@ -317,6 +320,11 @@ class DynamicResources:
         self._missing: dict[tuple[str, str], ClaimKey] = {}
         #: claim -> pods held by PreEnqueue until it exists
         self._waiting: dict[ClaimKey, set[tuple[str, str]]] = {}
+        # free matching devices per request and node row (see _free_counts)
+        self._counts: dict[_Request, npt.NDArray[np.int64]] = {}
+        self._dirty_rows: set[int] = set()
+        self._all_dirty = True
+        self._counts_capacity = -1
         # device index (rebuilt when slices change)
         self._dirty = True
         self._devices: dict[DeviceId, _Device] = {}
@@ -410,6 +418,7 @@ class DynamicResources:
 
     def _recount(self, key: ClaimKey) -> None:
         """Devices in use by ``key`` (its effective allocation, admin access excluded)."""
+        before = self._claim_devices.get(key, ())
         for d in self._claim_devices.pop(key, ()):
             n = self._in_use.get(d, 0) - 1
             if n > 0:
@@ -428,9 +437,83 @@ class DynamicResources:
             self._claim_devices[key] = devices
             for d in devices:
                 self._in_use[d] = self._in_use.get(d, 0) + 1
+        if before != devices:
+            self._touch((*before, *devices))
 
     def _used(self, d: DeviceId) -> bool:
         return d in self._in_use or d in self._tent_use
+
+    def _touch(self, devices: Iterable[DeviceId]) -> None:
+        """The usage of ``devices`` changed: their nodes' free counts are stale."""
+        if self._all_dirty:
+            return
+        table = self.cache.nodes if self.cache is not None else None
+        for d in devices:
+            dev = self._devices.get(d)
+            if dev is None:
+                continue
+            row = table.index.get(dev.node) if table is not None and dev.node else None
+            if row is None:
+                self._all_dirty = True
+                return
+            self._dirty_rows.add(row)
+
+    def _free_counts(self, lister: SharedLister, req: _Request) -> npt.NDArray[np.int64]:
+        """Per node row: free devices reachable from it that match ``req`` (kept current
+        incrementally as devices are taken and given back)."""
+        table = lister.table
+        self._check_epoch(table.epoch)
+        if self._all_dirty or self._counts_capacity != table.capacity:
+            self._counts.clear()
+            self._dirty_rows.clear()
+            self._all_dirty = False
+            self._counts_capacity = table.capacity
+        if self._dirty_rows:
+            rows = list(self._dirty_rows)
+            self._dirty_rows.clear()
+            for r, counts in self._counts.items():
+                for row in rows:
+                    counts[row] = self._free_on(lister, r, row)
+        got = self._counts.get(req)
+        if got is None:
+            got = np.zeros(table.capacity, dtype=np.int64)
+            for row in table.present_rows():
+                got[row] = self._free_on(lister, req, int(row))
+            self._counts[req] = got
+        return got
+
+    def _free_on(self, lister: SharedLister, req: _Request, row: int) -> int:
+        if not lister.table.present[row]:
+            return 0
+        cands = self._candidates(lister, req, row)
+        if req.admin:
+            return len(cands)
+        return sum(1 for d in cands if not self._used(d.id))
+
+    def feasible_rows(self, pod: PodInfo, lister: SharedLister) -> Mask | None:
+        """A necessary condition per node row (vectorised): enough free matching devices
+        for every request of the pod's unallocated claims. None: no opinion."""
+        self._index()
+        claims = self._pod_claims(pod)
+        if isinstance(claims, Status):
+            return None
+        need: dict[_Request, int] = {}
+        for c in claims:
+            if self._status(c.key).get("allocation"):
+                continue
+            spec = self._spec(c)
+            if isinstance(spec, str):
+                return None
+            for r in spec.requests:
+                if not r.all:
+                    need[r] = need.get(r, 0) + r.count
+        if not need:
+            return None
+        mask: Mask | None = None
+        for r, n in need.items():
+            ok = self._free_counts(lister, r) >= n
+            mask = ok if mask is None else mask & ok
+        return mask
 
     # ---- the device index ------------------------------------------------------------
 
@@ -478,14 +561,20 @@ class DynamicResources:
                 self._everywhere.append(d)
         self._row_cache.clear()
         self._cands.clear()
+        self._all_dirty = True
         self._dirty = False
+
+    def _check_epoch(self, epoch: int) -> None:
+        """Nodes changed (labels, rows): what depends on them is recomputed."""
+        if epoch != self._row_epoch:
+            self._row_cache.clear()
+            self._cands.clear()
+            self._all_dirty = True
+            self._row_epoch = epoch
 
     def _row_devices(self, lister: SharedLister, row: int) -> list[_Device]:
         table = lister.table
-        if table.epoch != self._row_epoch:
-            self._row_cache.clear()
-            self._cands.clear()
-            self._row_epoch = table.epoch
+        self._check_epoch(table.epoch)
         got = self._row_cache.get(row)
         if got is None:
             name = table.names[row] or ""
@@ -938,6 +1027,7 @@ class DynamicResources:
             prev = self._tent.get(r.claim)
             self._tent[r.claim] = r.status
             self._tent_use.update(r.devices)
+            self._touch(r.devices)
 
             def undo(r: Reservation = r, prev: dict[str, Any] | None = prev) -> None:
                 if prev is None:
@@ -945,6 +1035,7 @@ class DynamicResources:
                 else:
                     self._tent[r.claim] = prev
                 self._tent_use.difference_update(r.devices)
+                self._touch(r.devices)
 
             if callable(record):
                 record(r, undo)

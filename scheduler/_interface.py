@@ -379,6 +379,10 @@ class ReservePlugin(Protocol):
         """A verdict that holds on every node (e.g. a claim does not exist yet)."""
         ...
 
+    def feasible_rows(self, pod: PodInfo, lister: SharedLister) -> Mask | None:
+        """A vectorised necessary condition over node rows (None: no opinion)."""
+        ...
+
     def shape_key(self, pod: PodInfo, lister: SharedLister) -> Any:
         """A hashable key: pods with equal keys fail on the same nodes (None: no sharing)."""
         ...
