@@ -16,6 +16,7 @@ import attrs
 
 from simulator._clock import VirtualClock
 from simulator._controllers import JobRun, played_integrations, pod_controller
+from simulator._dra import ClaimLedger
 from simulator._recording import ControllerWrites, RecordingCluster
 from simulator._result import (
     CompositeRecord,
@@ -275,6 +276,7 @@ class Simulation:
         #: (namespace, name) of a played Job -> the run that makes its pods
         self._job_runs: dict[tuple[str, str], JobRun] = {}
         self._removed: list[tuple[str, str, str]] = []
+        self._claims: ClaimLedger | None = None
 
     # -- public ---------------------------------------------------------------------------
 
@@ -286,7 +288,8 @@ class Simulation:
         try:
             await self._create_namespaces()
             recording = RecordingCluster(cluster, on_bind=self._on_bind, on_delete=self._on_delete)
-            sched = self._scheduler_factory(recording, self.clock)
+            ledger = self._claims = ClaimLedger(recording)  # DRA: the claims' allocations
+            sched = self._scheduler_factory(ledger, self.clock)
             await self._start_controllers(cluster)
             await sched.start()
             try:
@@ -295,6 +298,7 @@ class Simulation:
                     if not state.initially_scheduled:
                         await self._refresh_group(gkey, end)
                 await self._refresh_composites(end)
+                await ledger.collect(cluster)
             finally:
                 await sched.stop()
                 for reconciler in self._reconcilers.values():
@@ -1230,6 +1234,7 @@ class Simulation:
             last_arrival=max((o.arrival for o in self.scenario.objects), default=0.0),
             topology_keys=self.scenario.topology_keys,
             composites=composites,
+            resource_claims=self._claims.records() if self._claims is not None else (),
         )
 
     def _ancestor_keys(self) -> Callable[[str | None, str], list[str | None]]:

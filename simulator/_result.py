@@ -8,6 +8,7 @@ from typing import Any
 
 import attrs
 
+from simulator._dra import ClaimRecord
 from simulator._units import format_duration
 
 __all__ = [
@@ -166,6 +167,8 @@ class SimulationResult:
     last_arrival: float = 0.0
     topology_keys: tuple[str, ...] = ()
     composites: tuple[CompositeRecord, ...] = ()
+    #: DRA ResourceClaims with the allocation the scheduler wrote (see ``simulator._dra``)
+    resource_claims: tuple[ClaimRecord, ...] = ()
 
     @property
     def live_pods(self) -> tuple[PodRecord, ...]:
@@ -290,6 +293,7 @@ class SimulationResult:
                 for v in self.violations
             ],
             "rounds": self.rounds,
+            "resourceClaims": [c.to_json() for c in self.resource_claims],
         }
 
 

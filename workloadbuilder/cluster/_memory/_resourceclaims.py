@@ -172,6 +172,7 @@ class ResourceClaimController:
         self, store: KindStore, key: Key, rec: Record, statuses: Mapping[str, str | None]
     ) -> None:
         new = dict(rec.doc)
+        new["metadata"] = dict(rec.doc["metadata"])  # a new version gets its own metadata
         status = dict(new.get("status") or {})
         status["resourceClaimStatuses"] = _status_list(statuses)
         new["status"] = status
