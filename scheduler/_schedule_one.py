@@ -217,6 +217,14 @@ class ScheduleOne:
             got = plugin.preempt_pod(self.framework, snap, p)
             if isinstance(got, str):
                 message = f"{message} preemption: {got}."
+            elif got is not None and not self._claims_fit(p, snap, got[0]):
+                # DRA: victims' devices are not counted as freed, so never evict for a pod
+                # whose claims cannot be served on that node anyway
+                plugin.forget_pod(p.key)
+                message = (
+                    f"{message} preemption: the pod's resource claims cannot be allocated "
+                    f"on {got[0]}."
+                )
             elif got is not None:
                 node, victims = got
                 key = p.key
@@ -227,6 +235,18 @@ class ScheduleOne:
         snap.revert()
         self.status.pod_failed(p, REASON_UNSCHEDULABLE, message)
         self.queue.done(e, outcome)
+
+    def _claims_fit(self, p: PodInfo, snap: Snapshot, node: str) -> bool:
+        """Whether the Reserve plugins (DRA) could serve the pod on ``node`` as things are."""
+        plugins = self.framework.reserving(p)
+        row = snap.table.index.get(node)
+        if not plugins:
+            return True
+        if row is None:
+            return False
+        return all(
+            r.pre_filter_pod(p, snap).ok and r.filter_pod(p, snap, row) is not None for r in plugins
+        )
 
     # ---- pod groups ------------------------------------------------------------------
 

@@ -60,7 +60,9 @@ class Dra:
                     "capacity": {"memory": {"value": "80Gi"}},
                 }
             )
-        return await self.slice(f"{node}-gpus", {"nodeName": node}, pool=node, devices=devices)
+        return await self.slice(
+            f"{node}-gpus", {"nodeName": node}, pool=node, devices=devices, prefix_pool=False
+        )
 
     async def slice(
         self,
@@ -70,6 +72,7 @@ class Dra:
         pool: str,
         devices: list[dict[str, Any]],
         driver: str = DRIVER,
+        prefix_pool: bool = True,
     ) -> str:
         full = self.name(name)
         await self.env.cluster.create(
@@ -79,7 +82,12 @@ class Dra:
                 "metadata": {"name": full},
                 "spec": {
                     "driver": driver,
-                    "pool": {"name": pool, "generation": 1, "resourceSliceCount": 1},
+                    # pools (and so device ids) are cluster-wide: one of the test's own
+                    "pool": {
+                        "name": self.name(pool) if prefix_pool else pool,
+                        "generation": 1,
+                        "resourceSliceCount": 1,
+                    },
                     **where,
                     "devices": devices,
                 },

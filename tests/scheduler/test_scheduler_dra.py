@@ -10,6 +10,7 @@ PodGroup, and its node restriction holds every pod of the group.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -21,6 +22,8 @@ from scheduler import Scheduler, SchedulerConfig
 from scheduler._dra import DynamicResources
 from scheduler._interface import Code, Status
 from scheduler._plugins import default_framework
+from workloadbuilder.errors import NotFound
+from workloadbuilder.testing.builders import make_pod
 
 H100 = f'device.attributes["{DRIVER}"].model == "H100"'
 
@@ -259,7 +262,7 @@ async def test_group_claim_on_a_rack_wide_device_holds_the_gang_in_the_rack(
     await env.until(s, bound)
     assert sorted((await env.bound("ring")).values()) == sorted(r1)
     claim = await dra.get_claim("fab")
-    assert allocated(claim) == [("gpu", DRIVER, "fabric-r1", "switch")]
+    assert allocated(claim) == [("gpu", DRIVER, dra.name("fabric-r1"), "switch")]
     assert reserved(claim) == [("scheduling.k8s.io", "podgroups", "ring")]
     assert claim["status"]["reservedFor"][0]["uid"] == pg.metadata.uid
     sel = claim["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"]
@@ -370,3 +373,206 @@ async def test_template_claims_from_the_memory_cluster_claim_controller(mem_env:
     assert reserved(await dra.get_claim(group_claims[0])) == [
         ("scheduling.k8s.io", "podgroups", "ring")
     ]
+
+
+async def test_a_shared_claim_is_reserved_for_each_of_its_pods(env: Env, dra: Dra) -> None:
+    a = await env.node("a")
+    await env.node("b")
+    gpu = await dra.device_class("gpu")
+    await dra.node_slice(a, 1)
+    await dra.claim("shared", gpu)
+    await dra.pod("p", {"gpu": "shared"})
+    await dra.pod("q", {"gpu": "shared"})
+    s = env.scheduler()
+    await s.start()
+
+    async def bound() -> bool:
+        return len(await env.bound()) == 2
+
+    await env.until(s, bound)
+    assert await env.bound() == {"p": a, "q": a}  # the allocation's node holds both
+    claim = await dra.get_claim("shared")
+    assert allocated(claim) == [("gpu", DRIVER, a, "gpu-0")]
+    assert sorted(reserved(claim)) == [("", "pods", "p"), ("", "pods", "q")]
+
+
+async def test_claim_problems_are_named(env: Env, dra: Dra) -> None:
+    a = await env.node("a")
+    gpu = await dra.device_class("gpu")
+    await dra.node_slice(a, 2, attributes={"model": "H100"})
+    await dra.claim("no-class", dra.name("nope"))
+    await dra.claim("no-attr", gpu, selectors=(f'device.attributes["{DRIVER}"].colour == "red"',))
+    await dra.claim("no-match", gpu, selectors=(f'device.attributes["{DRIVER}"].model == "B200"',))
+    for claim in ("no-class", "no-attr", "no-match"):
+        await dra.pod(f"p-{claim}", {"gpu": claim})
+    s = env.scheduler()
+    await s.start()
+
+    async def decided() -> bool:
+        return all(
+            [
+                await env.pod_condition(f"p-{c}") is not None
+                for c in ("no-class", "no-attr", "no-match")
+            ]
+        )
+
+    await env.until(s, decided)
+    messages = {
+        c: (await env.pod_condition(f"p-{c}") or {})["message"]
+        for c in ("no-class", "no-attr", "no-match")
+    }
+    assert f'device class "{dra.name("nope")}" does not exist' in messages["no-class"]
+    assert messages["no-attr"] == "0/1 nodes are available: 1 cannot allocate all claims."
+    assert messages["no-match"] == "0/1 nodes are available: 1 cannot allocate all claims."
+    assert await env.bound() == {}
+    plugin = next(p for p in s.framework.reserve if isinstance(p, DynamicResources))
+    pod = s.cache.pods[(env.namespace, "p-no-match")]
+    reasons = plugin.diagnose_pod(pod, s.cache, s.cache.nodes.present_rows())
+    assert reasons and "no device matches" in reasons[0][1] and "B200" in reasons[0][1]
+
+
+async def test_only_the_newest_pool_generation_counts(env: Env, dra: Dra) -> None:
+    a = await env.node("a")
+    gpu = await dra.device_class("gpu")
+    old = [{"name": f"old-{i}"} for i in range(2)]
+    await dra.slice("a-old", {"nodeName": a}, pool="p", devices=old)
+    full = dra.name("a-new")
+    await env.cluster.create(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": full},
+            "spec": {
+                "driver": DRIVER,
+                "pool": {"name": dra.name("p"), "generation": 2, "resourceSliceCount": 1},
+                "nodeName": a,
+                "devices": [{"name": "new-0"}],
+            },
+        }
+    )
+    dra.cluster_scoped.append(("ResourceSlice", full))
+    await dra.claim("c", gpu)
+    await dra.claim("d", gpu)
+    await dra.pod("p", {"gpu": "c"})
+    await dra.pod("q", {"gpu": "d"})
+    s = env.scheduler()
+    await s.start()
+
+    async def decided() -> bool:
+        return len(await env.bound()) == 1 and any(
+            [await env.pod_condition(n) is not None for n in ("p", "q")]
+        )
+
+    await env.until(s, decided)
+    got = [allocated(await dra.get_claim(n)) for n in ("c", "d")]
+    assert sorted(x[0][3] for x in got if x) == ["new-0"]
+
+
+async def test_a_failed_gang_allocates_no_group_claim(env: Env, dra: Dra) -> None:
+    nodes = [await env.node(n, cpu="4", labels={"rack": "r1"}) for n in ("r1a", "r1b")]
+    fabric = await dra.device_class("fabric")
+    await dra.slice(
+        "fabric-r1",
+        {
+            "nodeSelector": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r1"]}]}
+                ]
+            }
+        },
+        pool="fabric-r1",
+        devices=[{"name": "switch"}],
+    )
+    await dra.claim("fab", fabric)
+    await dra.pod_group("ring", 3, claims={"fabric": "fab"})
+    for i in range(3):  # three pods of 3 cpu: only two 4-cpu nodes in the rack
+        await dra.pod(f"ring-{i}", {"fabric": "fab"}, "ring", cpu="3")
+    s = env.scheduler()
+    await s.start()
+
+    async def decided() -> bool:
+        return await env.group_condition("ring") is not None
+
+    await env.until(s, decided)
+    assert await env.bound() == {}
+    claim = await dra.get_claim("fab")
+    assert allocated(claim) == [] and reserved(claim) == []
+    cond = await env.group_condition("ring")
+    assert cond.message.startswith("minCount 3: at most 2 pods fit, 1 short")
+
+    c = await env.node("r1c", cpu="4", labels={"rack": "r1"})
+
+    async def bound() -> bool:
+        return len(await env.bound()) == 3
+
+    await env.until(s, bound)
+    assert sorted((await env.bound()).values()) == sorted([*nodes, c])
+    assert reserved(await dra.get_claim("fab")) == [("scheduling.k8s.io", "podgroups", "ring")]
+
+
+async def test_preemption_never_evicts_for_devices_it_cannot_get(env: Env, dra: Dra) -> None:
+    a = await env.node("a", cpu="4")
+    gpu = await dra.device_class("gpu")
+    await dra.node_slice(a, 1)
+    low = await env.priority_class("low", 10)
+    high = await env.priority_class("high", 1000)
+    # a low-priority gang pod holds the cpu; the only device is held by another claim
+    await env.pod_group("fill", 1, priority_class=low)
+    await env.pod("filler", "fill", cpu="4", priority_class=low)
+    await dra.claim("taken", gpu)
+    await dra.claim("wanted", gpu)
+    s = env.scheduler(preemption=True)
+    await s.start()
+    await dra.pod("holder", {"gpu": "taken"}, cpu="0")  # gets the device (no cpu needed)
+
+    async def held() -> bool:
+        return "holder" in await env.bound() and "filler" in await env.bound()
+
+    await env.until(s, held)
+    pod = make_pod("urgent", env.namespace).scheduler_name(env.scheduler_name)
+    pod.request("cpu", "4").priority_class(high).pod_resource_claim("gpu", claim="wanted")
+    await env.cluster.create(pod.obj())
+
+    async def decided() -> bool:
+        return await env.pod_condition("urgent") is not None
+
+    await env.until(s, decided)
+    cond = await env.pod_condition("urgent")
+    assert cond is not None and "resource claims cannot be allocated" in cond["message"]
+    assert "filler" in await env.bound()  # not evicted
+
+
+async def test_preemption_frees_cpu_for_a_pod_whose_devices_are_free(env: Env, dra: Dra) -> None:
+    a = await env.node("a", cpu="4")
+    gpu = await dra.device_class("gpu")
+    await dra.node_slice(a, 1)
+    low = await env.priority_class("low", 10)
+    high = await env.priority_class("high", 1000)
+    await env.pod_group("fill", 1, priority_class=low)
+    await env.pod("filler", "fill", cpu="4", priority_class=low)
+    await dra.claim("wanted", gpu)
+    s = env.scheduler(preemption=True)
+    await s.start()
+
+    async def held() -> bool:
+        return "filler" in await env.bound()
+
+    await env.until(s, held)
+    pod = make_pod("urgent", env.namespace).scheduler_name(env.scheduler_name)
+    pod.request("cpu", "4").priority_class(high).pod_resource_claim("gpu", claim="wanted")
+    await env.cluster.create(pod.obj())
+
+    async def preempted() -> bool:
+        filler = (await env.pods()).get("filler")
+        return filler is None or bool(filler["metadata"].get("deletionTimestamp"))
+
+    await env.until(s, preempted)
+    with contextlib.suppress(NotFound):  # no kubelet: finish the victim's termination
+        await env.cluster.delete("Pod", "filler", env.namespace, grace_period_seconds=0)
+
+    async def done() -> bool:
+        return "urgent" in await env.bound()
+
+    await env.until(s, done)
+    assert "filler" not in await env.pods()
+    assert allocated(await dra.get_claim("wanted")) == [("gpu", DRIVER, a, "gpu-0")]
