@@ -380,6 +380,54 @@ class DynamicResources:
         key = (str(m.get("namespace") or ""), str(m.get("name")))
         self._set_claim(key, None if kind == "DELETED" else obj)
 
+    def previous_claim(self, kind: str, obj: Any) -> Any:
+        """The version of a claim known before this event (for the queueing hint)."""
+        if kind == "SYNC" or not isinstance(obj, dict):
+            return None
+        m = obj.get("metadata") or {}
+        return self.claims.get((str(m.get("namespace") or ""), str(m.get("name"))))
+
+    def _claim_hint(self, ekey: tuple[str, str, str], old: Any, new: Any) -> bool:
+        """A claim change matters to an entity that uses the claim, and to everyone when
+        devices were given back (deallocated, or deleted while allocated)."""
+        if not isinstance(new, (dict, type(None))) or (old is None and new is None):
+            return True  # a relist
+        was = isinstance(old, dict) and bool((old.get("status") or {}).get("allocation"))
+        now = isinstance(new, dict) and bool((new.get("status") or {}).get("allocation"))
+        if was and not now:
+            return True
+        obj = new if isinstance(new, dict) else old
+        m = obj.get("metadata") or {}
+        return self._entity_uses(ekey, str(m.get("namespace") or ""), str(m.get("name")))
+
+    def _entity_uses(self, ekey: tuple[str, str, str], ns: str, name: str) -> bool:
+        kind, ens, ename = ekey
+        if ens != ns:
+            return False
+        cache = self.cache
+        if cache is None or kind == "CompositePodGroup":
+            return True
+        if kind == "Pod":
+            p = cache.pods.get((ens, ename))
+            pods = [p] if p is not None else []
+        else:
+            g = cache.groups.get((ens, ename))
+            if g is None:
+                return False
+            pg = g.pod_group
+            if pg is not None:
+                if any(c.resource_claim_name == name for c in pg.spec.resource_claims):
+                    return True
+                if pg.status is not None and any(
+                    st.resource_claim_name == name for st in pg.status.resource_claim_statuses
+                ):
+                    return True
+            pods = list(cache.members(g))
+        return any(
+            any(c[1] == name for c in p.req.claims) or any(st[1] == name for st in p.claim_statuses)
+            for p in pods
+        )
+
     def _set_claim(self, key: ClaimKey, obj: dict[str, Any] | None) -> None:
         old = self.claims.get(key)
         if obj is None:
@@ -1164,12 +1212,11 @@ class DynamicResources:
             ClusterEventWithHint(
                 ClusterEvent(
                     "ResourceClaim", ActionType.ADD | ActionType.UPDATE_OBJECT | ActionType.DELETE
-                )
+                ),
+                self._claim_hint,
             ),
             ClusterEventWithHint(
-                ClusterEvent(
-                    "ResourceSlice", ActionType.ADD | ActionType.UPDATE_OBJECT | ActionType.DELETE
-                )
+                ClusterEvent("ResourceSlice", ActionType.ADD | ActionType.UPDATE_OBJECT)
             ),
             ClusterEventWithHint(
                 ClusterEvent("DeviceClass", ActionType.ADD | ActionType.UPDATE_OBJECT)

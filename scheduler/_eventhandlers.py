@@ -90,10 +90,12 @@ class EventHandlers:
         resource: str,
         fold: _DraHandler,
         woken: Callable[[str, Any], list[tuple[str, str]]] | None = None,
+        previous: Callable[[str, Any], Any] | None = None,
     ) -> _DraHandler:
         """A handler for a ``resource.k8s.io`` kind: ``fold`` keeps the plugin's state, then
         the change is a cluster event (``<Kind>/Add``, ``/UpdateObject`` or ``/Delete``);
-        ``woken`` names pods whose PreEnqueue gate the change may lift."""
+        ``woken`` names pods whose PreEnqueue gate the change may lift; ``previous`` gives the
+        object's version before the change (the queueing hints compare them)."""
         actions = {
             "SYNC": ActionType.ADD,
             "ADDED": ActionType.ADD,
@@ -102,14 +104,17 @@ class EventHandlers:
         }
 
         def handle(kind: str, obj: Any) -> None:
+            old = previous(kind, obj) if previous is not None else None
             fold(kind, obj)
             for key in woken(kind, obj) if woken is not None else ():
                 p = self.cache.pods.get(key)
                 if p is not None:
                     self.enqueuer.refresh_for(p)
             action = actions.get(kind)
-            if action is not None:
-                self.queue.on_event(ClusterEvent(resource, action), None, obj)
+            if action is ActionType.DELETE:
+                self.queue.on_event(ClusterEvent(resource, action), obj, None)
+            elif action is not None:
+                self.queue.on_event(ClusterEvent(resource, action), old, obj)
 
         return handle
 

@@ -142,11 +142,16 @@ class Scheduler:
             if isinstance(plugin, DynamicResources):
                 plugin.bind_cache(self.cache)
                 self._feeds[-1:-1] = [
-                    Feed(c, kind, h.dra_handler(kind, fold, woken), optional=True)
-                    for kind, fold, woken in (
-                        ("DeviceClass", plugin.on_device_class, None),
-                        ("ResourceSlice", plugin.on_resource_slice, None),
-                        ("ResourceClaim", plugin.on_resource_claim, plugin.woken_by_claim),
+                    Feed(c, kind, h.dra_handler(kind, fold, woken, previous), optional=True)
+                    for kind, fold, woken, previous in (
+                        ("DeviceClass", plugin.on_device_class, None, None),
+                        ("ResourceSlice", plugin.on_resource_slice, None, None),
+                        (
+                            "ResourceClaim",
+                            plugin.on_resource_claim,
+                            plugin.woken_by_claim,
+                            plugin.previous_claim,
+                        ),
                     )
                 ]
         for f in self._feeds:
