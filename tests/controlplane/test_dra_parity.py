@@ -435,3 +435,22 @@ async def test_group_claim_on_a_rack_wide_device(sides: tuple[Side, Side]) -> No
     up, ours = await _both(sides, scenario)
     _report("a PodGroup claim on a rack-wide device", up, ours)
     assert _shared(up) == _shared(ours)
+
+
+async def test_one_claim_shared_by_two_pods(sides: tuple[Side, Side]) -> None:
+    async def scenario(s: Side) -> dict[str, Any]:
+        await s.device_class("gpu")
+        await s.node_with_gpus("a", 1)
+        await s.node_with_gpus("b", 1)
+        await s.claim("shared", "gpu")
+        for n in ("p", "q"):
+            await s.pod(n, claims={"gpu": "shared"})
+        o = await _settle(s, _decided(2))
+        nodes = {p["spec"].get("nodeName") for p in (await s.pods()).values()}
+        o["same_node"] = len(nodes) == 1
+        return o
+
+    up, ours = await _both(sides, scenario)
+    _report("one claim shared by two pods", up, ours)
+    assert len(up["bound"]) == 2 and up["same_node"]
+    assert _shared(up) == _shared(ours)
