@@ -454,3 +454,55 @@ async def test_one_claim_shared_by_two_pods(sides: tuple[Side, Side]) -> None:
     _report("one claim shared by two pods", up, ours)
     assert len(up["bound"]) == 2 and up["same_node"]
     assert _shared(up) == _shared(ours)
+
+
+async def test_claim_reservations_through_the_pods_lifecycle(sides: tuple[Side, Side]) -> None:
+    """As upstream's test/integration/dra workload-claims case: a basic PodGroup with its own
+    claim, two pods sharing a pod-level claim; the pods' reservations go with the pods
+    (kube-controller-manager), the PodGroup's with the PodGroup."""
+
+    async def reservations(s: Side) -> dict[str, Any]:
+        out = {}
+        for name in ("for-group", "for-pods"):
+            c = await s.cluster.get("ResourceClaim", name, s.namespace)
+            assert isinstance(c, dict)
+            st = c.get("status") or {}
+            out[name] = (
+                bool(st.get("allocation")),
+                sorted((r.get("resource"), r.get("name")) for r in st.get("reservedFor") or ()),
+            )
+        return out
+
+    async def scenario(s: Side) -> list[dict[str, Any]]:
+        await s.device_class("gpu")
+        await s.node_with_gpus("a", 2)
+        await s.claim("for-group", "gpu")
+        await s.claim("for-pods", "gpu")
+        pg = make_pod_group("pg", s.namespace).basic().resource_claim("grp", claim="for-group")
+        await s.cluster.create(from_dict(pg.obj(), PodGroup))
+        for n in ("p1", "p2"):
+            await s.pod(n, group="pg", claims={"grp": "for-group", "own": "for-pods"})
+        await _settle(s, lambda o: len(o["bound"]) == 2)
+        steps = [await reservations(s)]
+        for n in ("p1", "p2"):
+            await s.cluster.delete("Pod", n, s.namespace, grace_period_seconds=0)
+
+            async def released(n: str = n) -> dict[str, Any] | None:
+                r = await reservations(s)
+                return r if all(x[1] != n for x in r["for-pods"][1]) else None
+
+            steps.append(await _until(released, f"{s.name}: {n} released"))
+        await s.cluster.delete("PodGroup", "pg", s.namespace)
+
+        async def group_released() -> dict[str, Any] | None:
+            r = await reservations(s)
+            return r if not r["for-group"][1] else None
+
+        steps.append(await _until(group_released, f"{s.name}: the PodGroup's claim released"))
+        return steps
+
+    up, ours = await _both(sides, scenario)
+    for i, (u, o) in enumerate(zip(up, ours, strict=True)):
+        print(f"\n== lifecycle step {i}\n  upstream: {u}\n  ours:     {o}")
+    assert up[0]["for-group"] == (True, [("podgroups", "pg")])
+    assert up == ours

@@ -22,8 +22,9 @@ from scheduler import Scheduler, SchedulerConfig
 from scheduler._dra import DynamicResources
 from scheduler._interface import Code, Status
 from scheduler._plugins import default_framework
+from workloadbuilder.api import PodGroup, from_dict
 from workloadbuilder.errors import NotFound
-from workloadbuilder.testing.builders import make_pod
+from workloadbuilder.testing.builders import make_pod, make_pod_group
 
 H100 = f'device.attributes["{DRIVER}"].model == "H100"'
 
@@ -576,3 +577,44 @@ async def test_preemption_frees_cpu_for_a_pod_whose_devices_are_free(env: Env, d
     await env.until(s, done)
     assert "filler" not in await env.pods()
     assert allocated(await dra.get_claim("wanted")) == [("gpu", DRIVER, a, "gpu-0")]
+
+
+async def test_pod_and_group_claims_through_the_pods_lifecycle(mem_env: Any) -> None:
+    """upstream test/integration/dra (workload resource claims): a basic PodGroup with a
+    claim of its own and pods that also share a pod-level claim; the controller releases
+    the pods' reservations as they go, the group's only with the PodGroup."""
+    env, _ = mem_env
+    dra = Dra(env)
+    a = await env.node("a")
+    gpu = await dra.device_class("gpu")
+    await dra.node_slice(a, 2)
+    await dra.claim("for-group", gpu)
+    await dra.claim("for-pods", gpu)
+    pg = make_pod_group("pg", env.namespace).basic().resource_claim("grp", claim="for-group")
+    created = await env.cluster.create(from_dict(pg.obj(), PodGroup))
+    s = env.scheduler()
+    await s.start()
+    for n in ("p1", "p2"):
+        await dra.pod(n, {"grp": "for-group", "own": "for-pods"}, "pg")
+
+        async def bound(n: str = n) -> bool:
+            return n in await env.bound()
+
+        await env.until(s, bound)
+    group_ref = ("scheduling.k8s.io", "podgroups", "pg")
+    assert reserved(await dra.get_claim("for-group")) == [group_ref]
+    assert sorted(reserved(await dra.get_claim("for-pods"))) == [
+        ("", "pods", "p1"),
+        ("", "pods", "p2"),
+    ]
+    await env.cluster.delete("Pod", "p1", env.namespace)
+    assert reserved(await dra.get_claim("for-pods")) == [("", "pods", "p2")]
+    assert reserved(await dra.get_claim("for-group")) == [group_ref]
+    await env.cluster.delete("Pod", "p2", env.namespace)
+    assert reserved(await dra.get_claim("for-pods")) == []
+    assert allocated(await dra.get_claim("for-pods")) == []  # deallocated
+    assert reserved(await dra.get_claim("for-group")) == [group_ref]
+    assert isinstance(created, PodGroup)
+    await env.cluster.delete("PodGroup", "pg", env.namespace)
+    claim = await dra.get_claim("for-group")
+    assert reserved(claim) == [] and allocated(claim) == []
