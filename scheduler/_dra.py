@@ -590,7 +590,11 @@ class DynamicResources:
                 if old is not None and old.variable == d.variable:
                     d.ctx = old.ctx
                 devices.setdefault(d.id, d)
-        changed = {k for k, d in devices.items() if self._devices.get(k) is not d}
+        changed = {
+            k
+            for k, d in devices.items()
+            if (old := self._devices.get(k)) is None or old.variable != d.variable
+        }
         changed |= set(self._devices) - set(devices)
         for verdicts in self._verdicts.values():
             for k in changed:
@@ -647,9 +651,11 @@ class DynamicResources:
         got = cache.get(d.id)
         if got is None:
             try:
-                got = bool(self._program(expression).execute(d.context()))
+                value = self._program(expression).execute(d.context())
             except Exception as e:  # a CEL runtime error: the device does not match
                 got = f"CEL runtime error: {type(e).__name__}: {e}"
+            else:
+                got = value if isinstance(value, bool) else "the selector is not a boolean"
             cache[d.id] = got
         return got
 

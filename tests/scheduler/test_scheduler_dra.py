@@ -618,3 +618,46 @@ async def test_pod_and_group_claims_through_the_pods_lifecycle(mem_env: Any) -> 
     await env.cluster.delete("PodGroup", "pg", env.namespace)
     claim = await dra.get_claim("for-group")
     assert reserved(claim) == [] and allocated(claim) == []
+
+
+@pytest.mark.parametrize(
+    ("expression", "fits"),
+    [
+        (f'device.capacity["{DRIVER}"].memory.compareTo(quantity("40Gi")) >= 0', True),
+        (f'device.capacity["{DRIVER}"].memory.isGreaterThan(quantity("100Gi"))', False),
+        (f'device.capacity["{DRIVER}"].memory.isLessThan(quantity("100Gi"))', True),
+        (f'"model" in device.attributes["{DRIVER}"]', True),
+        (f'device.attributes["{DRIVER}"].model', False),  # not a boolean
+        ('device.attributes["other.example.com"].model == "H100"', False),  # runtime error
+        (f'device.attributes["{DRIVER}"].numa == 1 && device.driver == "{DRIVER}"', True),
+    ],
+)
+async def test_cel_selectors(mem_env: Any, expression: str, fits: bool) -> None:
+    env, _ = mem_env
+    dra = Dra(env)
+    a = await env.node("a")
+    gpu = await dra.device_class("gpu")
+    await dra.slice(
+        "a-gpus",
+        {"nodeName": a},
+        pool=a,
+        prefix_pool=False,
+        devices=[
+            {
+                "name": "gpu-0",
+                # a qualified and an unqualified name: both in the driver's domain
+                "attributes": {f"{DRIVER}/model": {"string": "H100"}, "numa": {"int": 1}},
+                "capacity": {"memory": {"value": "80Gi"}},
+            }
+        ],
+    )
+    await dra.claim("c", gpu, selectors=(expression,))
+    await dra.pod("p", {"gpu": "c"})
+    s = env.scheduler()
+    await s.start()
+
+    async def decided() -> bool:
+        return "p" in await env.bound() or await env.pod_condition("p") is not None
+
+    await env.until(s, decided)
+    assert ("p" in await env.bound()) is fits
