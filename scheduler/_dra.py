@@ -320,6 +320,11 @@ class DynamicResources:
         self._missing: dict[tuple[str, str], ClaimKey] = {}
         #: claim -> pods held by PreEnqueue until it exists
         self._waiting: dict[ClaimKey, set[tuple[str, str]]] = {}
+        # consumers (reservedFor uids) per claim and back; devices freed by removed victims
+        self._consumers: dict[ClaimKey, tuple[str, ...]] = {}
+        self._by_consumer: dict[str, set[ClaimKey]] = {}
+        self._freed: set[DeviceId] = set()
+        self._freed_version: tuple[int, int] | None = None
         # free matching devices per request and node row (see _free_counts)
         self._counts: dict[_Request, npt.NDArray[np.int64]] = {}
         self._dirty_rows: set[int] = set()
@@ -465,7 +470,14 @@ class DynamicResources:
         return (obj or {}).get("status") or {}
 
     def _recount(self, key: ClaimKey) -> None:
-        """Devices in use by ``key`` (its effective allocation, admin access excluded)."""
+        """Devices in use by ``key`` (its effective allocation, admin access excluded), and
+        the claim's consumers."""
+        for uid in self._consumers.pop(key, ()):
+            keys = self._by_consumer.get(uid)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._by_consumer[uid]
         before = self._claim_devices.get(key, ())
         for d in self._claim_devices.pop(key, ()):
             n = self._in_use.get(d, 0) - 1
@@ -485,11 +497,70 @@ class DynamicResources:
             self._claim_devices[key] = devices
             for d in devices:
                 self._in_use[d] = self._in_use.get(d, 0) + 1
+        consumers = tuple(str(r.get("uid") or "") for r in st.get("reservedFor") or ())
+        if consumers:
+            self._consumers[key] = consumers
+            for uid in consumers:
+                self._by_consumer.setdefault(uid, set()).add(key)
         if before != devices:
             self._touch((*before, *devices))
 
     def _used(self, d: DeviceId) -> bool:
-        return d in self._in_use or d in self._tent_use
+        return (d in self._in_use and d not in self._freed) or d in self._tent_use
+
+    def _sync_freed(self, lister: SharedLister) -> None:
+        """Devices of claims whose every consumer is a pod the snapshot removed (a
+        preemption victim) count as free while it is removed."""
+        removed: Mapping[tuple[str, str], PodInfo] = getattr(lister, "removed", None) or {}
+        version = (id(lister), getattr(lister, "removed_version", 0)) if removed else None
+        if version == self._freed_version:
+            return
+        self._freed_version = version
+        freed: set[DeviceId] = set()
+        if removed:
+            uids = {p.uid for p in removed.values()}
+            groups: dict[tuple[str, str], bool] = {}
+            for p in removed.values():
+                for key in self._by_consumer.get(p.uid, ()):
+                    st = self._status(key)
+                    if all(
+                        self._consumer_gone(r, uids, groups) for r in st.get("reservedFor") or ()
+                    ):
+                        freed.update(self._claim_devices.get(key, ()))
+            for key in self._group_claims_of(removed.values()):
+                st = self._status(key)
+                if all(self._consumer_gone(r, uids, groups) for r in st.get("reservedFor") or ()):
+                    freed.update(self._claim_devices.get(key, ()))
+        if freed != self._freed:
+            self._touch(freed ^ self._freed)
+            self._freed = freed
+
+    def _group_claims_of(self, pods: Iterable[PodInfo]) -> set[ClaimKey]:
+        out: set[ClaimKey] = set()
+        if self.cache is None:
+            return out
+        for p in pods:
+            g = self.cache.groups.get(p.group_key) if p.group_key is not None else None
+            if g is not None and g.pod_group is not None:
+                out.update(self._by_consumer.get(str(g.pod_group.metadata.uid or ""), ()))
+        return out
+
+    def _consumer_gone(
+        self, ref: Mapping[str, Any], uids: set[str], groups: dict[tuple[str, str], bool]
+    ) -> bool:
+        """A reservedFor entry whose pod (or every pod of whose PodGroup) is removed."""
+        if ref.get("resource") == "pods":
+            return str(ref.get("uid")) in uids
+        if ref.get("resource") == "podgroups" and self.cache is not None:
+            for (ns, name), g in self.cache.groups.items():
+                pg = g.pod_group
+                if pg is None or str(pg.metadata.uid or "") != str(ref.get("uid")):
+                    continue
+                key = (ns, name)
+                if key not in groups:
+                    groups[key] = all(p.uid in uids for p in self.cache.members(g) if p.scheduled)
+                return groups[key]
+        return False
 
     def _touch(self, devices: Iterable[DeviceId]) -> None:
         """The usage of ``devices`` changed: their nodes' free counts are stale."""
@@ -542,6 +613,7 @@ class DynamicResources:
         """A necessary condition per node row (vectorised): enough free matching devices
         for every request of the pod's unallocated claims. None: no opinion."""
         self._index()
+        self._sync_freed(lister)
         claims = self._pod_claims(pod)
         if isinstance(claims, Status):
             return None
@@ -896,6 +968,7 @@ class DynamicResources:
 
     def _try(self, pod: PodInfo, lister: SharedLister, row: int) -> list[Reservation] | str:
         self._index()
+        self._sync_freed(lister)
         claims = self._pod_claims(pod)
         if isinstance(claims, Status):
             return claims.message

@@ -119,6 +119,25 @@ class ScheduleOne:
         index = snap.table.index
         return [(p, index[n]) for p, n in res.assignments]
 
+    def claims_fit(self, snap: Snapshot, assignments: Sequence[tuple[PodInfo, int]]) -> bool:
+        """The handle's DRA check: reserve every assigned pod's claims at its row, in order,
+        on the snapshot (and give them back)."""
+        if not self.framework.reserve:
+            return True
+        mark = snap.mark()
+        try:
+            for p, row in assignments:
+                for r in self.framework.reserving(p):
+                    if not r.pre_filter_pod(p, snap).ok:
+                        return False
+                    plan = r.filter_pod(p, snap, row)
+                    if plan is None:
+                        return False
+                    r.reserve_pod(p, snap, row, plan)
+            return True
+        finally:
+            snap.revert(mark)
+
     def actuate(
         self,
         group: GroupInfo,
@@ -217,9 +236,9 @@ class ScheduleOne:
             got = plugin.preempt_pod(self.framework, snap, p)
             if isinstance(got, str):
                 message = f"{message} preemption: {got}."
-            elif got is not None and not self._claims_fit(p, snap, got[0]):
-                # DRA: victims' devices are not counted as freed, so never evict for a pod
-                # whose claims cannot be served on that node anyway
+            elif got is not None and not self._claims_fit(p, snap, got[0], got[1]):
+                # DRA: never evict for a pod whose claims cannot be served on that node even
+                # with the victims gone (their devices count as free then)
                 plugin.forget_pod(p.key)
                 message = (
                     f"{message} preemption: the pod's resource claims cannot be allocated "
@@ -236,17 +255,26 @@ class ScheduleOne:
         self.status.pod_failed(p, REASON_UNSCHEDULABLE, message)
         self.queue.done(e, outcome)
 
-    def _claims_fit(self, p: PodInfo, snap: Snapshot, node: str) -> bool:
-        """Whether the Reserve plugins (DRA) could serve the pod on ``node`` as things are."""
+    def _claims_fit(self, p: PodInfo, snap: Snapshot, node: str, victims: Sequence[Victim]) -> bool:
+        """Whether the Reserve plugins (DRA) could serve the pod on ``node`` once the
+        victims are gone."""
         plugins = self.framework.reserving(p)
         row = snap.table.index.get(node)
         if not plugins:
             return True
         if row is None:
             return False
-        return all(
-            r.pre_filter_pod(p, snap).ok and r.filter_pod(p, snap, row) is not None for r in plugins
-        )
+        mark = snap.mark()
+        try:
+            for v in victims:
+                for q in v.pods:
+                    snap.remove(q)
+            return all(
+                r.pre_filter_pod(p, snap).ok and r.filter_pod(p, snap, row) is not None
+                for r in plugins
+            )
+        finally:
+            snap.revert(mark)
 
     # ---- pod groups ------------------------------------------------------------------
 

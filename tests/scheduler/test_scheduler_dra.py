@@ -661,3 +661,44 @@ async def test_cel_selectors(mem_env: Any, expression: str, fits: bool) -> None:
 
     await env.until(s, decided)
     assert ("p" in await env.bound()) is fits
+
+
+async def test_group_preemption_counts_the_devices_victims_hold(env: Env, dra: Dra) -> None:
+    """A high-priority gang whose only missing piece is a device held by a lower-priority
+    gang's claim preempts that gang; the claim is released with its pod (MemoryCluster plays
+    the claim controller) and the device goes to the preemptor."""
+    if env.backend != "memory":
+        pytest.skip(
+            "the victim's claim is released by a resourceclaim controller: MemoryCluster "
+            "plays it, the env plane runs no kube-controller-manager"
+        )
+    a = await env.node("a", cpu="8")
+    gpu = await dra.device_class("gpu")
+    await dra.node_slice(a, 1)
+    low = await env.priority_class("low", 10)
+    high = await env.priority_class("high", 1000)
+    await dra.claim("held", gpu)
+    await dra.claim("wanted", gpu)
+    await env.pod_group("hold", 1, priority_class=low)
+    pod = make_pod("hold-0", env.namespace).scheduler_name(env.scheduler_name)
+    pod.request("cpu", "1").priority_class(low).pod_group("hold")
+    await env.cluster.create(pod.pod_resource_claim("gpu", claim="held").obj())
+    s = env.scheduler(preemption=True)
+    await s.start()
+
+    async def held() -> bool:
+        return "hold-0" in await env.bound()
+
+    await env.until(s, held)
+    await env.pod_group("want", 1, priority_class=high)
+    pod = make_pod("want-0", env.namespace).scheduler_name(env.scheduler_name)
+    pod.request("cpu", "1").priority_class(high).pod_group("want")
+    await env.cluster.create(pod.pod_resource_claim("gpu", claim="wanted").obj())
+
+    async def moved() -> bool:
+        return "want-0" in await env.bound()
+
+    await env.until(s, moved)
+    assert "hold-0" not in await env.pods()
+    assert allocated(await dra.get_claim("wanted")) == [("gpu", DRIVER, a, "gpu-0")]
+    assert allocated(await dra.get_claim("held")) == []
