@@ -326,7 +326,8 @@ class DynamicResources:
         self._freed: set[DeviceId] = set()
         self._freed_version: tuple[int, int] | None = None
         # free matching devices per request and node row (see _free_counts)
-        self._counts: dict[_Request, npt.NDArray[np.int64]] = {}
+        #: (selector expressions, admin access) -> free matching devices per node row
+        self._counts: dict[tuple[tuple[str, ...], bool], npt.NDArray[np.int64]] = {}
         self._dirty_rows: set[int] = set()
         self._all_dirty = True
         self._counts_capacity = -1
@@ -340,7 +341,7 @@ class DynamicResources:
         self._row_epoch = -1
         self._programs: dict[str, Any] = {}
         self._verdicts: dict[str, dict[DeviceId, bool | str]] = {}
-        self._cands: dict[tuple[_Request, int], list[_Device]] = {}
+        self._cands: dict[tuple[tuple[str, ...], int], list[_Device]] = {}
         self._specs: dict[tuple[ClaimKey, str], _ClaimSpec | str] = {}
 
     # ---- informer side ---------------------------------------------------------------
@@ -590,22 +591,25 @@ class DynamicResources:
         if self._dirty_rows:
             rows = list(self._dirty_rows)
             self._dirty_rows.clear()
-            for r, counts in self._counts.items():
+            for (exprs, admin), counts in self._counts.items():
                 for row in rows:
-                    counts[row] = self._free_on(lister, r, row)
-        got = self._counts.get(req)
+                    counts[row] = self._free_on(lister, exprs, admin, row)
+        key = (req.expressions, req.admin)  # counts do not depend on how many are asked
+        got = self._counts.get(key)
         if got is None:
             got = np.zeros(table.capacity, dtype=np.int64)
             for row in table.present_rows():
-                got[row] = self._free_on(lister, req, int(row))
-            self._counts[req] = got
+                got[row] = self._free_on(lister, req.expressions, req.admin, int(row))
+            self._counts[key] = got
         return got
 
-    def _free_on(self, lister: SharedLister, req: _Request, row: int) -> int:
+    def _free_on(
+        self, lister: SharedLister, expressions: tuple[str, ...], admin: bool, row: int
+    ) -> int:
         if not lister.table.present[row]:
             return 0
-        cands = self._candidates(lister, req, row)
-        if req.admin:
+        cands = self._match(lister, expressions, row)
+        if admin:
             return len(cands)
         return sum(1 for d in cands if not self._used(d.id))
 
@@ -734,13 +738,16 @@ class DynamicResources:
     def _candidates(self, lister: SharedLister, req: _Request, row: int) -> list[_Device]:
         """Devices reachable from ``row`` that satisfy the request's class and selectors
         (in use or not)."""
-        key = (req, row)
+        return self._match(lister, req.expressions, row)
+
+    def _match(self, lister: SharedLister, expressions: tuple[str, ...], row: int) -> list[_Device]:
+        key = (expressions, row)  # the matching depends on the selectors only
         got = self._cands.get(key)
         if got is None:
             got = [
                 d
                 for d in self._row_devices(lister, row)
-                if not d.unusable and all(self._verdict(e, d) is True for e in req.expressions)
+                if not d.unusable and all(self._verdict(e, d) is True for e in expressions)
             ]
             self._cands[key] = got
         return got
