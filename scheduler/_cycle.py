@@ -119,7 +119,7 @@ def _reserve(
                 total=total, reasons=(), plugins=frozenset({r.name}), pre_filter=st.message
             )
     keys = [r.shape_key(pod, snap) for r in plugins]
-    shape = None if any(k is None for k in keys) else hash(tuple(keys))
+    shape = None if any(k is None for k in keys) else tuple(keys)
     masks = [m for m in (r.feasible_rows(pod, snap) for r in plugins) if m is not None]
     first = ev.best()
     candidates: Sequence[int] = []
@@ -202,6 +202,20 @@ def _attempt(
         if ev is None:
             ev = evals[req] = _Eval(fw, snap, req, vecs[req], placement, gang)
         row = ev.best()
+        if req.claims and not fw.reserving(pod):  # never bind as if the claims were not there
+            failed[req] = Diagnosis(
+                total=table.count,
+                reasons=(),
+                pre_filter="the pod has resourceClaims but the DynamicResources plugin is "
+                "disabled in this profile",
+            )
+            if first_failed is None:
+                first_failed = req
+            remaining -= left[req]
+            status = fw.run_placement_feasible(min_count, scheduled + placed, remaining)
+            if status.code is Code.UNSCHEDULABLE:
+                break
+            continue
         if row >= 0 and fw.reserve and req.claims:
             row, why = _reserve(fw, snap, pod, ev, dead)
             if row < 0 and why is not None:

@@ -702,3 +702,23 @@ async def test_group_preemption_counts_the_devices_victims_hold(env: Env, dra: D
     assert "hold-0" not in await env.pods()
     assert allocated(await dra.get_claim("wanted")) == [("gpu", DRIVER, a, "gpu-0")]
     assert allocated(await dra.get_claim("held")) == []
+
+
+async def test_claims_are_never_ignored_when_the_plugin_is_disabled(mem_env: Any) -> None:
+    env, _ = mem_env
+    dra = Dra(env)
+    a = await env.node("a")
+    gpu = await dra.device_class("gpu")
+    await dra.node_slice(a, 1)
+    await dra.claim("c", gpu)
+    await dra.pod("p", {"gpu": "c"})
+    fw = default_framework()
+    fw.reserve = []  # a profile that disables DynamicResources
+    fw.refresh()
+    s = Scheduler(env.cluster, SchedulerConfig(scheduler_name=env.scheduler_name), framework=fw)
+    env.schedulers.append(s)
+    await s.start()
+    await s.until_idle()
+    assert await env.bound() == {}
+    cond = await env.pod_condition("p")
+    assert cond is not None and "DynamicResources plugin is disabled" in cond["message"]
