@@ -86,6 +86,7 @@ class Binder:
                 for p, _ in pairs[1:]:
                     if self.cache.pods.get(p.key) is p:
                         self.cache.forget(p)
+                    await self.framework.run_unreserve(self.cluster, p)  # DRA: release
                 for p, _ in pairs:
                     self.enqueuer.refresh_for(p)
                 self.queue.requeue_after_failure(ekey)

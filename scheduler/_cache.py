@@ -57,6 +57,8 @@ class PodInfo:
     preemption_policy: str | None = None
     #: ``metadata.labels`` (PodDisruptionBudgets select victims by them)
     labels: dict[str, str] = attrs.field(factory=dict)
+    #: ``status.resourceClaimStatuses`` as ``(name, resourceClaimName or None)``
+    claim_statuses: tuple[tuple[str, str | None], ...] = ()
 
     @property
     def key(self) -> PodKey:
@@ -82,6 +84,15 @@ class PodInfo:
             "namespace": self.namespace,
             "uid": self.uid,
         }
+
+
+def _claim_statuses(status: Mapping[str, Any]) -> tuple[tuple[str, str | None], ...]:
+    raw = status.get("resourceClaimStatuses") or ()
+    return tuple(
+        (str(s.get("name") or ""), s.get("resourceClaimName") or None)
+        for s in raw
+        if isinstance(s, Mapping)
+    )
 
 
 class NodeTable:
@@ -397,6 +408,7 @@ class Cache:
             info.conditions = tuple(status.get("conditions") or ())
             info.nominated_node = status.get("nominatedNodeName") or None
             info.labels = dict(meta.get("labels") or {})
+            info.claim_statuses = _claim_statuses(status)
             if info.node_name is not None and info.assumed_node is not None:
                 info.assumed_node = None  # binding confirmed (or bound elsewhere)
             if info.node_name is None and info.counted_node is None:
@@ -425,6 +437,7 @@ class Cache:
             nominated_node=status.get("nominatedNodeName") or None,
             preemption_policy=spec.get("preemptionPolicy") or None,
             labels=dict(meta.get("labels") or {}),
+            claim_statuses=_claim_statuses(status),
         )
         self.pods[key] = info
         self._pods_by_uid[info.uid] = key

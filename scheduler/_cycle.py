@@ -15,6 +15,7 @@ from __future__ import annotations
 import zlib
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 import numpy as np
@@ -44,6 +45,8 @@ class CycleResult:
     placement: str = ""
     #: the topology domain the pods were placed in (``(key, value)`` pairs)
     domain: tuple[tuple[str, str], ...] = ()
+    #: what Reserve plugins reserved for the assignments (see ``Framework.run_commit``)
+    reservations: tuple[Any, ...] = ()
 
 
 class _Eval:
@@ -78,6 +81,13 @@ class _Eval:
         row = int(np.argmax(self.score))
         return row if self.score[row] > _NEG else -1
 
+    def ranked(self) -> Rows:
+        """Every fitting row, best first (lowest row on ties, as :meth:`best`)."""
+        rows = np.flatnonzero(self.score > _NEG)
+        order = np.lexsort((rows, -self.score[rows]))
+        out: Rows = rows[order]
+        return out
+
     def refresh(self, row: int) -> None:
         """Re-evaluate one row after its usage changed."""
         if not self.mask[row]:
@@ -88,6 +98,59 @@ class _Eval:
             return
         rows = np.array([row], dtype=np.intp)
         self.score[row] = self.fw.run_score(self.req, self.vec, table, rows, self.gang)[0]
+
+
+def _reserve(
+    fw: Framework,
+    snap: Snapshot,
+    pod: PodInfo,
+    ev: _Eval,
+    dead: set[tuple[Any, int]],
+) -> tuple[int, Diagnosis | None]:
+    """The best row where every Reserve plugin (DRA) can serve ``pod``, reserved there;
+    ``(-1, diagnosis)`` when there is none. ``dead`` remembers rows that failed for a shape
+    key (pods of equal claims fail on the same nodes; devices only get taken in a cycle)."""
+    plugins = fw.reserving(pod)
+    for r in plugins:
+        st = r.pre_filter_pod(pod, snap)
+        if not st.ok:
+            total = snap.table.count
+            return -1, Diagnosis(
+                total=total, reasons=(), plugins=frozenset({r.name}), pre_filter=st.message
+            )
+    keys = [r.shape_key(pod, snap) for r in plugins]
+    shape = None if any(k is None for k in keys) else tuple(keys)
+    masks = [m for m in (r.feasible_rows(pod, snap) for r in plugins) if m is not None]
+    first = ev.best()
+    candidates: Sequence[int] = []
+    if first >= 0 and all(m[first] for m in masks):
+        candidates = [first]
+    tried_all = False
+    while True:
+        for row in candidates:
+            if shape is not None and (shape, row) in dead:
+                continue
+            plans = [r.filter_pod(pod, snap, row) for r in plugins]
+            if all(p is not None for p in plans):
+                for r, plan in zip(plugins, plans, strict=True):
+                    r.reserve_pod(pod, snap, row, plan)
+                return row, None
+            if shape is not None:
+                dead.add((shape, row))
+        if tried_all or first < 0:
+            break
+        ranked = ev.ranked()
+        for m in masks:
+            ranked = ranked[m[ranked]]
+        candidates = [int(r) for r in ranked if r != first]
+        tried_all = True
+    rows = ev.ranked()
+    reasons: list[tuple[str, str, int]] = []
+    for r in plugins:
+        reasons.extend(x for x in r.diagnose_pod(pod, snap, rows) if x[2])
+    return -1, Diagnosis(
+        total=int(rows.size), reasons=tuple(reasons), plugins=frozenset(r.name for r in plugins)
+    )
 
 
 @attrs.define
@@ -124,6 +187,8 @@ def _attempt(
     remaining = len(pods)  # not yet evaluated and not of a failed signature
     placed = 0
     nodes: list[str] = []
+    dead: set[tuple[Any, int]] = set()
+    extra: dict[PodRequirements, Diagnosis] = {}  # PreFilter verdicts of single pods
     status = fw.run_placement_feasible(min_count, scheduled, remaining)
     if status.code is Code.UNSCHEDULABLE:
         return _Attempt(status, 0, None, failed, remaining)
@@ -137,6 +202,42 @@ def _attempt(
         if ev is None:
             ev = evals[req] = _Eval(fw, snap, req, vecs[req], placement, gang)
         row = ev.best()
+        if req.claims and not fw.reserving(pod):  # never bind as if the claims were not there
+            failed[req] = Diagnosis(
+                total=table.count,
+                reasons=(),
+                pre_filter="the pod has resourceClaims but the DynamicResources plugin is "
+                "disabled in this profile",
+            )
+            if first_failed is None:
+                first_failed = req
+            remaining -= left[req]
+            status = fw.run_placement_feasible(min_count, scheduled + placed, remaining)
+            if status.code is Code.UNSCHEDULABLE:
+                break
+            continue
+        if row >= 0 and fw.reserve and req.claims:
+            row, why = _reserve(fw, snap, pod, ev, dead)
+            if row < 0 and why is not None:
+                if why.pre_filter:  # this pod's own claims: other pods of the shape may fit
+                    extra.setdefault(req, why)
+                    if first_failed is None:
+                        first_failed = req
+                    status = fw.run_placement_feasible(min_count, scheduled + placed, remaining)
+                    if status.code is Code.UNSCHEDULABLE:
+                        break
+                    continue
+                base = fw.run_filter_diagnosis(req, table, placement)
+                failed[req] = attrs.evolve(
+                    base, reasons=base.reasons + why.reasons, plugins=base.plugins | why.plugins
+                )
+                if first_failed is None:
+                    first_failed = req
+                remaining -= left[req]
+                status = fw.run_placement_feasible(min_count, scheduled + placed, remaining)
+                if status.code is Code.UNSCHEDULABLE:
+                    break
+                continue
         if row < 0:
             failed[req] = fw.run_filter_diagnosis(req, table, placement)
             if first_failed is None:
@@ -155,6 +256,8 @@ def _attempt(
         status = Status(code=Code.UNSCHEDULABLE, message="no pod could be placed")
     elif status.code is Code.WAIT:
         status = Status(code=Code.UNSCHEDULABLE, message=status.message)
+    for req, diag in extra.items():
+        failed.setdefault(req, diag)
     return _Attempt(status, placed, first_failed, failed, remaining, nodes)
 
 
@@ -444,6 +547,7 @@ def _single(
     )
     if att.status.ok:
         assigned = snap.assumed_since(mark)
+        reservations = tuple(snap.records_since(mark))
         snap.revert(mark)
         names = tuple((p, snap.node_name(row)) for p, row in assigned)
         placed_keys = {p.key for p, _ in assigned}
@@ -454,6 +558,7 @@ def _single(
             diagnoses=att.diagnoses,
             placement=placement.name,
             domain=placement.domain,
+            reservations=reservations,
         )
     snap.revert(mark)
     return CycleResult(

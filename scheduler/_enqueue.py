@@ -121,12 +121,13 @@ class Enqueuer:
         if p is None or p.group is not None or not self.is_pending(p):
             self.queue.remove(ekey)
             return
+        st = self.framework.run_pre_enqueue_pod(p, self.cache)
         self.queue.upsert(
             ekey,
             priority=self.cache.pod_priority(p),
             first_seen=p.first_seen,
             seq=p.seq,
-            gate=None,
+            gate=None if st.ok else st.message,
         )
 
     def refresh_group(self, gk: tuple[str, str]) -> None:

@@ -4,6 +4,7 @@ offers to the plugins' registered events and hints."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from scheduler._cache import Cache, PodInfo
@@ -29,6 +30,7 @@ ASSIGNED_POD_DELETE = ClusterEvent("AssignedPod", ActionType.DELETE)
 POD_GROUP_ADD = ClusterEvent("PodGroup", ActionType.ADD)
 POD_GROUP_UPDATE = ClusterEvent("PodGroup", ActionType.UPDATE_POD_GROUP)
 COMPOSITE_POD_GROUP_ADD = ClusterEvent("CompositePodGroup", ActionType.ADD)
+POD_GENERATED_CLAIM = ClusterEvent("Pod", ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)
 EVENTS = (
     NODE_ADD,
     NODE_UPDATE,
@@ -40,7 +42,11 @@ EVENTS = (
     POD_GROUP_ADD,
     POD_GROUP_UPDATE,
     COMPOSITE_POD_GROUP_ADD,
+    POD_GENERATED_CLAIM,
 )
+
+#: handler(event_type, object) of a DRA kind (the DynamicResources plugin's state)
+_DraHandler = Callable[[str, Any], None]
 
 
 def creation_order(obj: Any) -> tuple[str, int, str]:
@@ -78,6 +84,39 @@ class EventHandlers:
         CompositePodGroup at the top of its tree: a pod added anywhere wakes the tree)."""
         gk = p.group_key
         return self.enqueuer.root_entity(gk) if gk is not None else None
+
+    def dra_handler(
+        self,
+        resource: str,
+        fold: _DraHandler,
+        woken: Callable[[str, Any], list[tuple[str, str]]] | None = None,
+        previous: Callable[[str, Any], Any] | None = None,
+    ) -> _DraHandler:
+        """A handler for a ``resource.k8s.io`` kind: ``fold`` keeps the plugin's state, then
+        the change is a cluster event (``<Kind>/Add``, ``/UpdateObject`` or ``/Delete``);
+        ``woken`` names pods whose PreEnqueue gate the change may lift; ``previous`` gives the
+        object's version before the change (the queueing hints compare them)."""
+        actions = {
+            "SYNC": ActionType.ADD,
+            "ADDED": ActionType.ADD,
+            "MODIFIED": ActionType.UPDATE_OBJECT,
+            "DELETED": ActionType.DELETE,
+        }
+
+        def handle(kind: str, obj: Any) -> None:
+            old = previous(kind, obj) if previous is not None else None
+            fold(kind, obj)
+            for key in woken(kind, obj) if woken is not None else ():
+                p = self.cache.pods.get(key)
+                if p is not None:
+                    self.enqueuer.refresh_for(p)
+            action = actions.get(kind)
+            if action is ActionType.DELETE:
+                self.queue.on_event(ClusterEvent(resource, action), obj, None)
+            elif action is not None:
+                self.queue.on_event(ClusterEvent(resource, action), old, obj)
+
+        return handle
 
     def on_priority_class(self, kind: str, obj: Any) -> None:
         """PriorityClasses (values resolve pod and group priorities)."""
@@ -228,6 +267,10 @@ class EventHandlers:
                 self.queue.on_event(POD_GATES_ELIMINATED, old, new, target=target)
         elif new.node_name is None and new.group is None and old.req != new.req:
             self.queue.on_event(POD_REQUIREMENTS, old, new, target=("Pod", new.namespace, new.name))
+        if old.claim_statuses != new.claim_statuses and not new.scheduled:
+            self.enqueuer.refresh_for(new)  # PreEnqueue: the generated claim is known now
+            target = self._group_entity(new) or ("Pod", new.namespace, new.name)
+            self.queue.on_event(POD_GENERATED_CLAIM, old, new, target=target)
 
     def pod_gone(self, key: tuple[str, str]) -> None:
         """A pod was deleted (or vanished from a relist)."""

@@ -35,6 +35,7 @@ from scheduler._interface import (
     PodGroupPostFilterPlugin,
     PreEnqueuePlugin,
     QueueingHint,
+    ReservePlugin,
     Rows,
     ScorePlugin,
     SharedLister,
@@ -76,16 +77,25 @@ class Diagnosis:
     total: int
     reasons: tuple[tuple[str, str, int], ...]
     plugins: frozenset[str] = frozenset()
+    #: a verdict that holds on every node (a PreFilter rejection), instead of reasons
+    pre_filter: str = ""
 
     def pod_message(self) -> str:
         """Upstream's FailedScheduling wording: ``0/40 nodes are available: 3 ...``."""
+        if self.pre_filter:
+            return f"0/{self.total} nodes are available: {self.pre_filter}."
         if not self.reasons:
             return f"0/{self.total} nodes are available."
-        parts = sorted(f"{n} {short}" for short, _, n in self.reasons)
+        counts: dict[str, int] = {}
+        for short, _, n in self.reasons:  # one count per short reason (as upstream)
+            counts[short] = counts.get(short, 0) + n
+        parts = sorted(f"{n} {short}" for short, n in counts.items())
         return f"0/{self.total} nodes are available: {', '.join(parts)}."
 
     def node_summary(self) -> str:
         """``37 of 40 nodes lack nvidia.com/gpu: 8; 3 of 40 nodes are unschedulable``."""
+        if self.pre_filter:
+            return self.pre_filter
         if self.total == 0:
             return "the cluster has no nodes"
         if not self.reasons:
@@ -128,6 +138,8 @@ class Framework:
     placement_feasible: list[PlacementFeasiblePlugin] = attrs.field(factory=list)
     pod_group_post_filter: list[PodGroupPostFilterPlugin] = attrs.field(factory=list)
     bind: list[BindPlugin] = attrs.field(factory=list)
+    #: per-pod PreFilter/Filter/Reserve/PreBind/Unreserve (DynamicResources)
+    reserve: list[ReservePlugin] = attrs.field(factory=list)
     #: the profile's schedulerName (informational; the scheduler's config decides)
     profile: str = ""
     #: seed of the deterministic tie-break between equally scored placements
@@ -180,6 +192,7 @@ class Framework:
             self.placement_feasible,
             self.pod_group_post_filter,
             self.bind,
+            self.reserve,
         ):
             for p in group:
                 seen.setdefault(id(p), p)
@@ -211,11 +224,26 @@ class Framework:
     # ---- PreEnqueue ------------------------------------------------------------------
 
     def run_pre_enqueue(self, group: GroupInfo, lister: SharedLister) -> Status:
-        """All PreEnqueue plugins; the first failure wins."""
+        """All PreEnqueue plugins; the first failure wins. Then the pod-level PreEnqueue of
+        the Reserve plugins for every unscheduled member (one gated pod holds the group)."""
         for p in self.pre_enqueue:
             st = p.pre_enqueue_group(group, lister)
             if not st.ok:
                 return attrs.evolve(st, plugin=p.name)
+        if self.reserve:
+            for member in sorted(lister.group_members(group), key=lambda m: m.name):
+                if not member.scheduled and not member.deleting:
+                    st = self.run_pre_enqueue_pod(member, lister)
+                    if not st.ok:
+                        return st
+        return SUCCESS
+
+    def run_pre_enqueue_pod(self, pod: PodInfo, lister: SharedLister) -> Status:
+        """The pod-level PreEnqueue of the Reserve plugins; the first failure wins."""
+        for r in self.reserving(pod):
+            st = r.pre_enqueue_pod(pod, lister)
+            if not st.ok:
+                return attrs.evolve(st, plugin=r.name)
         return SUCCESS
 
     def run_pre_enqueue_tree(self, tree: TreeNode, lister: SharedLister) -> Status:
@@ -419,15 +447,42 @@ class Framework:
             return Status(code=Code.UNSCHEDULABLE)
         return Status(code=Code.UNSCHEDULABLE, message="; ".join(messages))
 
+    # ---- Reserve (per pod) -----------------------------------------------------------
+
+    def reserving(self, pod: PodInfo) -> list[ReservePlugin]:
+        """The Reserve plugins with something to check for ``pod``."""
+        return [r for r in self.reserve if r.applies(pod)] if self.reserve else []
+
+    def run_commit(self, reservations: Sequence[Any]) -> None:
+        """Hand a successful cycle's tentative reservations to every Reserve plugin."""
+        if reservations:
+            for r in self.reserve:
+                r.commit(reservations)
+
+    async def run_unreserve(self, cluster: Cluster, pod: PodInfo) -> None:
+        """Release what Reserve plugins hold for ``pod`` (its binding will not happen)."""
+        for r in self.reserving(pod):
+            try:
+                await r.unreserve(cluster, pod)
+            except Exception:
+                _log.exception("unreserve of %s for %s/%s failed", r.name, *pod.key)
+
     # ---- Bind ------------------------------------------------------------------------
 
     async def run_bind(self, cluster: Cluster, pod: PodInfo, node: str) -> Status:
-        """Bind plugins in order until one succeeds; Error with the last message otherwise."""
+        """PreBind of the Reserve plugins, then Bind plugins in order until one succeeds;
+        Error with the last message otherwise (and the reservations are released)."""
+        for r in self.reserving(pod):
+            pre = await r.pre_bind(cluster, pod, node)
+            if not pre.ok:
+                await self.run_unreserve(cluster, pod)
+                return pre
         st: Status | None = None
         for b in self.bind:
             st = await b.bind(cluster, pod, node)
             if st.ok:
                 return st
+        await self.run_unreserve(cluster, pod)
         if st is None:
             return Status(code=Code.ERROR, message="no bind plugin")
         return st

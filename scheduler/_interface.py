@@ -48,6 +48,7 @@ __all__ = [
     "PodGroupPostFilterPlugin",
     "PreEnqueuePlugin",
     "QueueingHint",
+    "ReservePlugin",
     "Rows",
     "ScorePlugin",
     "SharedLister",
@@ -145,11 +146,17 @@ class ActionType(enum.Flag):
     UPDATE_POD_SCHEDULING_GATES_ELIMINATED = enum.auto()
     #: a PodGroup's spec changed
     UPDATE_POD_GROUP = enum.auto()
+    #: an unscheduled pod's ``status.resourceClaimStatuses`` changed (a claim was generated)
+    UPDATE_POD_GENERATED_RESOURCE_CLAIM = enum.auto()
+    #: any other change of an object (ResourceClaim, ResourceSlice, DeviceClass)
+    UPDATE_OBJECT = enum.auto()
     UPDATE = (
         UPDATE_NODE
         | UPDATE_POD_REQUIREMENTS
         | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
         | UPDATE_POD_GROUP
+        | UPDATE_POD_GENERATED_RESOURCE_CLAIM
+        | UPDATE_OBJECT
     )
     ALL = ADD | DELETE | UPDATE
 
@@ -348,6 +355,62 @@ class PodGroupPostFilterPlugin(Protocol):
     def post_filter(self, group: GroupInfo, lister: SharedLister, message: str) -> Status:
         """``Success`` means "retry soon: room is being made" (victims nominated);
         ``Unschedulable`` adds its message to the explanation; ``Error`` is logged."""
+        ...
+
+
+class ReservePlugin(Protocol):
+    """Per-pod state a node decision consumes (kube-scheduler's PreFilter/Filter/Reserve/
+    PreBind/Unreserve of one plugin, e.g. DynamicResources). Unlike the vectorised filters it
+    is asked pod by pod, for the node the cycle is about to choose, because what it reserves
+    (devices) changes what later pods of the same signature can get."""
+
+    name: str
+
+    def applies(self, pod: PodInfo) -> bool:
+        """Whether the plugin has anything to check for ``pod`` (cheap)."""
+        ...
+
+    def pre_enqueue_pod(self, pod: PodInfo, lister: SharedLister) -> Status:
+        """Gate the pod (its group) before the active queue, silently (e.g. a claim that
+        does not exist yet)."""
+        ...
+
+    def pre_filter_pod(self, pod: PodInfo, lister: SharedLister) -> Status:
+        """A verdict that holds on every node (e.g. a claim does not exist yet)."""
+        ...
+
+    def feasible_rows(self, pod: PodInfo, lister: SharedLister) -> Mask | None:
+        """A vectorised necessary condition over node rows (None: no opinion)."""
+        ...
+
+    def shape_key(self, pod: PodInfo, lister: SharedLister) -> Any:
+        """A hashable key: pods with equal keys fail on the same nodes (None: no sharing)."""
+        ...
+
+    def filter_pod(self, pod: PodInfo, lister: SharedLister, row: int) -> Any:
+        """A plan (truthy) when the pod's needs can be reserved on ``row`` now, else None."""
+        ...
+
+    def reserve_pod(self, pod: PodInfo, lister: SharedLister, row: int, plan: Any) -> None:
+        """Reserve ``plan`` tentatively in the lister (a snapshot: undone on revert)."""
+        ...
+
+    def diagnose_pod(
+        self, pod: PodInfo, lister: SharedLister, rows: Rows
+    ) -> list[tuple[str, str, int]]:
+        """Why the pod's needs cannot be reserved on ``rows``."""
+        ...
+
+    def commit(self, reservations: Sequence[Any]) -> None:
+        """Keep the reservations of a successful cycle (until written or released)."""
+        ...
+
+    async def pre_bind(self, cluster: Cluster, pod: PodInfo, node: str) -> Status:
+        """Write what was reserved for ``pod`` before it is bound."""
+        ...
+
+    async def unreserve(self, cluster: Cluster, pod: PodInfo) -> None:
+        """Release what was reserved for ``pod`` (its binding failed)."""
         ...
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from scheduler._dra import DynamicResources
 from scheduler._framework import Framework
 from scheduler._interface import (
     SUCCESS,
@@ -766,6 +767,7 @@ DEFAULT_PLUGINS: dict[str, tuple[str, ...]] = {
     "placementFeasible": ("GangScheduling",),
     "podGroupPostFilter": ("DefaultPreemption",),
     "bind": ("DefaultBinder",),
+    "reserve": ("DynamicResources",),
 }
 
 #: plugin name -> its class (the in-tree registry)
@@ -783,6 +785,7 @@ IN_TREE: dict[str, type[Any]] = {
         PodGroupPodsCount,
         DefaultPreemption,
         DefaultBinder,
+        DynamicResources,
     )
 }
 
@@ -807,4 +810,5 @@ def default_framework(
         placement_feasible=[gang],
         pod_group_post_filter=[DefaultPreemption()],
         bind=[DefaultBinder()],
+        reserve=[DynamicResources()],
     )

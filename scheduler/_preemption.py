@@ -104,6 +104,11 @@ class PreemptionHandle(Protocol):
         """The group's candidate placements (PlacementGenerate; empty on failure)."""
         ...
 
+    def claims_fit(self, snap: Snapshot, assignments: Sequence[tuple[PodInfo, int]]) -> bool:
+        """Whether the pods' DRA claims can still be served at their assigned rows (a
+        reprieved victim may hold the devices)."""
+        ...
+
     def actuate(
         self,
         group: GroupInfo,
@@ -547,7 +552,9 @@ class DefaultPreemption:
             violating, fine = split_by_budget_violation(units, budgets)
             for u, n in [*violating, *((u, 0) for u in fine)]:
                 rows = _add_back(snap, u.pods)
-                if _fits(table.used, table.alloc, load, need, rows):
+                if _fits(table.used, table.alloc, load, need, rows) and self.handle.claims_fit(
+                    snap, assignments
+                ):
                     continue
                 for p in u.pods:  # not reprieved: take it out again
                     snap.remove(p)

@@ -51,6 +51,7 @@ EXTENSION_POINTS: dict[str, tuple[str, str]] = {
     "placementFeasible": ("placement_feasible", "placement_feasible"),
     "podGroupPostFilter": ("pod_group_post_filter", "post_filter"),
     "bind": ("bind", "bind"),
+    "reserve": ("reserve", "reserve_pod"),
 }
 _WEIGHTED = ("score", "placementScore")
 _STRATEGIES = ("MostAllocated", "LeastAllocated")

@@ -31,6 +31,9 @@ class PodRequirements:
     affinity: str | None = None
     #: tolerations as canonical JSON text
     tolerations: str | None = None
+    #: ``spec.resourceClaims`` as ``(name, resourceClaimName, resourceClaimTemplateName)``
+    #: ("" when unset): pods with equal entries ask for equal devices
+    claims: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def request_map(self) -> dict[str, int]:
@@ -73,4 +76,13 @@ def pod_requirements(pod: Mapping[str, Any]) -> PodRequirements:
         ),
         affinity=_canon(terms) if terms else None,
         tolerations=_canon(tolerations) if tolerations else None,
+        claims=tuple(
+            (
+                str(c.get("name") or ""),
+                str(c.get("resourceClaimName") or ""),
+                str(c.get("resourceClaimTemplateName") or ""),
+            )
+            for c in spec.get("resourceClaims") or ()
+            if isinstance(c, Mapping)
+        ),
     )

@@ -122,6 +122,25 @@ class ScheduleOne:
         index = snap.table.index
         return [(p, index[n]) for p, n in res.assignments]
 
+    def claims_fit(self, snap: Snapshot, assignments: Sequence[tuple[PodInfo, int]]) -> bool:
+        """The handle's DRA check: reserve every assigned pod's claims at its row, in order,
+        on the snapshot (and give them back)."""
+        if not self.framework.reserve:
+            return True
+        mark = snap.mark()
+        try:
+            for p, row in assignments:
+                for r in self.framework.reserving(p):
+                    if not r.pre_filter_pod(p, snap).ok:
+                        return False
+                    plan = r.filter_pod(p, snap, row)
+                    if plan is None:
+                        return False
+                    r.reserve_pod(p, snap, row, plan)
+            return True
+        finally:
+            snap.revert(mark)
+
     def actuate(
         self,
         group: GroupInfo,
@@ -281,6 +300,7 @@ class ScheduleOne:
         )
         POD_ATTEMPTS.labels(result=result, profile=self.config.scheduler_name).inc()
         if res.status.ok:
+            self.framework.run_commit(res.reservations)
             self.binder.assume_and_bind(e.key, res.assignments)
             self.queue.remove(e.key)
             self.queue.done(e, "success")
@@ -296,6 +316,14 @@ class ScheduleOne:
             got = plugin.preempt_pod(self.framework, snap, p)
             if isinstance(got, str):
                 message = f"{message} preemption: {got}."
+            elif got is not None and not self._claims_fit(p, snap, got[0], got[1]):
+                # DRA: never evict for a pod whose claims cannot be served on that node even
+                # with the victims gone (their devices count as free then)
+                plugin.forget_pod(p.key)
+                message = (
+                    f"{message} preemption: the pod's resource claims cannot be allocated "
+                    f"on {got[0]}."
+                )
             elif got is not None:
                 node, victims = got
                 key = p.key
@@ -306,6 +334,27 @@ class ScheduleOne:
         snap.revert()
         self.status.pod_failed(p, REASON_UNSCHEDULABLE, message)
         self.queue.done(e, outcome)
+
+    def _claims_fit(self, p: PodInfo, snap: Snapshot, node: str, victims: Sequence[Victim]) -> bool:
+        """Whether the Reserve plugins (DRA) could serve the pod on ``node`` once the
+        victims are gone."""
+        plugins = self.framework.reserving(p)
+        row = snap.table.index.get(node)
+        if not plugins:
+            return True
+        if row is None:
+            return False
+        mark = snap.mark()
+        try:
+            for v in victims:
+                for q in v.pods:
+                    snap.remove(q)
+            return all(
+                r.pre_filter_pod(p, snap).ok and r.filter_pod(p, snap, row) is not None
+                for r in plugins
+            )
+        finally:
+            snap.revert(mark)
 
     # ---- pod groups ------------------------------------------------------------------
 
@@ -425,6 +474,7 @@ class ScheduleOne:
             _log.debug(
                 "pod group %s/%s placement: %s", *gk, dict((p.name, n) for p, n in res.assignments)
             )
+            self.framework.run_commit(res.reservations)
             # a gang whose quorum depends on this batch binds one pod first (see Binder)
             self.binder.assume_and_bind(
                 e.key, res.assignments, group=g, canary=g.is_gang and scheduled < g.min_count

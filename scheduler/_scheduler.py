@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from scheduler._binding import Binder
 from scheduler._cache import Cache
 from scheduler._config import SchedulerConfig
+from scheduler._dra import DynamicResources
 from scheduler._enqueue import Enqueuer
 from scheduler._eventhandlers import EventHandlers, creation_order
 from scheduler._framework import Framework
@@ -137,6 +138,22 @@ class Scheduler:
             Feed(c, "CompositePodGroup", h.on_composite_pod_group, optional=True),
             Feed(c, "Pod", h.on_pod, order=order),
         ]
+        for plugin in self.framework.reserve:  # DynamicResources: its kinds, before pods
+            if isinstance(plugin, DynamicResources):
+                plugin.bind_cache(self.cache)
+                self._feeds[-1:-1] = [
+                    Feed(c, kind, h.dra_handler(kind, fold, woken, previous), optional=True)
+                    for kind, fold, woken, previous in (
+                        ("DeviceClass", plugin.on_device_class, None, None),
+                        ("ResourceSlice", plugin.on_resource_slice, None, None),
+                        (
+                            "ResourceClaim",
+                            plugin.on_resource_claim,
+                            plugin.woken_by_claim,
+                            plugin.previous_claim,
+                        ),
+                    )
+                ]
         if self.config.preemption:  # only preemption reads PodDisruptionBudgets
             self._feeds.append(Feed(c, "PodDisruptionBudget", h.on_pdb, optional=True))
         for f in self._feeds:

@@ -11,7 +11,8 @@ imports nothing of the framework).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -19,6 +20,8 @@ import numpy.typing as npt
 from scheduler._cache import Cache, GroupInfo, NodeTable, PodInfo, PodKey
 
 __all__ = ["Snapshot"]
+
+_NONE: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
 
 
 class Snapshot:
@@ -28,6 +31,11 @@ class Snapshot:
         self.cache = cache
         self._table = cache.nodes
         self._log: list[tuple[int, npt.NDArray[np.int64], PodInfo | None, int]] = []
+        #: log position -> (payload, undo) of plugin reservations (DRA allocations)
+        self._records: dict[int, tuple[Any, Callable[[], None]]] = {}
+        #: running pods tentatively removed (preemption victims) and a counter of changes
+        self.removed: dict[PodKey, PodInfo] = {}
+        self.removed_version = 0
 
     # ---- SharedLister ----------------------------------------------------------------
 
@@ -61,8 +69,14 @@ class Snapshot:
         return len(self._log)
 
     def assume(self, pod: PodInfo, row: int, vec: npt.NDArray[np.int64]) -> None:
-        """Reserve ``vec`` on node ``row`` for ``pod`` (tentatively)."""
+        """Reserve ``vec`` on node ``row`` for ``pod`` (tentatively). A removed pod put back
+        (a reprieved victim) is no longer removed."""
         self._table.used[row] += vec
+        if self.removed and self.removed.get(pod.key) is pod:
+            del self.removed[pod.key]
+            self.removed_version += 1
+            self._log.append((row, vec, pod, +2))
+            return
         self._log.append((row, vec, pod, +1))
 
     def remove(self, pod: PodInfo) -> bool:
@@ -73,16 +87,35 @@ class Snapshot:
         vec = self._table.vector(pod.req.requests)
         self._table.used[row] -= vec
         self._log.append((row, vec, pod, -1))
+        self.removed[pod.key] = pod
+        self.removed_version += 1
         return True
+
+    def record(self, payload: Any, undo: Callable[[], None]) -> None:
+        """Log a plugin's tentative reservation (``undo`` runs on :meth:`revert`)."""
+        self._records[len(self._log)] = (payload, undo)
+        self._log.append((-1, _NONE, None, 0))
+
+    def records_since(self, mark: int) -> list[Any]:
+        r"""The payloads :meth:`record`\ ed after ``mark``, oldest first."""
+        return [self._records[i][0] for i in range(mark, len(self._log)) if i in self._records]
 
     def revert(self, mark: int = 0) -> None:
         """Undo everything after ``mark`` (newest first)."""
         while len(self._log) > mark:
-            row, vec, _, sign = self._log.pop()
-            if sign > 0:
+            row, vec, pod, sign = self._log.pop()
+            if sign == 0:
+                _, undo = self._records.pop(len(self._log))
+                undo()
+            elif sign > 0:
                 self._table.used[row] -= vec
+                if sign == 2 and pod is not None:  # the reprieved victim is removed again
+                    self.removed[pod.key] = pod
+                    self.removed_version += 1
             else:
                 self._table.used[row] += vec
+                if pod is not None and self.removed.pop(pod.key, None) is not None:
+                    self.removed_version += 1
 
     def assumed_since(self, mark: int) -> list[tuple[PodInfo, int]]:
         """``(pod, row)`` of the pods assumed after ``mark``."""

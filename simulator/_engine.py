@@ -23,6 +23,7 @@ from simulator._preemption import (
     VictimPod,
     record_preemption,
 )
+from simulator._dra import ClaimLedger
 from simulator._recording import ControllerWrites, RecordingCluster
 from simulator._result import (
     CompositeRecord,
@@ -297,6 +298,7 @@ class Simulation:
         #: gangs that lost pods to preemption since their last binding (the gang invariant
         #: applies again when the scheduler binds their pods)
         self._shrunk: set[tuple[str, str]] = set()
+        self._claims: ClaimLedger | None = None
 
     # -- public ---------------------------------------------------------------------------
 
@@ -313,7 +315,8 @@ class Simulation:
                 on_delete=self._on_delete,
                 on_disruption=self._on_disruption,
             )
-            sched = self._scheduler_factory(recording, self.clock)
+            ledger = self._claims = ClaimLedger(recording)  # DRA: the claims' allocations
+            sched = self._scheduler_factory(ledger, self.clock)
             await self._start_controllers(cluster)
             await sched.start()
             try:
@@ -322,6 +325,7 @@ class Simulation:
                     if not state.initially_scheduled:
                         await self._refresh_group(gkey, end)
                 await self._refresh_composites(end)
+                await ledger.collect(cluster)
             finally:
                 await sched.stop()
                 for reconciler in self._reconcilers.values():
@@ -1358,6 +1362,7 @@ class Simulation:
             topology_keys=self.scenario.topology_keys,
             composites=composites,
             preemptions=tuple(self._preemptions),
+            resource_claims=self._claims.records() if self._claims is not None else (),
         )
 
     def _ancestor_keys(self) -> Callable[[str | None, str], list[str | None]]:

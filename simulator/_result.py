@@ -9,6 +9,7 @@ from typing import Any
 import attrs
 
 from simulator._preemption import PreemptionRecord
+from simulator._dra import ClaimRecord
 from simulator._units import format_duration
 
 __all__ = [
@@ -174,6 +175,8 @@ class SimulationResult:
     topology_keys: tuple[str, ...] = ()
     composites: tuple[CompositeRecord, ...] = ()
     preemptions: tuple[PreemptionRecord, ...] = ()
+    #: DRA ResourceClaims with the allocation the scheduler wrote (see ``simulator._dra``)
+    resource_claims: tuple[ClaimRecord, ...] = ()
 
     @property
     def live_pods(self) -> tuple[PodRecord, ...]:
@@ -300,6 +303,7 @@ class SimulationResult:
                 for v in self.violations
             ],
             "rounds": self.rounds,
+            "resourceClaims": [c.to_json() for c in self.resource_claims],
         }
 
 

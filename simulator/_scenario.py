@@ -12,8 +12,14 @@ from typing import Any
 import attrs
 
 from simulator._controllers import controls
+from simulator._dra import DeviceShorthandError, node_slices, parse_devices
 from simulator._units import parse_duration, parse_quantity
-from workloadbuilder.api import CodecError, object_from_dict
+from workloadbuilder.api import (
+    RESOURCE_KINDS,
+    CodecError,
+    object_from_dict,
+    resource_object_from_dict,
+)
 from workloadbuilder.cli import InputError, parse_manifests, read_manifests
 from workloadbuilder.cluster import resource_info
 from workloadbuilder.errors import WorkloadBuilderError
@@ -522,6 +528,11 @@ def _check_kind(doc: dict[str, Any]) -> None:
             object_from_dict(doc)
         except CodecError as e:
             raise _DocError(e.path, e.detail) from None
+    elif kind in RESOURCE_KINDS:  # DeviceClass, ResourceSlice, ResourceClaim(Template)
+        try:
+            resource_object_from_dict(doc)
+        except CodecError as e:
+            raise _DocError(e.path, e.detail) from None
     elif kind == "Pod":
         _check_pod_spec(doc.get("spec"), "spec")
     elif kind == "Node":
@@ -618,7 +629,16 @@ def _expand(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     meta = doc.get("metadata") or {}
     pool = str(meta.get("name"))
     spec = _mapping(doc, "spec", required=True)
-    known = {"count", "namePrefix", "labels", "taints", "allocatable", "topology", "unschedulable"}
+    known = {
+        "count",
+        "namePrefix",
+        "labels",
+        "taints",
+        "allocatable",
+        "topology",
+        "unschedulable",
+        "devices",
+    }
     for key in spec:
         if key not in known:
             raise _DocError(
@@ -710,6 +730,26 @@ def _node_pool_objects(
     doc: Mapping[str, Any], number: int, arrival: float, duration: float | None
 ) -> list[ScenarioObject]:
     pool = str(doc["metadata"]["name"])
+    nodes = _expand(doc)
+    try:  # the DRA shorthand: one ResourceSlice per node and driver
+        devices = parse_devices((doc.get("spec") or {}).get("devices"))
+    except DeviceShorthandError as e:
+        raise _DocError(e.path, e.message) from None
+    slices = [
+        ScenarioObject(
+            document=number,
+            api_version="resource.k8s.io/v1",
+            kind="ResourceSlice",
+            name=sl["metadata"]["name"],
+            namespace=None,
+            arrival=arrival,
+            duration=None,
+            manifest=sl,
+            pool=pool,
+        )
+        for node in nodes
+        for sl in node_slices(node["metadata"]["name"], devices)
+    ]
     return [
         ScenarioObject(
             document=number,
@@ -722,5 +762,5 @@ def _node_pool_objects(
             manifest=node,
             pool=pool,
         )
-        for node in _expand(doc)
-    ]
+        for node in nodes
+    ] + slices

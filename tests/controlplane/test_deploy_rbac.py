@@ -273,6 +273,10 @@ class RecordingCluster(ClusterProxy):
     def _note(self, verb: str, info: ResourceInfo, subresource: str | None) -> None:
         resource = info.plural + (f"/{subresource}" if subresource else "")
         self.used.add((info.group, resource, verb))
+        if resource == "resourceclaims/status" and verb == "patch":
+            # v1.37.2 also authorizes a claim's allocation / reservedFor change as "patch
+            # resourceclaims/binding" (a check on the same request, not a call of its own)
+            self.used.add((info.group, "resourceclaims/binding", verb))
 
     async def around(
         self, verb: str, info: ResourceInfo, subresource: str | None, call: Awaitable[T]
@@ -381,6 +385,48 @@ async def _lease_holder(admin: KubeCluster, namespace: str, name: str) -> str:
     return str(lease["spec"].get("holderIdentity") or "")
 
 
+async def _make_claim_pod(
+    admin: KubeCluster, namespace: str, node: str, *, scheduler_name: str
+) -> tuple[str, list[tuple[str, str]]]:
+    """A pod with a DRA claim and a device on ``node`` for it (so the scheduler watches the
+    DRA kinds and patches the claim and its status); returns the pod and the cluster-scoped
+    objects to delete."""
+    cls = f"{namespace}-gpu"
+    await admin.create(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": cls},
+            "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]},
+        }
+    )
+    await admin.create(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": f"{node}-gpus"},
+            "spec": {
+                "driver": "gpu.example.com",
+                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                "nodeName": node,
+                "devices": [{"name": "gpu-0"}],
+            },
+        }
+    )
+    await admin.create(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "gpu", "namespace": namespace},
+            "spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": cls}}]}},
+        }
+    )
+    pod = make_pod("with-claim", namespace).scheduler_name(scheduler_name)
+    pod.node_selector(NODE_LABEL, namespace).pod_resource_claim("gpu", claim="gpu")
+    await admin.create(pod.container_name("c").request("cpu", "100m").obj())
+    return "with-claim", [("ResourceSlice", f"{node}-gpus"), ("DeviceClass", cls)]
+
+
 async def _cleanup(
     admin: KubeCluster, namespace: str, pods: Sequence[str], nodes: Sequence[str]
 ) -> None:
@@ -411,6 +457,7 @@ async def test_scheduler_needs_exactly_the_granted_rules(
     pods: list[str] = []
     # preemption on, as ``workloadbuilder scheduler`` runs it: it reads PodDisruptionBudgets
     # and deletes its victims
+    dra_objects: list[tuple[str, str]] = []
     sched = Scheduler(rec, SchedulerConfig(scheduler_name=scheduler_name, preemption=True))
     runner: asyncio.Task[None] | None = None
     classes = [f"{ns}-low", f"{ns}-high"]
@@ -449,7 +496,10 @@ async def test_scheduler_needs_exactly_the_granted_rules(
         hp = make_pod("hp", ns).scheduler_name(scheduler_name).priority_class(classes[1])
         hp.node_selector(NODE_LABEL, f"{ns}-pre").container_name("c").request("cpu", "1")
         await admin.create(hp.obj())
-        pods += ["victim", "hp"]
+        claim_pod, dra_objects = await _make_claim_pod(
+            admin, ns, nodes[0], scheduler_name=scheduler_name
+        )
+        pods += ["victim", "hp", claim_pod]
 
         async def done() -> bool:
             assert not runner.done(), runner
@@ -460,6 +510,7 @@ async def test_scheduler_needs_exactly_the_granted_rules(
             big_pg = await _pod_group(admin, ns, "too-big")
             return (
                 all(current[p]["spec"].get("nodeName") in nodes for p in fits)
+                and current[claim_pod]["spec"].get("nodeName") == nodes[0]
                 and (_condition(fit_pg, "PodGroupInitiallyScheduled") or {}).get("status") == "True"
                 and (_condition(big_pg, "PodGroupInitiallyScheduled") or {}).get("reason")
                 == "Unschedulable"
@@ -497,6 +548,9 @@ async def test_scheduler_needs_exactly_the_granted_rules(
         for cls in classes:
             with contextlib.suppress(NotFound):
                 await admin.delete("PriorityClass", cls)
+        for kind, name in dra_objects:
+            with contextlib.suppress(NotFound):
+                await admin.delete(kind, name)
         await admin.close()
 
     assert rec.forbidden == []

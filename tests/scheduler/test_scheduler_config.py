@@ -119,8 +119,8 @@ def test_star_disables_the_defaults_and_multipoint(tmp_path: Path) -> None:
             "implement the filter extension point",
         ),
         (
-            {"profiles": [{"plugins": {"reserve": {}}}]},
-            "profiles[0].plugins.reserve: unknown extension point",
+            {"profiles": [{"plugins": {"permit": {}}}]},
+            "profiles[0].plugins.permit: unknown extension point",
         ),
         (
             {"profiles": [{"schedulerName": "x", "percentageOfNodesToScore": 50}]},

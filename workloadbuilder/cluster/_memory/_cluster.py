@@ -42,6 +42,8 @@ class MemoryCluster:
     BOOKMARK. ``seed`` makes generated names and uids reproducible (``None``: random).
     ``share_objects=True`` returns the stored dicts themselves from reads and watches instead
     of copies (faster fan-out; callers must then treat every returned dict as read-only).
+    ``claim_controller`` runs kube-controller-manager's ResourceClaim controller (claims from
+    templates for pods and PodGroups, released when their consumers are done).
     """
 
     def __init__(
@@ -54,11 +56,14 @@ class MemoryCluster:
         bookmark_interval: float = 60.0,
         seed: int | None = 0,
         share_objects: bool = False,
+        claim_controller: bool = True,
     ) -> None:
         now = timestamp_clock(clock)
         gates = gates if gates is not None else FeatureGates()
         self._storage = storage = Storage(history)
-        lifecycle = Lifecycle(storage, now, pod_group_protection=admission)
+        lifecycle = Lifecycle(
+            storage, now, pod_group_protection=admission, claim_controller=claim_controller
+        )
         strategy = Strategy(storage, admission=admission, gates=gates)
         self._reads = Reads(
             storage, share_objects=share_objects, bookmark_interval=bookmark_interval
@@ -66,6 +71,7 @@ class MemoryCluster:
         self._writes = writes = Writes(
             storage, strategy, lifecycle, now=now, rng=random.Random(seed)
         )
+        lifecycle.claims.create = writes.create
         self._binding = PodBinding(storage, lifecycle, now)
         self._eviction = PodEviction(storage, lifecycle)
         self._events = EventRecorder(writes, now)

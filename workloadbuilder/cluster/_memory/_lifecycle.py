@@ -9,7 +9,9 @@ and calls its three controllers at fixed points:
 
 * :class:`~._gc.GarbageCollector` -- ownerReferences: Background, Foreground, Orphan;
 * :class:`~._namespaces.NamespaceController` -- a deleted namespace's content;
-* :class:`~._podgroups.PodGroupProtection` -- the PodGroup protection finalizer.
+* :class:`~._podgroups.PodGroupProtection` -- the PodGroup protection finalizer;
+* :class:`~._resourceclaims.ResourceClaimController` -- claims from templates for pods and
+  PodGroups, released when their consumers are done.
 
 The controllers act back through :class:`Lifecycle` (delete, finalize, remove a finalizer),
 so a cascade runs to completion before the triggering call returns.
@@ -30,6 +32,7 @@ from workloadbuilder.cluster._memory._common import (
 from workloadbuilder.cluster._memory._gc import GarbageCollector
 from workloadbuilder.cluster._memory._namespaces import NamespaceController
 from workloadbuilder.cluster._memory._podgroups import PodGroupProtection
+from workloadbuilder.cluster._memory._resourceclaims import ResourceClaimController
 from workloadbuilder.cluster._memory._storage import KindStore, Record, Storage
 
 __all__ = ["Lifecycle"]
@@ -41,12 +44,20 @@ class Lifecycle:
     ``now`` stamps ``deletionTimestamp``; ``pod_group_protection`` enables the PodGroup
     protection controller (it runs with admission, which adds the finalizer)."""
 
-    def __init__(self, storage: Storage, now: Now, *, pod_group_protection: bool) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        now: Now,
+        *,
+        pod_group_protection: bool,
+        claim_controller: bool = True,
+    ) -> None:
         self._storage = storage
         self._now = now
         self.gc = GarbageCollector(storage, self)
         self.namespaces = NamespaceController(storage, self)
         self.pod_groups = PodGroupProtection(storage, self, enabled=pod_group_protection)
+        self.claims = ResourceClaimController(storage, self, enabled=claim_controller)
 
     def commit(self, store: KindStore, key: Key, old: Record, new: dict[str, Any]) -> Record:
         """Store a new version; finish deletion when the last finalizer went away."""
@@ -57,6 +68,8 @@ class Lifecycle:
         rec = self._storage.replace(store, key, old, new)
         if store.key == PODS:
             self.pod_groups.pod_changed(key[0], old.doc, new)
+        if store.key in (PODS, PODGROUPS):
+            self.claims.changed(store.key, key, old.doc, new)
         return rec
 
     def delete(self, store: KindStore, key: Key, rec: Record, policy: str) -> None:
@@ -112,6 +125,8 @@ class Lifecycle:
         self.gc.dependent_removed(doc)
         if store.key == PODS:
             self.pod_groups.pod_removed(key[0], doc)
+        if store.key in (PODS, PODGROUPS):
+            self.claims.removed(store.key, key, doc)
         if key[0]:
             self.namespaces.content_removed(key[0])
         return gone

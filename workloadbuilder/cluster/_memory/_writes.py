@@ -181,7 +181,9 @@ class Writes:
         if dry_run:
             meta.pop("resourceVersion", None)
             return Record(doc, 0)
-        return storage.insert(store, (ns, name), doc)
+        rec = storage.insert(store, (ns, name), doc)
+        self._lifecycle.claims.created(store.key, (ns, name))  # the ResourceClaim controller
+        return rec
 
     # ------------------------------------------------------------------ update
 
