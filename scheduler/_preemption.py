@@ -534,6 +534,8 @@ class DefaultPreemption:
     ) -> tuple[list[Victim] | None, list[tuple[PodInfo, int]], int]:
         """Remove every unit, place once, reprieve the PDB-violating units first, then the
         others, most important first: ``(victims, assignments, PDB violations)``."""
+        assert self.handle is not None
+        handle = self.handle
         table = snap.table
         mark = snap.mark()
         try:
@@ -552,7 +554,7 @@ class DefaultPreemption:
             violating, fine = split_by_budget_violation(units, budgets)
             for u, n in [*violating, *((u, 0) for u in fine)]:
                 rows = _add_back(snap, u.pods)
-                if _fits(table.used, table.alloc, load, need, rows) and self.handle.claims_fit(
+                if _fits(table.used, table.alloc, load, need, rows) and handle.claims_fit(
                     snap, assignments
                 ):
                     continue

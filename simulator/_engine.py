@@ -16,6 +16,7 @@ import attrs
 
 from simulator._clock import VirtualClock
 from simulator._controllers import JobRun, played_integrations, pod_controller
+from simulator._dra import ClaimLedger
 from simulator._preemption import (
     PreemptionRecord,
     Preemptor,
@@ -23,7 +24,6 @@ from simulator._preemption import (
     VictimPod,
     record_preemption,
 )
-from simulator._dra import ClaimLedger
 from simulator._recording import ControllerWrites, RecordingCluster
 from simulator._result import (
     CompositeRecord,

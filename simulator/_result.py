@@ -8,8 +8,8 @@ from typing import Any
 
 import attrs
 
-from simulator._preemption import PreemptionRecord
 from simulator._dra import ClaimRecord
+from simulator._preemption import PreemptionRecord
 from simulator._units import format_duration
 
 __all__ = [
