@@ -23,7 +23,10 @@ time) and the binding-phase rate (pods / (last bind - first bind)), time to firs
 p50/p99 group latency (group complete -> all its pods bound; every group is complete when
 the contender starts, so this is measured from its start), CPU seconds during the run of
 the contender, kube-apiserver and etcd (from ``/proc/<pid>/stat``), the contender's peak
-RSS (``VmHWM``), and the ratios ours/upstream and ours/ceiling.
+RSS (``VmHWM``), the partial windows (per gang: its first pod bound -> its last pod bound,
+p50/p99, as the watch sees them), the most gangs partially bound at one moment and their
+time-weighted mean over the binding phase, and the
+ratios ours/upstream and ours/ceiling.
 
     .venv/bin/python benchmarks/bench_real.py                         # 500 nodes, 2,000 pods
     .venv/bin/python benchmarks/bench_real.py --nodes 1000 --pods 5000 --repeat 2
@@ -300,6 +303,37 @@ async def watch_binds(
                     return
 
 
+def partial_windows(sizes: list[int], bound: dict[str, float]) -> tuple[list[float], int, float]:
+    """Per gang whose pods all bound: first bind -> last bind (the time it was partially
+    bound, as a watcher sees it); the most gangs partial at one moment, and the mean number
+    partial over the binding phase (time-weighted)."""
+    windows: list[float] = []
+    edges: list[tuple[float, int]] = []
+    for i, size in enumerate(sizes):
+        names = [f"g{i:05d}-{j:02d}" for j in range(size)]
+        ts = [bound[n] for n in names if n in bound]
+        if not ts:
+            continue
+        first = min(ts)
+        last = max(ts) if len(ts) == size else float("inf")
+        if len(ts) == size:
+            windows.append(last - first)
+        if last > first:
+            edges.append((first, 1))
+            edges.append((last, -1))
+    edges.sort()  # at equal times an end (-1) sorts before a start (+1)
+    current = peak = 0
+    area = 0.0
+    last_t = edges[0][0] if edges else 0.0
+    for t, d in edges:
+        area += current * (t - last_t)
+        last_t = t
+        current += d
+        peak = max(peak, current)
+    span = (edges[-1][0] - edges[0][0]) if edges else 0.0
+    return windows, peak, (area / span if span > 0 else 0.0)
+
+
 def percentile(values: list[float], q: float) -> float:
     """Nearest-rank percentile (0 for no values)."""
     if not values:
@@ -424,6 +458,7 @@ async def run_one(
         names = [f"g{i:05d}-{j:02d}" for j in range(size)]
         if all(n in bound for n in names):
             group_done.append(max(bound[n] for n in names) - t0)
+    windows, max_partial, mean_partial = partial_windows(sizes, bound)
     complete = len(bound) >= args.pods
     seconds = (times[-1] - t0) if complete else float("nan")
     return {
@@ -444,6 +479,11 @@ async def run_one(
         "first_bind_s": round(times[0] - t0, 2) if times else float("nan"),
         "group_p50_s": round(percentile(group_done, 0.5), 2),
         "group_p99_s": round(percentile(group_done, 0.99), 2),
+        "partial_p50_s": round(percentile(windows, 0.5), 3),
+        "partial_p99_s": round(percentile(windows, 0.99), 3),
+        "partial_max_s": round(max(windows, default=0.0), 3),
+        "max_gangs_partial": max_partial,
+        "mean_gangs_partial": round(mean_partial, 2),
         "cpu_s": {
             "scheduler": round(sched_cpu, 2),
             "apiserver": round(after.get("kube-apiserver", 0) - before.get("kube-apiserver", 0), 2),
@@ -579,7 +619,8 @@ def table(results: list[dict[str, Any]]) -> str:
     head = (
         f"{'contender':<9} {'run':>3} {'all bound s':>11} {'pods/s':>7} {'bind pods/s':>11} "
         f"{'1st bind s':>10} {'p50 s':>6} {'p99 s':>6} {'sched cpu':>9} {'apisrv cpu':>10} "
-        f"{'etcd cpu':>8} {'ms/pod':>6} {'rss MiB':>7} {'load':>5}"
+        f"{'etcd cpu':>8} {'ms/pod':>6} {'rss MiB':>7} {'part p50':>8} {'part p99':>8} "
+        f"{'max part':>8} {'mean part':>9} {'load':>5}"
     )
     lines = [head, "-" * len(head)]
     for r in results:
@@ -589,7 +630,8 @@ def table(results: list[dict[str, Any]]) -> str:
             f"{r['pods_per_s']:>7} {r['bind_phase_pods_per_s']:>11} {r['first_bind_s']:>10} "
             f"{r['group_p50_s']:>6} {r['group_p99_s']:>6} {c['scheduler']:>9} "
             f"{c['apiserver']:>10} {c['etcd']:>8} {r['scheduler_cpu_ms_per_pod']:>6} "
-            f"{r['peak_rss_mib']:>7} {r['load_avg_1m']:>5}"
+            f"{r['peak_rss_mib']:>7} {r['partial_p50_s']:>8} {r['partial_p99_s']:>8} "
+            f"{r['max_gangs_partial']:>8} {r['mean_gangs_partial']:>9} {r['load_avg_1m']:>5}"
             + ("" if r["complete"] else f"  INCOMPLETE {r['bound']}/{r['pods']}")
         )
     return "\n".join(lines)

@@ -1,0 +1,149 @@
+"""The binder sends one gang's burst at a time, gangs in placement order: few gangs are ever
+partially bound, and the bind slots stay full."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import Any
+
+from sched_helpers import Env
+from sched_invariant import GangWatch
+
+from scheduler import Scheduler, SchedulerConfig
+from workloadbuilder.errors import Conflict
+from workloadbuilder.runtime import ManualClock
+
+
+class RecordingBind:
+    """Delegates to a cluster; records when each bind starts and ends (each bind yields to
+        the event loop a few times, as a request would); the first bind of each pod in ``fail``
+    raises Conflict."""
+
+    def __init__(self, inner: Any, fail: set[str] | None = None) -> None:
+        self._inner = inner
+        self.fail = set(fail or ())
+        self.log: list[tuple[str, str]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def bind(
+        self, namespace: str, pod_name: str, node_name: str, *, pod_uid: str | None = None
+    ) -> None:
+        self.log.append(("start", pod_name))
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            for _ in range(3):
+                await asyncio.sleep(0)
+            if pod_name in self.fail:
+                self.fail.discard(pod_name)
+                raise Conflict("injected failure")
+            await self._inner.bind(namespace, pod_name, node_name, pod_uid=pod_uid)
+            self.log.append(("bound", pod_name))
+        finally:
+            self.in_flight -= 1
+
+
+def _gang(pod: str) -> str:
+    return pod.rsplit("-", 1)[0]
+
+
+def _scheduler(env: Env, cluster: Any, clock: ManualClock, concurrency: int) -> Scheduler:
+    s = Scheduler(cluster, SchedulerConfig(bind_concurrency=concurrency), clock=clock)
+    env.schedulers.append(s)
+    return s
+
+
+def _max_partial(log: list[tuple[str, str]], sizes: dict[str, int]) -> int:
+    """The most gangs with between 1 and size-1 pods bound at one moment of the log."""
+    bound: dict[str, int] = {}
+    peak = 0
+    for what, pod in log:
+        if what != "bound":
+            continue
+        g = _gang(pod)
+        bound[g] = bound.get(g, 0) + 1
+        peak = max(peak, sum(1 for k, n in bound.items() if 0 < n < sizes[k]))
+    return peak
+
+
+async def test_gangs_bind_one_burst_at_a_time_in_order(mem_env: tuple[Env, ManualClock]) -> None:
+    env, clock = mem_env
+    for i in range(4):
+        await env.node(f"n{i}", cpu="32")
+    sizes = {f"g{i}": size for i, size in enumerate([8, 12, 8, 10, 9, 8])}
+    for name, size in sizes.items():
+        await env.gang(name, size)
+    rec = RecordingBind(env.cluster)
+    concurrency = 4
+    s = _scheduler(env, rec, clock, concurrency)
+    assert await s.until_idle() == sum(sizes.values())
+    starts = [_gang(p) for what, p in rec.log if what == "start"]
+    # each gang's binds are sent together, gangs one after the other
+    order = list(dict.fromkeys(starts))
+    assert sorted(order) == sorted(sizes)
+    assert starts == [g for g in order for _ in range(sizes[g])]
+    # the first pod of each gang (the canary) returns before the rest of that gang is sent
+    for g in order:
+        first = next(p for what, p in rec.log if what == "start" and _gang(p) == g)
+        i_first_done = rec.log.index(("bound", first))
+        i_second = [i for i, (w, p) in enumerate(rec.log) if w == "start" and _gang(p) == g][1]
+        assert i_first_done < i_second
+    # the slots are used (no serialisation) and never exceeded
+    assert rec.max_in_flight == concurrency
+    # at most concurrency / smallest gang + 1 gangs are partially bound at once
+    assert _max_partial(rec.log, sizes) <= math.ceil(concurrency / min(sizes.values())) + 1
+
+
+async def test_single_pods_fill_the_bind_slots(mem_env: tuple[Env, ManualClock]) -> None:
+    env, clock = mem_env
+    await env.node("a", cpu="32")
+    for i in range(12):
+        await env.pod(f"p{i}")
+    rec = RecordingBind(env.cluster)
+    s = _scheduler(env, rec, clock, 5)
+    assert await s.until_idle() == 12
+    assert rec.max_in_flight == 5
+
+
+async def test_failed_canary_lets_the_next_gang_proceed(mem_env: tuple[Env, ManualClock]) -> None:
+    env, clock = mem_env
+    await env.node("a", cpu="32")
+    await env.gang("g0", 4)
+    await env.gang("g1", 4)
+    watch = GangWatch(env.cluster, "default")
+    await watch.start()
+    rec = RecordingBind(env.cluster, fail={"g0-0"})
+    s = _scheduler(env, rec, clock, 3)
+    assert await s.until_idle() == 4
+    assert set(await env.bound()) == {f"g1-{i}" for i in range(4)}
+    assert [p for w, p in rec.log if w == "start" and _gang(p) == "g0"] == ["g0-0"]
+    await watch.settle()
+    watch.check()
+    clock.advance(1.0)  # the failed gang is retried after its backoff, whole
+    assert await s.until_idle() == 4
+    assert len(await env.bound("g0-")) == 4
+    await watch.settle()
+    watch.check()
+
+
+async def test_failure_after_the_canary_requeues_the_rest(
+    mem_env: tuple[Env, ManualClock],
+) -> None:
+    env, clock = mem_env
+    await env.node("a", cpu="32")
+    await env.gang("g0", 5)
+    await env.gang("g1", 3)
+    rec = RecordingBind(env.cluster, fail={"g0-3"})
+    s = _scheduler(env, rec, clock, 2)
+    assert await s.until_idle() == 7
+    assert set(await env.bound("g0-")) == {"g0-0", "g0-1", "g0-2", "g0-4"}
+    assert len(await env.bound("g1-")) == 3
+    assert s.binder.pending == 0
+    clock.advance(1.0)
+    assert await s.until_idle() == 1
+    assert len(await env.bound("g0-")) == 5
