@@ -21,7 +21,8 @@ Contenders:
 Reported per run: seconds from the contender's start to all pods bound, pods/s (pods / that
 time) and the binding-phase rate (pods / (last bind - first bind)), time to first bind,
 p50/p99 group latency (group complete -> all its pods bound; every group is complete when
-the contender starts, so this is measured from its start), CPU seconds during the run of
+the contender starts, so this is measured from its start), when the namespace holds one
+event per pod (events may trail the binds; CPU is read after that), CPU seconds of
 the contender, kube-apiserver and etcd (from ``/proc/<pid>/stat``), the contender's peak
 RSS (``VmHWM``), the partial windows (per gang: its first pod bound -> its last pod bound,
 p50/p99, as the watch sees them), the most gangs partially bound at one moment and their
@@ -334,6 +335,22 @@ def partial_windows(sizes: list[int], bound: dict[str, float]) -> tuple[list[flo
     return windows, peak, (area / span if span > 0 else 0.0)
 
 
+async def count_events(api: Api, ns: str) -> int:
+    """Events in the namespace (a one-item page and its remaining count)."""
+    page = await api.call("GET", f"/api/v1/namespaces/{ns}/events?limit=1")
+    items = len(page.get("items") or ())
+    return items + int((page.get("metadata") or {}).get("remainingItemCount") or 0)
+
+
+async def wait_events(api: Api, ns: str, expected: int, deadline: float) -> float:
+    """Wait (bounded) until the namespace holds ``expected`` events; when that was seen."""
+    while time.monotonic() < deadline:
+        if await count_events(api, ns) >= expected:
+            break
+        await asyncio.sleep(0.25)
+    return time.monotonic()
+
+
 def percentile(values: list[float], q: float) -> float:
     """Nearest-rank percentile (0 for no values)."""
     if not values:
@@ -378,7 +395,12 @@ def spawn(
         ]
     elif name == "ours":
         profile = ["-m", "cProfile", "-o", args.ours_profile] if args.ours_profile else []
+        spy = []
+        if args.ours_py_spy:  # py-spy (pip install py-spy) samples ours; collapsed stacks
+            spy = [str(Path(sys.executable).parent / "py-spy"), "record", "--format=raw"]
+            spy += ["--rate=200", f"--output={args.ours_py_spy}", "--"]
         argv = [
+            *spy,
             *([sys.executable, *profile] if profile else []),
             str(Path(sys.executable).parent / "workloadbuilder"),
             "scheduler",
@@ -402,14 +424,15 @@ def spawn(
     )
 
 
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM, then SIGKILL after 15 s."""
+def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+    """SIGTERM (or ``sig``), then SIGKILL of the process group after 15 s."""
     if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         try:
             proc.wait(15)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(15)
 
 
@@ -436,9 +459,11 @@ async def run_one(
             await asyncio.wait({watcher}, timeout=0.5)
         watcher.result()
         t_end = time.monotonic()
-        if name == "ceiling":  # it ends by itself once the statuses are written
+        if name == "ceiling":  # it ends by itself once the events and statuses are written
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(60)
+        # CPU is read once the contender's events are written too (they may trail the binds)
+        events_s = await wait_events(api, ns, args.pods, time.monotonic() + 60) - t0
         alive = proc.poll() is None
         sched_cpu = proc_cpu(proc.pid) if alive else float("nan")
         rss = proc_hwm_mib(proc.pid) if alive else float("nan")
@@ -447,7 +472,8 @@ async def run_one(
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await watcher
-        stop(proc)
+        # py-spy writes its profile on SIGINT (and stops its child)
+        stop(proc, signal.SIGINT if name == "ours" and args.ours_py_spy else signal.SIGTERM)
     if name == "ceiling" and not alive:
         usage = _ceiling_usage(plane, ns)
         sched_cpu, rss = usage.get("cpu_s", float("nan")), usage.get("rss_mib", float("nan"))
@@ -477,6 +503,7 @@ async def run_one(
             round(args.pods / max(times[-1] - times[0], 1e-6), 1) if complete else 0.0
         ),
         "first_bind_s": round(times[0] - t0, 2) if times else float("nan"),
+        "events_done_s": round(events_s, 2),
         "group_p50_s": round(percentile(group_done, 0.5), 2),
         "group_p99_s": round(percentile(group_done, 0.99), 2),
         "partial_p50_s": round(percentile(windows, 0.5), 3),
@@ -618,7 +645,8 @@ def table(results: list[dict[str, Any]]) -> str:
     """A plain-text table, one row per contender run."""
     head = (
         f"{'contender':<9} {'run':>3} {'all bound s':>11} {'pods/s':>7} {'bind pods/s':>11} "
-        f"{'1st bind s':>10} {'p50 s':>6} {'p99 s':>6} {'sched cpu':>9} {'apisrv cpu':>10} "
+        f"{'1st bind s':>10} {'events s':>8} {'p50 s':>6} {'p99 s':>6} {'sched cpu':>9} "
+        f"{'apisrv cpu':>10} "
         f"{'etcd cpu':>8} {'ms/pod':>6} {'rss MiB':>7} {'part p50':>8} {'part p99':>8} "
         f"{'max part':>8} {'mean part':>9} {'load':>5}"
     )
@@ -628,6 +656,7 @@ def table(results: list[dict[str, Any]]) -> str:
         lines.append(
             f"{r['contender']:<9} {r['run']:>3} {r['seconds_to_all_bound']:>11} "
             f"{r['pods_per_s']:>7} {r['bind_phase_pods_per_s']:>11} {r['first_bind_s']:>10} "
+            f"{r['events_done_s']:>8} "
             f"{r['group_p50_s']:>6} {r['group_p99_s']:>6} {c['scheduler']:>9} "
             f"{c['apiserver']:>10} {c['etcd']:>8} {r['scheduler_cpu_ms_per_pod']:>6} "
             f"{r['peak_rss_mib']:>7} {r['partial_p50_s']:>8} {r['partial_p99_s']:>8} "
@@ -671,6 +700,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--ours-profile", metavar="FILE", help="run ours under cProfile, its stats to FILE"
+    )
+    p.add_argument(
+        "--ours-py-spy",
+        metavar="FILE",
+        help="run ours under py-spy (collapsed stacks to FILE; CPU and RSS are py-spy's then)",
     )
     p.add_argument("--bin-dir", default=None)
     p.add_argument("--json", action="store_true")

@@ -128,6 +128,7 @@ class Scheduler:
         if self._started:
             return
         self.binder.reset()
+        self.status.reset()
         self._wake = asyncio.Event()
         c, h, order = self.cluster, self.handlers, creation_order
         self._feeds = [
