@@ -327,7 +327,7 @@ class KubeCluster:
             token = await cfg.get_api_key_with_prefix("BearerToken")
             if token:
                 headers["authorization"] = token
-        url = cfg.host + path
+        url = f"{cfg.host}{path}"
         if query:
             url += "?" + urllib.parse.urlencode(list(query))
         options: dict[str, Any] = {}
