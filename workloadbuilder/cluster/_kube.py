@@ -1,8 +1,9 @@
 """``KubeCluster``: the :class:`~workloadbuilder.cluster.Cluster` protocol on a real API server.
 
 Built on kubernetes-asyncio's configuration loading (kubeconfig file + context, in-cluster
-service account) and its ``ApiClient`` (authentication, TLS, one pooled aiohttp session).
-Requests are plain REST calls on paths from :meth:`ResourceInfo.path`, so every kind works,
+service account) and its ``ApiClient`` (credentials, TLS, one pooled aiohttp session).
+Requests are plain REST calls on paths from :meth:`ResourceInfo.path`, sent straight on that
+session with the configuration's token, proxy and TLS server name, so every kind works,
 including those the generated client does not know (``scheduling.k8s.io/v1beta1`` and
 ``v1alpha3``, JobSet, LeaderWorkerSet, custom resources).
 
