@@ -147,3 +147,40 @@ async def test_failure_after_the_canary_requeues_the_rest(
     clock.advance(1.0)
     assert await s.until_idle() == 1
     assert len(await env.bound("g0-")) == 5
+
+
+def test_unschedulable_flush_uses_the_latest_wait() -> None:
+    """The periodic flush moves an entity ``max_in_unschedulable`` after it last became
+    unschedulable (an older wait of the same entity does not count), without scanning every
+    entity on each pop."""
+    from scheduler._queue import SchedulingQueue
+
+    now = [0.0]
+    q = SchedulingQueue(lambda: now[0], max_in_unschedulable=300.0)
+    key = ("PodGroup", "default", "g")
+    q.upsert(key, priority=0, first_seen=0.0, seq=0, gate=None)
+    others = [("PodGroup", "default", f"o{i}") for i in range(50)]
+    for i, k in enumerate(others):
+        q.upsert(k, priority=0, first_seen=0.0, seq=i + 1, gate=None)
+    for _ in range(51):
+        e = q.pop()
+        assert e is not None
+        q.done(e, "unschedulable")
+    assert q.next_wakeup() == 300.0
+    now[0] = 10.0
+    assert q.move(key)  # an event moves it; it is attempted again and fails again
+    now[0] = 20.0
+    e = q.pop()
+    assert e is not None and e.key == key
+    q.done(e, "unschedulable")
+    now[0] = 300.0
+    flushed = []
+    while (o := q.pop()) is not None:  # the others are flushed (their backoff is over)...
+        flushed.append(o.key)
+        q.done(o, "unschedulable")
+    assert sorted(flushed) == sorted(others)
+    assert q.entities[key].state == "unschedulable"  # ...but not g: it waits since t=20
+    assert q.next_wakeup() == 320.0
+    now[0] = 320.0
+    popped = q.pop()
+    assert popped is not None and popped.key == key
