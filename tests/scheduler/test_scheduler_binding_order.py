@@ -184,3 +184,50 @@ def test_unschedulable_flush_uses_the_latest_wait() -> None:
     now[0] = 320.0
     popped = q.pop()
     assert popped is not None and popped.key == key
+
+
+class CountingEvents:
+    """Delegates to a cluster; counts concurrent ``create_event`` calls and records their
+    order."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.reasons: list[tuple[str, str]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def create_event(self, **kwargs: Any) -> None:
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            for _ in range(3):
+                await asyncio.sleep(0)
+            await self._inner.create_event(**kwargs)
+            self.reasons.append((kwargs["involved_object"]["name"], kwargs["reason"]))
+        finally:
+            self.in_flight -= 1
+
+
+async def test_events_are_written_in_order_with_bounded_concurrency(
+    mem_env: tuple[Env, ManualClock],
+) -> None:
+    env, clock = mem_env
+    await env.node("a", cpu="32")
+    await env.gang("g0", 6)
+    await env.gang("g1", 6)
+    rec = CountingEvents(env.cluster)
+    s = Scheduler(rec, SchedulerConfig(event_concurrency=2), clock=clock)
+    env.schedulers.append(s)
+    assert await s.until_idle() == 12
+    assert rec.max_in_flight == 2
+    assert s.status.events_pending == 0
+    assert sorted(rec.reasons) == sorted(
+        (f"g{g}-{i}", "Scheduled") for g in (0, 1) for i in range(6)
+    )
+    # queued in binding order: the first gang's events come first (the second gang's
+    # canary may bind while the first gang's burst is still in flight)
+    gangs = [name.rsplit("-", 1)[0] for name, _ in rec.reasons]
+    assert gangs[:5] == ["g0"] * 5 and gangs[-5:] == ["g1"] * 5
