@@ -21,13 +21,31 @@ Contenders:
 Reported per run: seconds from the contender's start to all pods bound, pods/s (pods / that
 time) and the binding-phase rate (pods / (last bind - first bind)), time to first bind,
 p50/p99 group latency (group complete -> all its pods bound; every group is complete when
-the contender starts, so this is measured from its start), CPU seconds during the run of
+the contender starts, so this is measured from its start), when the namespace holds one
+event per pod (events may trail the binds; CPU is read after that), CPU seconds of
 the contender, kube-apiserver and etcd (from ``/proc/<pid>/stat``), the contender's peak
-RSS (``VmHWM``), and the ratios ours/upstream and ours/ceiling.
+RSS (``VmHWM``), the partial windows (per gang: its first pod bound -> its last pod bound,
+p50/p99, as the watch sees them), the most gangs partially bound at one moment and their
+time-weighted mean over the binding phase, and the
+ratios ours/upstream and ours/ceiling.
+
+Other modes (``--mode``; upstream and ours, no ceiling):
+
+* ``stream``: the contender runs while gangs of 8-32 pods are created at a fixed rate
+  (``--stream-rates``, tried in order, for ``--stream-seconds`` each); per gang the time from
+  its last pod created to all its pods bound; the highest rate kept up with (all bound,
+  p99 <= ``--stream-p99``, the creator reached 90 % of the rate).
+* ``queueing``: ``--backlog-gangs`` gangs that cannot fit (a node selector no node has) are
+  added in ``--backlog-steps`` while the contender runs; after each step ``--probes``
+  fitting gangs of 8 arrive one at a time and the time to bind each is recorded (it must
+  stay flat as the backlog grows); then nodes that fit the backlog are added in
+  ``--drain-steps``, each with the seconds until the pods that now fit are bound.
 
     .venv/bin/python benchmarks/bench_real.py                         # 500 nodes, 2,000 pods
     .venv/bin/python benchmarks/bench_real.py --nodes 1000 --pods 5000 --repeat 2
     .venv/bin/python benchmarks/bench_real.py --only ours --json
+    .venv/bin/python benchmarks/bench_real.py --mode stream --nodes 1000
+    .venv/bin/python benchmarks/bench_real.py --mode queueing --nodes 100
 
 Needs the binaries (``make controlplane``; ``WORKLOADBUILDER_BIN_DIR`` or ``--bin-dir``).
 Loopback only; every wait is bounded (``--timeout`` per contender).
@@ -159,14 +177,21 @@ def group_sizes(pods: int, seed: int) -> list[int]:
     return sizes
 
 
-async def create_nodes(api: Api, count: int) -> None:
-    """Fake Ready nodes; status is written through the status subresource."""
+async def create_nodes(
+    api: Api,
+    count: int,
+    *,
+    names: list[str] | None = None,
+    labels: dict[str, str] | None = None,
+) -> None:
+    """Fake Ready nodes (``node-NNNNN``, or ``names``); status is written through the status
+    subresource."""
 
-    async def one(i: int) -> None:
-        name = f"node-{i:05d}"
+    async def one(name: str) -> None:
         node = (
             make_node(name)
             .label("kubernetes.io/hostname", name)
+            .labels(labels or {})
             .resources({"cpu": str(NODE_CPU), "memory": NODE_MEMORY, "pods": str(NODE_PODS)})
             .ready()
             .obj()
@@ -179,7 +204,8 @@ async def create_nodes(api: Api, count: int) -> None:
             content_type="application/merge-patch+json",
         )
 
-    await _bounded(64, [functools.partial(one, i) for i in range(count)])
+    todo = names if names is not None else [f"node-{i:05d}" for i in range(count)]
+    await _bounded(64, [functools.partial(one, n) for n in todo])
 
 
 async def create_workload(api: Api, ns: str, scheduler: str, sizes: list[int]) -> None:
@@ -300,6 +326,53 @@ async def watch_binds(
                     return
 
 
+def partial_windows(sizes: list[int], bound: dict[str, float]) -> tuple[list[float], int, float]:
+    """Per gang whose pods all bound: first bind -> last bind (the time it was partially
+    bound, as a watcher sees it); the most gangs partial at one moment, and the mean number
+    partial over the binding phase (time-weighted)."""
+    windows: list[float] = []
+    edges: list[tuple[float, int]] = []
+    for i, size in enumerate(sizes):
+        names = [f"g{i:05d}-{j:02d}" for j in range(size)]
+        ts = [bound[n] for n in names if n in bound]
+        if not ts:
+            continue
+        first = min(ts)
+        last = max(ts) if len(ts) == size else float("inf")
+        if len(ts) == size:
+            windows.append(last - first)
+        if last > first:
+            edges.append((first, 1))
+            edges.append((last, -1))
+    edges.sort()  # at equal times an end (-1) sorts before a start (+1)
+    current = peak = 0
+    area = 0.0
+    last_t = edges[0][0] if edges else 0.0
+    for t, d in edges:
+        area += current * (t - last_t)
+        last_t = t
+        current += d
+        peak = max(peak, current)
+    span = (edges[-1][0] - edges[0][0]) if edges else 0.0
+    return windows, peak, (area / span if span > 0 else 0.0)
+
+
+async def count_events(api: Api, ns: str) -> int:
+    """Events in the namespace (a one-item page and its remaining count)."""
+    page = await api.call("GET", f"/api/v1/namespaces/{ns}/events?limit=1")
+    items = len(page.get("items") or ())
+    return items + int((page.get("metadata") or {}).get("remainingItemCount") or 0)
+
+
+async def wait_events(api: Api, ns: str, expected: int, deadline: float) -> float:
+    """Wait (bounded) until the namespace holds ``expected`` events; when that was seen."""
+    while time.monotonic() < deadline:
+        if await count_events(api, ns) >= expected:
+            break
+        await asyncio.sleep(0.25)
+    return time.monotonic()
+
+
 def percentile(values: list[float], q: float) -> float:
     """Nearest-rank percentile (0 for no values)."""
     if not values:
@@ -344,7 +417,12 @@ def spawn(
         ]
     elif name == "ours":
         profile = ["-m", "cProfile", "-o", args.ours_profile] if args.ours_profile else []
+        spy = []
+        if args.ours_py_spy:  # py-spy (pip install py-spy) samples ours; collapsed stacks
+            spy = [str(Path(sys.executable).parent / "py-spy"), "record", "--format=raw"]
+            spy += ["--rate=200", f"--output={args.ours_py_spy}", "--"]
         argv = [
+            *spy,
             *([sys.executable, *profile] if profile else []),
             str(Path(sys.executable).parent / "workloadbuilder"),
             "scheduler",
@@ -368,14 +446,15 @@ def spawn(
     )
 
 
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM, then SIGKILL after 15 s."""
+def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+    """SIGTERM (or ``sig``), then SIGKILL of the process group after 15 s."""
     if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         try:
             proc.wait(15)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(15)
 
 
@@ -402,9 +481,11 @@ async def run_one(
             await asyncio.wait({watcher}, timeout=0.5)
         watcher.result()
         t_end = time.monotonic()
-        if name == "ceiling":  # it ends by itself once the statuses are written
+        if name == "ceiling":  # it ends by itself once the events and statuses are written
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(60)
+        # CPU is read once the contender's events are written too (they may trail the binds)
+        events_s = await wait_events(api, ns, args.pods, time.monotonic() + 60) - t0
         alive = proc.poll() is None
         sched_cpu = proc_cpu(proc.pid) if alive else float("nan")
         rss = proc_hwm_mib(proc.pid) if alive else float("nan")
@@ -413,7 +494,8 @@ async def run_one(
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await watcher
-        stop(proc)
+        # py-spy writes its profile on SIGINT (and stops its child)
+        stop(proc, signal.SIGINT if name == "ours" and args.ours_py_spy else signal.SIGTERM)
     if name == "ceiling" and not alive:
         usage = _ceiling_usage(plane, ns)
         sched_cpu, rss = usage.get("cpu_s", float("nan")), usage.get("rss_mib", float("nan"))
@@ -424,6 +506,7 @@ async def run_one(
         names = [f"g{i:05d}-{j:02d}" for j in range(size)]
         if all(n in bound for n in names):
             group_done.append(max(bound[n] for n in names) - t0)
+    windows, max_partial, mean_partial = partial_windows(sizes, bound)
     complete = len(bound) >= args.pods
     seconds = (times[-1] - t0) if complete else float("nan")
     return {
@@ -442,8 +525,14 @@ async def run_one(
             round(args.pods / max(times[-1] - times[0], 1e-6), 1) if complete else 0.0
         ),
         "first_bind_s": round(times[0] - t0, 2) if times else float("nan"),
+        "events_done_s": round(events_s, 2),
         "group_p50_s": round(percentile(group_done, 0.5), 2),
         "group_p99_s": round(percentile(group_done, 0.99), 2),
+        "partial_p50_s": round(percentile(windows, 0.5), 3),
+        "partial_p99_s": round(percentile(windows, 0.99), 3),
+        "partial_max_s": round(max(windows, default=0.0), 3),
+        "max_gangs_partial": max_partial,
+        "mean_gangs_partial": round(mean_partial, 2),
         "cpu_s": {
             "scheduler": round(sched_cpu, 2),
             "apiserver": round(after.get("kube-apiserver", 0) - before.get("kube-apiserver", 0), 2),
@@ -557,6 +646,258 @@ async def ceiling_worker(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------- other arrival modes
+
+EXTRA_POOL = "bench.workloadbuilder.io/pool"
+
+
+async def ensure_namespace(api: Api, ns: str) -> None:
+    """Create the namespace (fine if it exists)."""
+    await api.call(
+        "POST",
+        "/api/v1/namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+        ok=(201, 409),
+    )
+
+
+async def create_gang(
+    api: Api,
+    ns: str,
+    scheduler: str,
+    name: str,
+    size: int,
+    *,
+    selector: dict[str, str] | None = None,
+) -> float:
+    """One PodGroup (minCount = size) and its pods (sent concurrently); returns when the last
+    pod was created (monotonic)."""
+    await api.call("POST", PG_PATH.format(ns=ns), make_pod_group(name).gang(size).obj())
+
+    def pod(j: int) -> dict[str, Any]:
+        b = make_pod(f"{name}-{j:02d}").pod_group(name).scheduler_name(scheduler)
+        b.container_name("c").request("cpu", "1").request("memory", "1Gi")
+        if selector:
+            b.node_selectors(selector)
+        return b.obj()
+
+    await asyncio.gather(*(api.call("POST", PODS_PATH.format(ns=ns), pod(j)) for j in range(size)))
+    return time.monotonic()
+
+
+async def until_bound(
+    bound: dict[str, float], names: list[str], deadline: float, watcher: asyncio.Task[None]
+) -> bool:
+    """Poll (20 ms) the watch's record until every pod in ``names`` is bound."""
+    while time.monotonic() < deadline:
+        if all(n in bound for n in names):
+            return True
+        if watcher.done():
+            return all(n in bound for n in names)
+        await asyncio.sleep(0.02)
+    return False
+
+
+async def warm_up(
+    api: Api, ns: str, name: str, bound: dict[str, float], watcher: asyncio.Task[None], t: float
+) -> float:
+    """A first gang of 4, bound by the freshly started contender: it is running. Returns
+    the seconds that took."""
+    t0 = time.monotonic()
+    await create_gang(api, ns, SCHEDULER_NAMES[name], "warm", 4)
+    if not await until_bound(bound, [f"warm-{j:02d}" for j in range(4)], t, watcher):
+        raise RuntimeError(f"{name} did not bind the warm-up gang")
+    return time.monotonic() - t0
+
+
+async def run_stream(
+    name: str, plane: ControlPlane, api: Api, args: argparse.Namespace, rate: float, run: int
+) -> dict[str, Any]:
+    """Steady stream: the contender runs; gangs (8-32 pods) are created at ``rate`` pods/s
+    for ``--stream-seconds``. Per gang: its last pod created -> all its pods bound. It keeps
+    up when every pod is bound, the p99 of that latency is at most ``--stream-p99`` and the
+    creator reached 90 % of the rate."""
+    ns = f"bench-{name}-stream{int(rate)}-{run}"
+    sizes = group_sizes(max(8, int(rate * args.stream_seconds)), args.seed)
+    total = sum(sizes)
+    await ensure_namespace(api, ns)
+    bound: dict[str, float] = {}
+    deadline = time.monotonic() + args.timeout
+    proc = spawn(name, plane, ns, args)
+    cpu0 = 0.0
+    watcher = asyncio.create_task(watch_binds(api, ns, total + 4, bound, deadline))
+    created: dict[int, float] = {}
+    try:
+        warm_s = await warm_up(api, ns, name, bound, watcher, deadline)
+        cpu0 = proc_cpu(proc.pid)
+        sem = asyncio.Semaphore(max(4, args.ceiling_concurrency // 8))  # gangs being created
+
+        async def one(i: int, size: int) -> None:
+            async with sem:
+                created[i] = await create_gang(api, ns, SCHEDULER_NAMES[name], f"g{i:05d}", size)
+
+        start = time.monotonic()
+        jobs: list[asyncio.Task[None]] = []
+        sent = 0
+        lag = 0.0
+        for i, size in enumerate(sizes):
+            due = start + sent / rate
+            lag = max(lag, time.monotonic() - due)
+            if (wait := due - time.monotonic()) > 0:
+                await asyncio.sleep(wait)
+            jobs.append(asyncio.create_task(one(i, size)))
+            sent += size
+        await asyncio.gather(*jobs)
+        created_span = max(created.values()) - start
+        names = [f"g{i:05d}-{j:02d}" for i, size in enumerate(sizes) for j in range(size)]
+        done = await until_bound(bound, names, max(created.values()) + args.stream_grace, watcher)
+        cpu = proc_cpu(proc.pid) - cpu0 if proc.poll() is None else float("nan")
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await watcher
+        stop(proc)
+    await cleanup(api, ns, time.monotonic() + 120)
+    lat = [
+        max(bound[f"g{i:05d}-{j:02d}"] for j in range(size)) - created[i]
+        for i, size in enumerate(sizes)
+        if all(f"g{i:05d}-{j:02d}" in bound for j in range(size))
+    ]
+    # the last gang is due at (total - its size) / rate: the stream lasts total / rate
+    achieved = total / max(created_span + sizes[-1] / rate, 1e-6)
+    p99 = percentile(lat, 0.99)
+    return {
+        "mode": "stream",
+        "contender": name,
+        "run": run,
+        "rate_pods_per_s": rate,
+        "achieved_pods_per_s": round(achieved, 1),
+        "pods": total,
+        "groups": len(sizes),
+        "bound": sum(1 for n in bound if not n.startswith("warm-")),
+        "warm_up_s": round(warm_s, 2),
+        "latency_p50_s": round(percentile(lat, 0.5), 3),
+        "latency_p99_s": round(p99, 3),
+        "latency_max_s": round(max(lat, default=float("nan")), 3),
+        "creator_lag_max_s": round(lag, 3),
+        "keeps_up": bool(done and p99 <= args.stream_p99 and achieved >= 0.9 * rate),
+        "scheduler_cpu_ms_per_pod": round(1000 * cpu / total, 3),
+        "load_avg_1m": round(os.getloadavg()[0], 2),
+    }
+
+
+async def run_queueing(
+    name: str, plane: ControlPlane, api: Api, args: argparse.Namespace, run: int
+) -> dict[str, Any]:
+    """Heavy queueing: gangs that cannot fit (``--backlog-gangs`` of ``--backlog-gang-size``,
+    a node selector no node has yet) are added in ``--backlog-steps`` while the contender
+    runs; after each step ``--probes`` fitting gangs of 8 arrive one by one (time from the
+    last pod created to all bound: must stay flat as the backlog grows). Then nodes that fit
+    the backlog are added in ``--drain-steps``; per step: seconds until the pods that now
+    fit are bound, and pods/s."""
+    ns = f"bench-{name}-queueing-{run}"
+    sched = SCHEDULER_NAMES[name]
+    per_node = min(NODE_PODS, NODE_CPU)
+    gsize = args.backlog_gang_size
+    backlog_pods = args.backlog_gangs * gsize
+    await ensure_namespace(api, ns)
+    bound: dict[str, float] = {}
+    deadline = time.monotonic() + args.timeout
+    proc = spawn(name, plane, ns, args)
+    total = 4 + backlog_pods + 8 * args.probes * (args.backlog_steps + 1)
+    watcher = asyncio.create_task(watch_binds(api, ns, total, bound, deadline))
+    steps: list[dict[str, Any]] = []
+    drains: list[dict[str, Any]] = []
+    extra_nodes: list[str] = []
+    probe_no = 0
+    try:
+        await warm_up(api, ns, name, bound, watcher, deadline)
+        cpu0 = proc_cpu(proc.pid)
+        made = 0
+        sem = asyncio.Semaphore(max(4, args.ceiling_concurrency // max(gsize, 1)))
+
+        async def unfit(i: int) -> None:
+            async with sem:
+                await create_gang(api, ns, sched, f"b{i:05d}", gsize, selector={EXTRA_POOL: "x"})
+
+        for step in range(args.backlog_steps + 1):
+            want = args.backlog_gangs * step // args.backlog_steps
+            t = time.monotonic()
+            await asyncio.gather(*(unfit(i) for i in range(made, want)))
+            made_s = time.monotonic() - t
+            made = want
+            lats = []
+            for _ in range(args.probes):
+                pname = f"p{probe_no:04d}"
+                probe_no += 1
+                t_created = await create_gang(api, ns, sched, pname, 8)
+                names = [f"{pname}-{j:02d}" for j in range(8)]
+                if not await until_bound(bound, names, t_created + args.probe_timeout, watcher):
+                    lats.append(float("inf"))
+                    continue
+                lats.append(max(bound[n] for n in names) - t_created)
+            steps.append(
+                {
+                    "backlog_gangs": made,
+                    "backlog_created_s": round(made_s, 2),
+                    "probe_p50_s": round(percentile(lats, 0.5), 3),
+                    "probe_max_s": round(max(lats), 3),
+                }
+            )
+            print(f"# {name} queueing: backlog {made}: probes {lats}", file=sys.stderr)
+        backlog_names = [f"b{i:05d}-{j:02d}" for i in range(made) for j in range(gsize)]
+        need_nodes = -(-backlog_pods // per_node)
+        added = 0
+        for step in range(1, args.drain_steps + 1):
+            upto = need_nodes * step // args.drain_steps
+            t = time.monotonic()
+            before = sum(1 for n in backlog_names if n in bound)
+            new = [f"extra-{i:05d}" for i in range(added, upto)]
+            await create_nodes(api, 0, names=new, labels={EXTRA_POOL: "x"})
+            extra_nodes += new
+            added = upto
+            expect = min(backlog_pods, (upto * per_node) // gsize * gsize)
+            while time.monotonic() < deadline and not watcher.done():
+                if sum(1 for n in backlog_names if n in bound) >= expect:
+                    break
+                await asyncio.sleep(0.05)
+            secs = time.monotonic() - t
+            got = sum(1 for n in backlog_names if n in bound) - before
+            drains.append(
+                {
+                    "nodes_added": len(new),
+                    "pods_bound": got,
+                    "seconds": round(secs, 2),
+                    "pods_per_s": round(got / max(secs, 1e-6), 1),
+                }
+            )
+            print(f"# {name} queueing: drain step {step}: {drains[-1]}", file=sys.stderr)
+        cpu = proc_cpu(proc.pid) - cpu0 if proc.poll() is None else float("nan")
+        rss = proc_hwm_mib(proc.pid) if proc.poll() is None else float("nan")
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await watcher
+        stop(proc)
+    await cleanup(api, ns, time.monotonic() + 300)
+    for n in extra_nodes:
+        await api.call("DELETE", f"/api/v1/nodes/{n}", ok=(200, 202, 404))
+    flat = [st["probe_p50_s"] for st in steps]
+    return {
+        "mode": "queueing",
+        "contender": name,
+        "run": run,
+        "backlog_gangs": args.backlog_gangs,
+        "backlog_pods": backlog_pods,
+        "steps": steps,
+        "drain": drains,
+        "probe_growth": round(flat[-1] / flat[0], 2) if flat and flat[0] > 0 else float("nan"),
+        "scheduler_cpu_s": round(cpu, 2),
+        "peak_rss_mib": round(rss, 1),
+        "load_avg_1m": round(os.getloadavg()[0], 2),
+    }
+
+
 # ---------------------------------------------------------------------- report
 
 
@@ -578,8 +919,10 @@ def table(results: list[dict[str, Any]]) -> str:
     """A plain-text table, one row per contender run."""
     head = (
         f"{'contender':<9} {'run':>3} {'all bound s':>11} {'pods/s':>7} {'bind pods/s':>11} "
-        f"{'1st bind s':>10} {'p50 s':>6} {'p99 s':>6} {'sched cpu':>9} {'apisrv cpu':>10} "
-        f"{'etcd cpu':>8} {'ms/pod':>6} {'rss MiB':>7} {'load':>5}"
+        f"{'1st bind s':>10} {'events s':>8} {'p50 s':>6} {'p99 s':>6} {'sched cpu':>9} "
+        f"{'apisrv cpu':>10} "
+        f"{'etcd cpu':>8} {'ms/pod':>6} {'rss MiB':>7} {'part p50':>8} {'part p99':>8} "
+        f"{'max part':>8} {'mean part':>9} {'load':>5}"
     )
     lines = [head, "-" * len(head)]
     for r in results:
@@ -587,11 +930,57 @@ def table(results: list[dict[str, Any]]) -> str:
         lines.append(
             f"{r['contender']:<9} {r['run']:>3} {r['seconds_to_all_bound']:>11} "
             f"{r['pods_per_s']:>7} {r['bind_phase_pods_per_s']:>11} {r['first_bind_s']:>10} "
+            f"{r['events_done_s']:>8} "
             f"{r['group_p50_s']:>6} {r['group_p99_s']:>6} {c['scheduler']:>9} "
             f"{c['apiserver']:>10} {c['etcd']:>8} {r['scheduler_cpu_ms_per_pod']:>6} "
-            f"{r['peak_rss_mib']:>7} {r['load_avg_1m']:>5}"
+            f"{r['peak_rss_mib']:>7} {r['partial_p50_s']:>8} {r['partial_p99_s']:>8} "
+            f"{r['max_gangs_partial']:>8} {r['mean_gangs_partial']:>9} {r['load_avg_1m']:>5}"
             + ("" if r["complete"] else f"  INCOMPLETE {r['bound']}/{r['pods']}")
         )
+    return "\n".join(lines)
+
+
+def stream_table(results: list[dict[str, Any]]) -> str:
+    """One row per contender and rate, then the highest rate each kept up with."""
+    head = (
+        f"{'contender':<9} {'rate':>6} {'achieved':>8} {'pods':>6} {'p50 s':>7} {'p99 s':>7} "
+        f"{'max s':>7} {'keeps up':>8} {'ms/pod':>6} {'load':>5}"
+    )
+    lines = [head, "-" * len(head)]
+    for r in results:
+        lines.append(
+            f"{r['contender']:<9} {r['rate_pods_per_s']:>6} {r['achieved_pods_per_s']:>8} "
+            f"{r['pods']:>6} {r['latency_p50_s']:>7} {r['latency_p99_s']:>7} "
+            f"{r['latency_max_s']:>7} {r['keeps_up']!s:>8} {r['scheduler_cpu_ms_per_pod']:>6} "
+            f"{r['load_avg_1m']:>5}"
+        )
+    for name in dict.fromkeys(r["contender"] for r in results):
+        kept = [r["rate_pods_per_s"] for r in results if r["contender"] == name and r["keeps_up"]]
+        lines.append(f"{name}: highest rate kept up with: {max(kept) if kept else 'none'} pods/s")
+    return "\n".join(lines)
+
+
+def queueing_table(results: list[dict[str, Any]]) -> str:
+    """Per contender: the probe latency per backlog size, then the drain steps."""
+    lines = []
+    for r in results:
+        lines.append(
+            f"{r['contender']} run {r['run']}: backlog {r['backlog_gangs']} gangs / "
+            f"{r['backlog_pods']} pods; cpu {r['scheduler_cpu_s']} s; rss {r['peak_rss_mib']} "
+            f"MiB; load {r['load_avg_1m']}"
+        )
+        lines.append(f"  {'backlog gangs':>13} {'created s':>9} {'probe p50 s':>11} {'max s':>7}")
+        for st in r["steps"]:
+            lines.append(
+                f"  {st['backlog_gangs']:>13} {st['backlog_created_s']:>9} "
+                f"{st['probe_p50_s']:>11} {st['probe_max_s']:>7}"
+            )
+        lines.append(f"  {'nodes added':>13} {'pods bound':>10} {'seconds':>8} {'pods/s':>8}")
+        for d in r["drain"]:
+            lines.append(
+                f"  {d['nodes_added']:>13} {d['pods_bound']:>10} {d['seconds']:>8} "
+                f"{d['pods_per_s']:>8}"
+            )
     return "\n".join(lines)
 
 
@@ -601,9 +990,27 @@ async def run_all(plane: ControlPlane, args: argparse.Namespace) -> list[dict[st
         t = time.monotonic()
         await create_nodes(api, args.nodes)
         print(f"# {args.nodes} nodes in {time.monotonic() - t:.1f}s", file=sys.stderr)
-        results = []
+        results: list[dict[str, Any]] = []
+        contenders = args.only or (CONTENDERS if args.mode == "backlog" else CONTENDERS[:2])
+        if args.mode != "backlog" and "ceiling" in contenders:
+            raise SystemExit("the ceiling client runs in the backlog mode only")
         for run in range(1, args.repeat + 1):
-            for name in args.only or CONTENDERS:
+            for name in contenders:
+                if args.mode == "stream":
+                    for rate in args.stream_rates:
+                        r = await run_stream(name, plane, api, args, rate, run)
+                        print(
+                            f"# {name} stream {rate} pods/s: keeps up {r['keeps_up']} "
+                            f"(p99 {r['latency_p99_s']} s)",
+                            file=sys.stderr,
+                        )
+                        results.append(r)
+                        if not r["keeps_up"]:
+                            break
+                    continue
+                if args.mode == "queueing":
+                    results.append(await run_queueing(name, plane, api, args, run))
+                    continue
                 r = await run_one(name, plane, api, args, run)
                 print(
                     f"# {name} run {run}: {r['pods_per_s']} pods/s "
@@ -630,6 +1037,33 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--ours-profile", metavar="FILE", help="run ours under cProfile, its stats to FILE"
     )
+    p.add_argument(
+        "--ours-py-spy",
+        metavar="FILE",
+        help="run ours under py-spy (collapsed stacks to FILE; CPU and RSS are py-spy's then)",
+    )
+    p.add_argument(
+        "--mode",
+        choices=("backlog", "stream", "queueing"),
+        default="backlog",
+        help="backlog: everything created first; stream: gangs at fixed rates while it runs; "
+        "queueing: a growing backlog that cannot fit, probes, then capacity in steps",
+    )
+    p.add_argument(
+        "--stream-rates",
+        type=lambda v: [float(x) for x in v.split(",")],
+        default=[100.0, 200.0, 400.0, 800.0],
+        help="pods/s, comma-separated, tried in order until one is not kept up with",
+    )
+    p.add_argument("--stream-seconds", type=float, default=15.0)
+    p.add_argument("--stream-p99", type=float, default=2.0, help="keeps up: p99 latency (s)")
+    p.add_argument("--stream-grace", type=float, default=30.0, help="wait after the stream (s)")
+    p.add_argument("--backlog-gangs", type=int, default=5000)
+    p.add_argument("--backlog-gang-size", type=int, default=2)
+    p.add_argument("--backlog-steps", type=int, default=5)
+    p.add_argument("--probes", type=int, default=5, help="fitting gangs per backlog step")
+    p.add_argument("--probe-timeout", type=float, default=60.0)
+    p.add_argument("--drain-steps", type=int, default=4)
     p.add_argument("--bin-dir", default=None)
     p.add_argument("--json", action="store_true")
     p.add_argument("--ceiling-worker", action="store_true", help=argparse.SUPPRESS)
@@ -638,7 +1072,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.ceiling_worker:
         return asyncio.run(ceiling_worker(args))
-    if args.pods > args.nodes * min(NODE_PODS, NODE_CPU):
+    if args.mode == "backlog" and args.pods > args.nodes * min(NODE_PODS, NODE_CPU):
         p.error("more pods than the nodes hold")
     with ControlPlane(bin_dir=args.bin_dir) as plane:
         results = asyncio.run(run_all(plane, args))
@@ -650,10 +1084,17 @@ def main(argv: list[str] | None = None) -> int:
         },
         "command": " ".join(["benchmarks/bench_real.py", *(argv or sys.argv[1:])]),
         "results": results,
-        "ratios": ratios(results),
     }
+    if args.mode == "backlog":
+        report["ratios"] = ratios(results)
     if args.json:
         print(json.dumps(report, indent=2))
+    elif args.mode == "stream":
+        print(f"# {report['command']} ({os.cpu_count()} cpus, {platform.platform()})")
+        print(stream_table(results))
+    elif args.mode == "queueing":
+        print(f"# {report['command']} ({os.cpu_count()} cpus, {platform.platform()})")
+        print(queueing_table(results))
     else:
         print(f"# {report['command']} ({os.cpu_count()} cpus, {platform.platform()})")
         print(table(results))
@@ -662,6 +1103,15 @@ def main(argv: list[str] | None = None) -> int:
             f"ours/upstream {rt['ours_over_upstream']}x   ours/ceiling {rt['ours_over_ceiling']}x "
             "(mean pods/s to all bound)"
         )
+    if args.mode == "stream":
+        return 0
+    if args.mode == "queueing":
+        ok = all(
+            all(st["probe_max_s"] != float("inf") for st in r["steps"])
+            and sum(d["pods_bound"] for d in r["drain"]) == r["backlog_pods"]
+            for r in results
+        )
+        return 0 if ok else 1
     return 0 if all(r["complete"] for r in results) else 1
 
 

@@ -1,11 +1,16 @@
 """Binding: assume a placed batch in the cache, then bind it asynchronously through the
-framework's Bind plugins (bounded concurrency); a failure forgets the assumption and
-requeues the entity."""
+framework's Bind plugins; a failure forgets the assumption and requeues the entity.
+
+Batches are bound **one burst at a time, in the order they were placed**: a free bind slot
+(at most ``concurrency`` binds in flight) goes to the oldest batch that still has a pod to
+send, and only when no open batch has one is the next batch opened. So at any moment only
+the batches whose bursts overlap (about ``concurrency / batch size + 1``) are partially
+bound, instead of every placed gang waiting behind one pod of every other."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable, Iterable
 
 from scheduler._cache import Cache, GroupInfo, PodInfo
@@ -22,8 +27,38 @@ __all__ = ["Binder"]
 _log = logging.getLogger(__name__)
 
 
+class _Batch:
+    """One placed batch on its way to the API server."""
+
+    __slots__ = ("canary", "done", "ekey", "failed", "group", "next", "pairs")
+
+    def __init__(
+        self,
+        ekey: EntityKey,
+        pairs: list[tuple[PodInfo, str]],
+        group: GroupInfo | None,
+        canary: bool,
+    ) -> None:
+        self.ekey = ekey
+        self.pairs = pairs
+        self.group = group
+        #: the first pod is bound alone first; the rest wait for its outcome
+        self.canary = canary and len(pairs) > 1
+        #: index of the next pod to send
+        self.next = 0
+        #: pods whose bind returned, and how many of them failed
+        self.done = 0
+        self.failed = 0
+
+    def sendable(self) -> bool:
+        """Whether a pod of this batch can be sent now."""
+        if self.next >= len(self.pairs):
+            return False
+        return not (self.canary and self.next > 0)  # the canary has not returned yet
+
+
 class Binder:
-    """Assume and bind placed pods."""
+    """Assume and bind placed pods, one batch's burst at a time."""
 
     def __init__(
         self,
@@ -47,11 +82,22 @@ class Binder:
         self.tasks = tasks
         self.concurrency = concurrency
         self.on_bound = on_bound
-        self._sem: asyncio.Semaphore | None = None
+        #: placed batches not opened yet, in placement order
+        self._waiting: deque[_Batch] = deque()
+        #: opened batches with a pod still to send or in flight, oldest first
+        self._open: list[_Batch] = []
+        self._in_flight = 0
 
     def reset(self) -> None:
-        """Forget the concurrency semaphore (a new start, maybe on another event loop)."""
-        self._sem = None
+        """Forget batches and bind slots of a previous start (maybe on another event loop)."""
+        self._waiting.clear()
+        self._open.clear()
+        self._in_flight = 0
+
+    @property
+    def pending(self) -> int:
+        """Batches placed and not completely answered yet."""
+        return len(self._waiting) + len(self._open)
 
     def assume_and_bind(
         self,
@@ -61,55 +107,105 @@ class Binder:
         group: GroupInfo | None = None,
         canary: bool = False,
     ) -> None:
-        """Assume every pod of the batch (before any bind is sent), then bind them."""
-        pairs = list(assignments)
-        for p, node in pairs:
-            self.cache.assume(p, node)
-        self.tasks.spawn(self._bind_all(ekey, pairs, group, canary))
+        """Assume every pod of the batch (before any bind is sent), then queue its binds.
 
-    async def _bind_all(
-        self,
-        ekey: EntityKey,
-        pairs: list[tuple[PodInfo, str]],
-        group: GroupInfo | None,
-        canary: bool,
-    ) -> None:
-        """Bind a placed batch. For a gang whose quorum depends on the batch, one pod is bound
-        first: if that fails (node gone, pod deleted, no permission...) nothing of the gang is
-        bound and the whole batch is forgotten and retried, so a systematic failure never
+        With ``canary`` (a gang whose quorum depends on the batch) one pod is bound first:
+        if that fails (node gone, pod deleted, no permission...) nothing of the gang is
+        bound, the whole batch is forgotten and retried, so a systematic failure never
         leaves a gang partially bound. The rest are then bound concurrently; a later failure
         forgets that pod and requeues the group with its remaining need."""
-        results: list[bool] = []
-        if canary and len(pairs) > 1:
-            first = await self._bind_one(*pairs[0])
-            if not first:
-                for p, _ in pairs[1:]:
+        pairs = list(assignments)
+        if not pairs:
+            return
+        for p, node in pairs:
+            self.cache.assume(p, node)
+        self._waiting.append(_Batch(ekey, pairs, group, canary))
+        self._pump()
+
+    # ---- dispatching -----------------------------------------------------------------
+
+    def _next_batch(self) -> _Batch | None:
+        """The batch the next free slot goes to: the oldest open one with a pod to send;
+        else a newly opened one -- but not while an open batch's canary is in flight (its
+        rest comes next)."""
+        waiting_canary = False
+        for b in self._open:
+            if b.sendable():
+                return b
+            if b.canary and b.next > 0:
+                waiting_canary = True
+        if waiting_canary or not self._waiting:
+            return None
+        b = self._waiting.popleft()
+        self._open.append(b)
+        return b
+
+    def _pump(self) -> None:
+        """Fill the free bind slots."""
+        while self._in_flight < self.concurrency:
+            b = self._next_batch()
+            if b is None:
+                return
+            i = b.next
+            b.next += 1
+            self._in_flight += 1
+            self.tasks.spawn(self._send(b, i))
+
+    async def _send(self, b: _Batch, i: int) -> None:
+        p, node = b.pairs[i]
+        try:
+            ok = await self._bind_one(p, node)
+        except Exception:  # a plugin bug must not stall the batches behind this one
+            _log.exception("binding %s/%s to %s failed", p.namespace, p.name, node)
+            if self.cache.pods.get(p.key) is p:
+                self.cache.forget(p)
+            ok = False
+        finally:
+            self._in_flight -= 1
+        self._answered(b, ok)
+        self._pump()
+
+    def _answered(self, b: _Batch, ok: bool) -> None:
+        b.done += 1
+        if not ok:
+            b.failed += 1
+        if b.canary:
+            b.canary = False
+            if not ok:  # nothing of the gang is bound: forget and retry the whole batch
+                for p, _ in b.pairs[1:]:
                     if self.cache.pods.get(p.key) is p:
                         self.cache.forget(p)
-                    await self.framework.run_unreserve(self.cluster, p)  # DRA: release
-                for p, _ in pairs:
-                    self.enqueuer.refresh_for(p)
-                self.queue.requeue_after_failure(ekey)
+                self._open.remove(b)
+                self.tasks.spawn(self._release_then_retry(b))
                 return
-            results.append(first)
-            pairs_left = pairs[1:]
-        else:
-            pairs_left = pairs
-        if group is not None and results:
-            self.status.group_condition(group, "True", REASON_SCHEDULED, "")
-        results.extend(await asyncio.gather(*(self._bind_one(p, n) for p, n in pairs_left)))
-        if group is not None and any(results):
-            self.status.group_condition(group, "True", REASON_SCHEDULED, "")
-        if not all(results):
-            for p, _ in pairs:
-                self.enqueuer.refresh_for(p)
-            self.queue.requeue_after_failure(ekey)
+            if b.group is not None:
+                self.status.group_condition(b.group, "True", REASON_SCHEDULED, "")
+        if b.done < len(b.pairs):
+            return
+        if b.group is not None and b.failed < b.done:
+            self.status.group_condition(b.group, "True", REASON_SCHEDULED, "")
+        self._close(b, failed=b.failed > 0)
+
+    def _close(self, b: _Batch, *, failed: bool) -> None:
+        self._open.remove(b)
+        if failed:
+            self._retry(b)
+
+    def _retry(self, b: _Batch) -> None:
+        for p, _ in b.pairs:
+            self.enqueuer.refresh_for(p)
+        self.queue.requeue_after_failure(b.ekey)
+
+    async def _release_then_retry(self, b: _Batch) -> None:
+        """After a failed canary: release what Reserve plugins (DRA) hold for the pods never
+        sent, then retry the batch (the release comes first so the retry sees the devices)."""
+        for p, _ in b.pairs[1:]:
+            await self.framework.run_unreserve(self.cluster, p)
+        self._retry(b)
 
     async def _bind_one(self, p: PodInfo, node: str) -> bool:
-        if self._sem is None:
-            self._sem = asyncio.Semaphore(self.concurrency)
-        async with self._sem:
-            st = await self.framework.run_bind(self.cluster, p, node)
+        """Bind one pod (a bind slot is held); on failure forget its assumption."""
+        st = await self.framework.run_bind(self.cluster, p, node)
         if st.ok:
             BIND_RESULTS.labels(result="ok").inc()
             SCHEDULED_PODS.inc()

@@ -43,6 +43,8 @@ class SchedulerConfig:
     bind_concurrency: int = attrs.field(default=16, validator=_positive)
     #: record ``Scheduled`` / ``FailedScheduling`` Events
     record_events: bool = True
+    #: Event writes in flight at most (queued in order; bindings are not counted)
+    event_concurrency: int = attrs.field(default=4, validator=_positive)
     #: write pod ``PodScheduled=False`` conditions and PodGroup status
     update_status: bool = True
     #: also write ``CompositePodGroupInitiallyScheduled`` on CompositePodGroups (upstream

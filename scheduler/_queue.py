@@ -75,6 +75,9 @@ class SchedulingQueue:
         self.entities: dict[EntityKey, QueuedEntity] = {}
         self._active: list[tuple[int, float, int, int, EntityKey]] = []
         self._backoff: list[tuple[float, int, int, EntityKey]] = []
+        #: (unschedulable since, seq, version, key): the periodic flush without a scan of
+        #: every entity (stale entries are skipped when they come up)
+        self._unschedulable: list[tuple[float, int, int, EntityKey]] = []
         #: called whenever something becomes active or enters backoff (wakes the run loop)
         self.on_active: Callable[[], None] = lambda: None
 
@@ -115,6 +118,7 @@ class SchedulingQueue:
         e.state = "unschedulable"
         e.version += 1
         e.unschedulable_since = self._now()
+        heapq.heappush(self._unschedulable, (e.unschedulable_since, e.seq, e.version, e.key))
 
     # ---- API used by the scheduler ---------------------------------------------------
 
@@ -217,11 +221,24 @@ class SchedulingQueue:
             e = self.entities.get(key)
             if e is not None and e.version == version and e.state == "backoff":
                 self._to_active(e)
-        for e in list(self.entities.values()):
-            if e.state == "unschedulable" and now - e.unschedulable_since >= (
-                self.max_in_unschedulable
-            ):
+        heap = self._unschedulable
+        while heap and now - heap[0][0] >= self.max_in_unschedulable:
+            _, _, version, key = heapq.heappop(heap)
+            e = self.entities.get(key)
+            if e is not None and e.version == version and e.state == "unschedulable":
                 self._to_backoff(e)
+
+    def _live_top(
+        self, heap: list[tuple[float, int, int, EntityKey]], state: str
+    ) -> tuple[float, int, int, EntityKey] | None:
+        """The first entry of ``heap`` that is still current (stale ones are dropped)."""
+        while heap:
+            top = heap[0]
+            e = self.entities.get(top[3])
+            if e is not None and e.version == top[2] and e.state == state:
+                return top
+            heapq.heappop(heap)
+        return None
 
     def pop(self) -> QueuedEntity | None:
         """The next active entity (marked in flight), or None."""
@@ -277,13 +294,10 @@ class SchedulingQueue:
     def next_wakeup(self) -> float | None:
         """When the next backoff expires or an unschedulable entity is due for the flush."""
         times: list[float] = []
-        for expiry, _, version, key in self._backoff:
-            e = self.entities.get(key)
-            if e is not None and e.version == version and e.state == "backoff":
-                times.append(expiry)
-        for e in self.entities.values():
-            if e.state == "unschedulable":
-                times.append(e.unschedulable_since + self.max_in_unschedulable)
+        if (b := self._live_top(self._backoff, "backoff")) is not None:
+            times.append(b[0])
+        if (u := self._live_top(self._unschedulable, "unschedulable")) is not None:
+            times.append(u[0] + self.max_in_unschedulable)
         return min(times) if times else None
 
     def has_active(self) -> bool:

@@ -4,6 +4,7 @@ queue -> schedule-one -> binding and status. It implements the runtime's ``Compo
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import TYPE_CHECKING
 
 from scheduler._binding import Binder
@@ -107,6 +108,7 @@ class Scheduler:
         self._wake: asyncio.Event | None = None
         self._started = False
         self._stopping = False
+        self._metric_at = -1e9
         self.queue.on_active = self._poke
 
     @property
@@ -129,6 +131,7 @@ class Scheduler:
         if self._started:
             return
         self.binder.reset()
+        self.status.reset()
         self._wake = asyncio.Event()
         c, h, order = self.cluster, self.handlers, creation_order
         self._feeds = [
@@ -229,7 +232,10 @@ class Scheduler:
             n += 1
             if not wait and n % 32 == 0:
                 await asyncio.sleep(0)
-        self._update_pending_metric()
+        now = time.monotonic()
+        if wait or now - self._metric_at >= 1.0:  # O(queue): not on every round of run()
+            self._metric_at = now
+            self._update_pending_metric()
         if wait and self._tasks:
             await self._tasks.drain()
             progressed = True

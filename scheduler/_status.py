@@ -5,6 +5,7 @@ and event recorder)."""
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -56,6 +57,13 @@ class StatusWriter:
         self.sent_group: dict[tuple[str, str], tuple[str, str, str]] = {}
         #: CompositePodGroup condition last sent per composite
         self.sent_composite: dict[tuple[str, str], tuple[str, str, str]] = {}
+        self._event_queue: deque[tuple[PodInfo, str, str, str]] = deque()
+        self._event_writers = 0
+
+    def reset(self) -> None:
+        """Forget queued events of a previous start (maybe on another event loop)."""
+        self._event_queue.clear()
+        self._event_writers = 0
 
     def forget_group(self, key: tuple[str, str]) -> None:
         """The PodGroup is gone."""
@@ -107,7 +115,32 @@ class StatusWriter:
         """The ``Scheduled`` event of a bound pod."""
         if self.config.record_events:
             text = f"Successfully assigned {p.namespace}/{p.name} to {node}"
-            self.tasks.spawn(self._event(p, "Normal", "Scheduled", text))
+            self._record(p, "Normal", "Scheduled", text)
+
+    def _record(self, p: PodInfo, type_: str, reason: str, message: str) -> None:
+        """Queue an event. Events are written in order, at most
+        ``SchedulerConfig.event_concurrency`` at a time, so that under a burst the bindings
+        (and status writes) are not starved by as many event writes; events are
+        best-effort, as upstream's recorder treats them."""
+        self._event_queue.append((p, type_, reason, message))
+        self._pump_events()
+
+    @property
+    def events_pending(self) -> int:
+        """Events queued or being written."""
+        return len(self._event_queue) + self._event_writers
+
+    def _pump_events(self) -> None:
+        while self._event_writers < self.config.event_concurrency and self._event_queue:
+            self._event_writers += 1
+            self.tasks.spawn(self._write_queued(*self._event_queue.popleft()))
+
+    async def _write_queued(self, p: PodInfo, type_: str, reason: str, message: str) -> None:
+        try:
+            await self._event(p, type_, reason, message)
+        finally:
+            self._event_writers -= 1
+        self._pump_events()
 
     async def _event(self, p: PodInfo, type_: str, reason: str, message: str) -> None:
         try:
@@ -133,7 +166,7 @@ class StatusWriter:
         if self.config.update_status:
             self.tasks.spawn(self._patch_pod_condition(p, reason, message))
         if self.config.record_events:
-            self.tasks.spawn(self._event(p, "Warning", "FailedScheduling", message))
+            self._record(p, "Warning", "FailedScheduling", message)
 
     async def _patch_pod_condition(self, p: PodInfo, reason: str, message: str) -> None:
         now = _rfc3339(self.clock.now())

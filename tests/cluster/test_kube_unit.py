@@ -449,6 +449,45 @@ async def test_bind_evict_and_event_bodies(api: FakeApi, kube: KubeCluster) -> N
     assert event.body["metadata"]["generateName"] == "p."
 
 
+async def test_requests_carry_agent_token_query_and_json_body(api: FakeApi) -> None:
+    """The direct request path sends what kubernetes-asyncio's ApiClient sent: the
+    User-Agent, the bearer token (with its prefix, refreshed by the configuration's hook
+    before every request), the query, and JSON bodies (dates as ISO 8601)."""
+    import datetime
+
+    cfg = Configuration(host=api.url)
+    cfg.api_key["BearerToken"] = "t0"
+    cfg.api_key_prefix["BearerToken"] = "Bearer"
+    tokens = iter(["t1", "t2", "t3"])
+
+    def refresh(c: Configuration) -> None:
+        c.api_key["BearerToken"] = next(tokens)
+
+    cfg.refresh_api_key_hook = refresh
+    api.default = _reply(200, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}})
+    async with KubeCluster(cfg, user_agent="agent/1") as kube:
+        await kube.list("ConfigMap", "ns", label_selector="a in (b, c)", limit=5)
+        await kube.patch(
+            "ConfigMap", "cm", {"data": {"at": datetime.date(2026, 1, 2)}}, "ns", field_manager="m"
+        )
+        await kube.bind("ns", "p", "n")
+    listed, patched, bound = api.seen
+    assert [s.headers["Authorization"] for s in api.seen] == ["Bearer t1", "Bearer t2", "Bearer t3"]
+    assert {s.headers["User-Agent"] for s in api.seen} == {"agent/1"}
+    assert listed.query == {"labelSelector": "a in (b, c)", "limit": "5"}
+    assert listed.headers["Accept"] == "application/json"
+    assert patched.query == {"fieldManager": "m"}
+    assert patched.headers["Content-Type"] == "application/merge-patch+json"
+    assert patched.body == {"data": {"at": "2026-01-02"}}
+    assert bound.headers["Content-Type"] == "application/json"
+
+
+async def test_no_token_no_authorization_header(api: FakeApi, kube: KubeCluster) -> None:
+    api.default = _reply(200, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}})
+    await kube.get("ConfigMap", "cm", "ns")
+    assert "Authorization" not in api.seen[0].headers
+
+
 # ---------------------------------------------------------------- error mapping
 
 

@@ -1,8 +1,9 @@
 """``KubeCluster``: the :class:`~workloadbuilder.cluster.Cluster` protocol on a real API server.
 
 Built on kubernetes-asyncio's configuration loading (kubeconfig file + context, in-cluster
-service account) and its ``ApiClient`` (authentication, TLS, one pooled aiohttp session).
-Requests are plain REST calls on paths from :meth:`ResourceInfo.path`, so every kind works,
+service account) and its ``ApiClient`` (credentials, TLS, one pooled aiohttp session).
+Requests are plain REST calls on paths from :meth:`ResourceInfo.path`, sent straight on that
+session with the configuration's token, proxy and TLS server name, so every kind works,
 including those the generated client does not know (``scheduling.k8s.io/v1beta1`` and
 ``v1alpha3``, JobSet, LeaderWorkerSet, custom resources).
 
@@ -147,6 +148,8 @@ class KubeCluster:
         self._lock: asyncio.Lock | None = None
         self._closed = False
         self._streams: set[aiohttp.ClientResponse] = set()
+        self._timeout = aiohttp.ClientTimeout(total=request_timeout, sock_connect=connect_timeout)
+        self._timeout_for = (request_timeout, connect_timeout)
 
     # ------------------------------------------------------------------ construction
 
@@ -311,20 +314,36 @@ class KubeCluster:
         become ``RetryableTransportError`` (or a final ``ApiError``)."""
         api = await self._client()
         if timeout is None:
-            timeout = aiohttp.ClientTimeout(
-                total=self.request_timeout, sock_connect=self.connect_timeout
-            )
+            if self._timeout_for != (self.request_timeout, self.connect_timeout):
+                self._timeout_for = (self.request_timeout, self.connect_timeout)
+                self._timeout = aiohttp.ClientTimeout(
+                    total=self.request_timeout, sock_connect=self.connect_timeout
+                )
+            timeout = self._timeout
+        cfg = api.configuration
+        rest = api.rest_client
         headers = {"Accept": "application/json", "Content-Type": content_type}
+        headers.update(api.default_headers)  # User-Agent
+        if "BearerToken" in cfg.api_key:  # the token (exec plugins / rotated files refresh it)
+            token = await cfg.get_api_key_with_prefix("BearerToken")
+            if token:
+                headers["authorization"] = token
+        url = f"{cfg.host}{path}"
+        if query:
+            url += "?" + urllib.parse.urlencode(list(query))
+        options: dict[str, Any] = {}
+        if rest.proxy:
+            options["proxy"] = rest.proxy
+        if rest.proxy_headers:
+            options["proxy_headers"] = rest.proxy_headers
+        if rest.server_hostname:
+            options["server_hostname"] = rest.server_hostname
+        data = None if body is None else json.dumps(body, default=_json_default)
         try:
-            resp: aiohttp.ClientResponse = await api.call_api(
-                path,
-                method,
-                query_params=list(query),
-                header_params=headers,
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=timeout,
+            # the pooled session directly (what kubernetes-asyncio's ApiClient.call_api ends
+            # in, without its per-request sanitising of headers, query and body)
+            resp: aiohttp.ClientResponse = await rest.pool_manager.request(
+                method, url, headers=headers, data=data, timeout=timeout, **options
             )
         except (aiohttp.ClientError, TimeoutError) as e:
             marker = classify_transport_error(e)
@@ -343,11 +362,13 @@ class KubeCluster:
         content_type: str = "application/json",
         idempotent: bool,
         retried_not_found_ok: bool = False,
+        decode: bool = True,
     ) -> dict[str, Any]:
         """Send a request with retries; return the decoded JSON body or raise ``ApiError``.
 
         ``retried_not_found_ok``: a 404 after an earlier attempt that may have run (a
-        transport failure after sending, a 5xx) means that attempt did the work: ``{}``."""
+        transport failure after sending, a 5xx) means that attempt did the work: ``{}``.
+        ``decode=False``: a successful response's body is read but not decoded (``{}``)."""
         may_have_run = False
 
         async def attempt() -> dict[str, Any]:
@@ -375,7 +396,7 @@ class KubeCluster:
                 if resp.status == 404 and retried_not_found_ok and may_have_run:
                     return {}
                 raise error_from_status(resp.status, data, resp.headers, what=f"{method} {path}")
-            if not data:
+            if not data or not decode:
                 return {}
             try:
                 decoded = json.loads(data)
@@ -634,7 +655,11 @@ class KubeCluster:
         }
         pods = resource_info("Pod", "v1")
         await self._call(
-            "POST", _path(pods, namespace, pod_name) + "/binding", body=body, idempotent=False
+            "POST",
+            _path(pods, namespace, pod_name) + "/binding",
+            body=body,
+            idempotent=False,
+            decode=False,
         )
 
     async def evict(
@@ -689,7 +714,9 @@ class KubeCluster:
             "count": 1,
         }
         events = resource_info("Event", "v1")
-        await self._call("POST", _path(events, namespace), body=body, idempotent=False)
+        await self._call(
+            "POST", _path(events, namespace), body=body, idempotent=False, decode=False
+        )
 
 
 # ---------------------------------------------------------------------- helpers
@@ -728,6 +755,13 @@ def _without_environment(api: ApiClient, cfg: Configuration) -> None:
         proxy = _environment_proxy(str(cfg.host))
         if proxy:
             rest.proxy = proxy
+
+
+def _json_default(value: Any) -> Any:
+    """Dates in request bodies as ISO 8601 (as kubernetes-asyncio's serialiser does)."""
+    if isinstance(value, (datetime.datetime, datetime.date)):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
 def _gave_up(what: str, e: RetryableTransportError) -> ApiError:

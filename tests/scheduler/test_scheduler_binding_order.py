@@ -1,0 +1,233 @@
+"""The binder sends one gang's burst at a time, gangs in placement order: few gangs are ever
+partially bound, and the bind slots stay full."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import Any
+
+from sched_helpers import Env
+from sched_invariant import GangWatch
+
+from scheduler import Scheduler, SchedulerConfig
+from workloadbuilder.errors import Conflict
+from workloadbuilder.runtime import ManualClock
+
+
+class RecordingBind:
+    """Delegates to a cluster; records when each bind starts and ends (each bind yields to
+        the event loop a few times, as a request would); the first bind of each pod in ``fail``
+    raises Conflict."""
+
+    def __init__(self, inner: Any, fail: set[str] | None = None) -> None:
+        self._inner = inner
+        self.fail = set(fail or ())
+        self.log: list[tuple[str, str]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def bind(
+        self, namespace: str, pod_name: str, node_name: str, *, pod_uid: str | None = None
+    ) -> None:
+        self.log.append(("start", pod_name))
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            for _ in range(3):
+                await asyncio.sleep(0)
+            if pod_name in self.fail:
+                self.fail.discard(pod_name)
+                raise Conflict("injected failure")
+            await self._inner.bind(namespace, pod_name, node_name, pod_uid=pod_uid)
+            self.log.append(("bound", pod_name))
+        finally:
+            self.in_flight -= 1
+
+
+def _gang(pod: str) -> str:
+    return pod.rsplit("-", 1)[0]
+
+
+def _scheduler(env: Env, cluster: Any, clock: ManualClock, concurrency: int) -> Scheduler:
+    s = Scheduler(cluster, SchedulerConfig(bind_concurrency=concurrency), clock=clock)
+    env.schedulers.append(s)
+    return s
+
+
+def _max_partial(log: list[tuple[str, str]], sizes: dict[str, int]) -> int:
+    """The most gangs with between 1 and size-1 pods bound at one moment of the log."""
+    bound: dict[str, int] = {}
+    peak = 0
+    for what, pod in log:
+        if what != "bound":
+            continue
+        g = _gang(pod)
+        bound[g] = bound.get(g, 0) + 1
+        peak = max(peak, sum(1 for k, n in bound.items() if 0 < n < sizes[k]))
+    return peak
+
+
+async def test_gangs_bind_one_burst_at_a_time_in_order(mem_env: tuple[Env, ManualClock]) -> None:
+    env, clock = mem_env
+    for i in range(4):
+        await env.node(f"n{i}", cpu="32")
+    sizes = {f"g{i}": size for i, size in enumerate([8, 12, 8, 10, 9, 8])}
+    for name, size in sizes.items():
+        await env.gang(name, size)
+    rec = RecordingBind(env.cluster)
+    concurrency = 4
+    s = _scheduler(env, rec, clock, concurrency)
+    assert await s.until_idle() == sum(sizes.values())
+    starts = [_gang(p) for what, p in rec.log if what == "start"]
+    # each gang's binds are sent together, gangs one after the other
+    order = list(dict.fromkeys(starts))
+    assert sorted(order) == sorted(sizes)
+    assert starts == [g for g in order for _ in range(sizes[g])]
+    # the first pod of each gang (the canary) returns before the rest of that gang is sent
+    for g in order:
+        first = next(p for what, p in rec.log if what == "start" and _gang(p) == g)
+        i_first_done = rec.log.index(("bound", first))
+        i_second = [i for i, (w, p) in enumerate(rec.log) if w == "start" and _gang(p) == g][1]
+        assert i_first_done < i_second
+    # the slots are used (no serialisation) and never exceeded
+    assert rec.max_in_flight == concurrency
+    # at most concurrency / smallest gang + 1 gangs are partially bound at once
+    assert _max_partial(rec.log, sizes) <= math.ceil(concurrency / min(sizes.values())) + 1
+
+
+async def test_single_pods_fill_the_bind_slots(mem_env: tuple[Env, ManualClock]) -> None:
+    env, clock = mem_env
+    await env.node("a", cpu="32")
+    for i in range(12):
+        await env.pod(f"p{i}")
+    rec = RecordingBind(env.cluster)
+    s = _scheduler(env, rec, clock, 5)
+    assert await s.until_idle() == 12
+    assert rec.max_in_flight == 5
+
+
+async def test_failed_canary_lets_the_next_gang_proceed(mem_env: tuple[Env, ManualClock]) -> None:
+    env, clock = mem_env
+    await env.node("a", cpu="32")
+    await env.gang("g0", 4)
+    await env.gang("g1", 4)
+    watch = GangWatch(env.cluster, "default")
+    await watch.start()
+    rec = RecordingBind(env.cluster, fail={"g0-0"})
+    s = _scheduler(env, rec, clock, 3)
+    assert await s.until_idle() == 4
+    assert set(await env.bound()) == {f"g1-{i}" for i in range(4)}
+    assert [p for w, p in rec.log if w == "start" and _gang(p) == "g0"] == ["g0-0"]
+    await watch.settle()
+    watch.check()
+    clock.advance(1.0)  # the failed gang is retried after its backoff, whole
+    assert await s.until_idle() == 4
+    assert len(await env.bound("g0-")) == 4
+    await watch.settle()
+    watch.check()
+
+
+async def test_failure_after_the_canary_requeues_the_rest(
+    mem_env: tuple[Env, ManualClock],
+) -> None:
+    env, clock = mem_env
+    await env.node("a", cpu="32")
+    await env.gang("g0", 5)
+    await env.gang("g1", 3)
+    rec = RecordingBind(env.cluster, fail={"g0-3"})
+    s = _scheduler(env, rec, clock, 2)
+    assert await s.until_idle() == 7
+    assert set(await env.bound("g0-")) == {"g0-0", "g0-1", "g0-2", "g0-4"}
+    assert len(await env.bound("g1-")) == 3
+    assert s.binder.pending == 0
+    clock.advance(1.0)
+    assert await s.until_idle() == 1
+    assert len(await env.bound("g0-")) == 5
+
+
+def test_unschedulable_flush_uses_the_latest_wait() -> None:
+    """The periodic flush moves an entity ``max_in_unschedulable`` after it last became
+    unschedulable (an older wait of the same entity does not count), without scanning every
+    entity on each pop."""
+    from scheduler._queue import SchedulingQueue
+
+    now = [0.0]
+    q = SchedulingQueue(lambda: now[0], max_in_unschedulable=300.0)
+    key = ("PodGroup", "default", "g")
+    q.upsert(key, priority=0, first_seen=0.0, seq=0, gate=None)
+    others = [("PodGroup", "default", f"o{i}") for i in range(50)]
+    for i, k in enumerate(others):
+        q.upsert(k, priority=0, first_seen=0.0, seq=i + 1, gate=None)
+    for _ in range(51):
+        e = q.pop()
+        assert e is not None
+        q.done(e, "unschedulable")
+    assert q.next_wakeup() == 300.0
+    now[0] = 10.0
+    assert q.move(key)  # an event moves it; it is attempted again and fails again
+    now[0] = 20.0
+    e = q.pop()
+    assert e is not None and e.key == key
+    q.done(e, "unschedulable")
+    now[0] = 300.0
+    flushed = []
+    while (o := q.pop()) is not None:  # the others are flushed (their backoff is over)...
+        flushed.append(o.key)
+        q.done(o, "unschedulable")
+    assert sorted(flushed) == sorted(others)
+    assert q.entities[key].state == "unschedulable"  # ...but not g: it waits since t=20
+    assert q.next_wakeup() == 320.0
+    now[0] = 320.0
+    popped = q.pop()
+    assert popped is not None and popped.key == key
+
+
+class CountingEvents:
+    """Delegates to a cluster; counts concurrent ``create_event`` calls and records their
+    order."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.reasons: list[tuple[str, str]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def create_event(self, **kwargs: Any) -> None:
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            for _ in range(3):
+                await asyncio.sleep(0)
+            await self._inner.create_event(**kwargs)
+            self.reasons.append((kwargs["involved_object"]["name"], kwargs["reason"]))
+        finally:
+            self.in_flight -= 1
+
+
+async def test_events_are_written_in_order_with_bounded_concurrency(
+    mem_env: tuple[Env, ManualClock],
+) -> None:
+    env, clock = mem_env
+    await env.node("a", cpu="32")
+    await env.gang("g0", 6)
+    await env.gang("g1", 6)
+    rec = CountingEvents(env.cluster)
+    s = Scheduler(rec, SchedulerConfig(event_concurrency=2), clock=clock)
+    env.schedulers.append(s)
+    assert await s.until_idle() == 12
+    assert rec.max_in_flight == 2
+    assert s.status.events_pending == 0
+    assert sorted(rec.reasons) == sorted(
+        (f"g{g}-{i}", "Scheduled") for g in (0, 1) for i in range(6)
+    )
+    # queued in binding order: the first gang's events come first (the second gang's
+    # canary may bind while the first gang's burst is still in flight)
+    gangs = [name.rsplit("-", 1)[0] for name, _ in rec.reasons]
+    assert gangs[:5] == ["g0"] * 5 and gangs[-5:] == ["g1"] * 5
