@@ -125,7 +125,8 @@ class RestClient:
     ) -> tuple[int, bytes]:
         """Send one request; return the status and the undecoded body (e.g. ``/metrics``).
 
-        Reconnects once if the kept-alive connection was closed by the server.
+        Reconnects once if the kept-alive connection was closed by the server (a reset, a
+        broken pipe or a TLS EOF); a failed connection is never reused.
         """
         if params:
             path = f"{path}?{urllib.parse.urlencode(params)}"
@@ -140,11 +141,17 @@ class RestClient:
                     conn.request(method, path, body=payload, headers=headers)
                     resp = conn.getresponse()
                     return resp.status, resp.read()
-                except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                except (OSError, http.client.HTTPException):
+                    # a kept-alive connection the server closed (reset, broken pipe, TLS EOF):
+                    # drop it, so the next request does not find it half-used, and retry once
                     conn.close()
                     self._conn = None
                     if attempt:
                         raise
+                except BaseException:
+                    conn.close()
+                    self._conn = None
+                    raise
         raise AssertionError("unreachable")
 
     def get(self, path: str, **params: str) -> Response:
