@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 SCENARIO ?= examples/simulations/gang-demo.yaml
 
-.PHONY: run setup controlplane lint test test-fast bench bench-real clean
+.PHONY: run setup controlplane lint test test-fast bench bench-real chaos clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,11 @@ bench: $(STAMP)
 BENCH_REAL_ARGS ?=
 bench-real: $(STAMP) controlplane ## upstream kube-scheduler vs ours vs a ceiling client on a real API server (not part of test)
 	WORKLOADBUILDER_BIN_DIR=$$(hack/build-controlplane.sh | tail -n 1) $(PY) benchmarks/bench_real.py $(BENCH_REAL_ARGS)
+
+CHAOS_REPORT_DIR ?= reports/chaos
+chaos: $(STAMP) controlplane ## the chaos tests at full size (2,000 pods, 20 kills, ...; not part of test)
+	WORKLOADBUILDER_BIN_DIR=$$(hack/build-controlplane.sh | tail -n 1) CHAOS_SCALE=full \
+	  CHAOS_REPORT_DIR=$(CHAOS_REPORT_DIR) $(VENV)/bin/pytest -q -s -p no:cacheprovider -m chaos tests/chaos
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
