@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import json
 import os
 import random
@@ -51,6 +52,7 @@ __all__ = [
     "cleanup",
     "create_gangs",
     "create_nodes",
+    "die_with_parent",
     "gang_sizes",
     "percentile",
     "scale",
@@ -172,15 +174,19 @@ async def wait_until(
 
 @attrs.frozen
 class Gang:
-    """One PodGroup of ``size`` pods, ``minCount == size``; ``cpu`` per pod."""
+    """One PodGroup of ``size`` pods, ``minCount == size``; ``cpu`` per pod; pods named
+    ``<name>-NN`` unless ``members`` names them (a controller's pods)."""
 
     name: str
     size: int
     cpu: int = 1
+    members: tuple[str, ...] = ()
 
     @property
     def pods(self) -> list[str]:
         """Its pod names."""
+        if self.members:
+            return list(self.members)
         return [f"{self.name}-{j:02d}" for j in range(self.size)]
 
 
@@ -248,7 +254,10 @@ async def create_gangs(
             16,
             [
                 lambda g=g: api.call(
-                    "POST", PG_PATH.format(ns=ns), make_pod_group(g.name, ns).gang(g.size).obj()
+                    "POST",
+                    PG_PATH.format(ns=ns),
+                    make_pod_group(g.name, ns).gang(g.size).obj(),
+                    ok=(201, 409),  # 409: a retry after a lost answer
                 )
                 for g in gangs
             ],
@@ -257,7 +266,7 @@ async def create_gangs(
         16,
         [
             lambda g=g, p=p: api.call(
-                "POST", PODS_PATH.format(ns=ns), gang_pod(g, p, ns, scheduler, pool)
+                "POST", PODS_PATH.format(ns=ns), gang_pod(g, p, ns, scheduler, pool), ok=(201, 409)
             )
             for g in gangs
             for p in g.pods
@@ -384,6 +393,13 @@ class Observer:
 # ---------------------------------------------------------------------- the scheduler
 
 
+def die_with_parent() -> None:
+    """In the forked child before exec: SIGKILL when the test process dies (Linux
+    ``PR_SET_PDEATHSIG``), so an interrupted run leaves no component behind."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+
+
 class SchedulerProcess:
     """``workloadbuilder scheduler`` as a subprocess (its own session, output to a log)."""
 
@@ -399,6 +415,7 @@ class SchedulerProcess:
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=die_with_parent,
         )
 
     @property
@@ -534,7 +551,7 @@ async def analyse(
     moved_in_api = [
         (n, obs.node_of[n], final_node.get(n))
         for n in obs.node_of
-        if final_node.get(n) != obs.node_of[n]
+        if n in final_node and final_node[n] != obs.node_of[n]
     ]
     return {
         "pods": len(expected),
