@@ -26,6 +26,7 @@ import contextlib
 import random
 import sys
 import time
+import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -128,6 +129,18 @@ class Integrations:
     def alive(self) -> bool:
         """Still running."""
         return self.proc.poll() is None
+
+    async def ready(self) -> bool:
+        """``/readyz`` answers 200 (its informers are synced)."""
+
+        def probe() -> bool:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=2) as r:
+                    return int(r.status) == 200
+            except (OSError, ValueError):
+                return False
+
+        return await asyncio.to_thread(probe)
 
     def kill(self) -> None:
         """SIGKILL and reap."""
@@ -435,3 +448,98 @@ async def test_faults_under_load_same_end_state(plane: ControlPlane, tmp_path: P
     assert violations(report) == {}
     assert not any(report["integrations"].values()), report["integrations"]
     assert counts["requests"] > 500 and sum(report_faults.values()) > 10, counts
+
+
+async def test_integrations_killed_mid_reconcile_leave_no_duplicates_or_orphans(
+    plane: ControlPlane, tmp_path: Path
+) -> None:
+    """``integrations run`` SIGKILLed while it creates, resizes and deletes the objects of many
+    LeaderWorkerSets, and restarted each time: at the end the Workloads and PodGroups are
+    exactly the plans of the LWSs as they are (none missing, none extra, none with a stale
+    minCount, one controller owner each)."""
+    kills = {"ci": 4, "full": 12}[scale()]
+    rng = random.Random(61)
+    ns = plane.create_namespace("integ-kill-")
+    base = "/apis/scheduling.k8s.io/v1beta1/namespaces/{ns}/"
+    names = [f"l{i:03d}" for i in range({"ci": 30, "full": 100}[scale()])]
+    killed: list[dict[str, Any]] = []
+    spawned = 0
+
+    def spawn() -> Integrations:
+        nonlocal spawned
+        spawned += 1
+        return Integrations(plane.kubeconfig, tmp_path / f"integrations-{spawned}.log")
+
+    async with Api(plane.kubeconfig) as api:
+
+        async def count() -> int:
+            return len(await _live(api, base.format(ns=ns) + "podgroups"))
+
+        async def kill_at(proc: Integrations, what: str, threshold: int) -> Integrations:
+            deadline = time.monotonic() + 60
+            while await count() < threshold and time.monotonic() < deadline:
+                assert proc.alive(), proc.log_path.read_text()[-3000:]
+                await asyncio.sleep(0.02)
+            n = await count()
+            proc.kill()
+            killed.append({"phase": what, "podgroups_at_kill": n})
+            return spawn()
+
+        proc = spawn()
+        try:
+            for name in names:  # created while the controller starts
+                lws = _lws(name, ns, "nobody", rng.randint(1, 4), rng.choice((2, 3, 4)))
+                await api.call("POST", LWS_PATH.format(ns=ns), lws, ok=(201, 409))
+            first = await count()
+            total = sum(
+                len(plan_for(x).pod_groups)
+                for x in (await api.call("GET", LWS_PATH.format(ns=ns)))["items"]
+            )
+            for k in range(kills // 2):  # during creation
+                proc = await kill_at(proc, "create", first + (k + 1) * (total - first) // kills)
+            # resize every LWS (some grow, some shrink) and delete a few, then kill again
+            for name in names:
+                await api.call(
+                    "PATCH",
+                    f"{LWS_PATH.format(ns=ns)}/{name}",
+                    {"spec": {"replicas": rng.randint(1, 4)}},
+                    content_type="application/merge-patch+json",
+                )
+            for name in rng.sample(names, len(names) // 10):
+                await api.call("DELETE", f"{LWS_PATH.format(ns=ns)}/{name}")
+            for _ in range(kills - kills // 2):
+                await wait_until(proc.ready, "the controller ready", 60)
+                await asyncio.sleep(rng.uniform(0.0, 0.4))  # mid-reconcile of the resize
+                assert proc.alive(), proc.log_path.read_text()[-3000:]
+                n = await count()
+                proc.kill()
+                killed.append({"phase": "resize", "podgroups_at_kill": n})
+                proc = spawn()
+            last: dict[str, Any] = {}
+
+            async def converged() -> bool:
+                assert proc.alive(), proc.log_path.read_text()[-3000:]
+                state = await _integration_state(api, ns)
+                last.update(state)
+                return not any(state.values())
+
+            try:
+                await wait_until(converged, "the plans", FINISH_TIMEOUT, 0.5)
+            except AssertionError as e:
+                raise AssertionError(
+                    f"{e}; last: { {k: v for k, v in last.items() if v} }"
+                ) from None
+            pgs = await _live(api, base.format(ns=ns) + "podgroups")
+            owners = [
+                [r for r in g["metadata"].get("ownerReferences", []) if r.get("controller")]
+                for g in pgs
+            ]
+        finally:
+            code = proc.terminate()
+    assert code == 0
+    assert all(len(o) == 1 for o in owners), owners
+    write_report(
+        f"integrations-kill-{scale()}",
+        {"kills": len(killed), "kill_log": killed, "lws": len(names), "podgroups": len(pgs)},
+    )
+    assert len(killed) == kills
