@@ -44,19 +44,32 @@ from workloadbuilder.testing.builders import make_node, make_pod, make_pod_group
 
 __all__ = [
     "CLI",
+    "CONDITION",
+    "NODE_CPU",
+    "PG_PATH",
+    "PODS_PATH",
+    "POOL_KEY",
     "Api",
     "Gang",
     "Observer",
     "SchedulerProcess",
     "analyse",
+    "bounded",
     "cleanup",
     "create_gangs",
+    "create_namespace",
     "create_nodes",
     "die_with_parent",
+    "free_port",
+    "gang_pod",
     "gang_sizes",
+    "max_concurrent",
     "percentile",
     "scale",
+    "scheduler_argv",
+    "violations",
     "wait_until",
+    "write_report",
 ]
 
 CLI = str(Path(sys.executable).parent / "workloadbuilder")

@@ -97,8 +97,12 @@ def served(lws: dict[str, Any]) -> Iterator[Served]:
     try:
         yield srv
     finally:
-        with contextlib.suppress(Exception):
-            srv.run(asyncio.gather(*(r.stop() for r in recs)))
+
+        async def teardown() -> None:
+            for r in recs:
+                await r.stop()
+
+        srv.run(teardown())
         srv.close()
 
 
