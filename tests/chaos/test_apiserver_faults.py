@@ -261,7 +261,13 @@ async def _components(
     try:
         yield sched, integ
     finally:
-        codes = (sched.terminate(), integ.terminate())
+        # in threads: the fault proxy runs on this event loop and must keep serving while
+        # the components shut down
+        codes = tuple(
+            await asyncio.gather(
+                asyncio.to_thread(sched.terminate), asyncio.to_thread(integ.terminate)
+            )
+        )
         for p in (sched.log_path, integ.log_path):
             assert "Traceback" not in p.read_text(), p.read_text()[-3000:]
         assert codes == (0, 0), codes
