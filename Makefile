@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 SCENARIO ?= examples/simulations/gang-demo.yaml
 
-.PHONY: run setup controlplane lint test test-fast bench bench-real bench-real-1k bench-real-large bench-real-stream bench-real-queueing clean
+.PHONY: run setup controlplane lint test test-fast bench bench-real bench-real-1k bench-real-large bench-real-stream bench-real-queueing chaos soak soak-sim soak-real clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,22 @@ bench-real-stream: $(STAMP) controlplane ## steady stream: the highest gang arri
 	$(REAL) --mode stream --nodes 1000 $(BENCH_REAL_ARGS)
 bench-real-queueing: $(STAMP) controlplane ## heavy queueing: 5,000 gangs that cannot fit, probes, capacity in steps
 	$(REAL) --mode queueing --nodes 100 --timeout 1800 $(BENCH_REAL_ARGS)
+
+CHAOS_REPORT_DIR ?= reports/chaos
+chaos: $(STAMP) controlplane ## the chaos tests at full size (2,000 pods, 20 kills, ...; not part of test)
+	WORKLOADBUILDER_BIN_DIR=$$(hack/build-controlplane.sh | tail -n 1) CHAOS_SCALE=full \
+	  CHAOS_REPORT_DIR=$(CHAOS_REPORT_DIR) $(VENV)/bin/pytest -q -s -p no:cacheprovider -m chaos tests/chaos
+
+SOAK_OUT ?= reports/soak
+SOAK_MINUTES ?= 60
+soak-sim: $(STAMP) ## a simulated day: >= 20,000 gang pods through the simulator; RSS and time per round
+	$(PY) benchmarks/soak.py sim --out $(SOAK_OUT)
+
+soak-real: $(STAMP) controlplane ## the scheduler on a real API server for SOAK_MINUTES (default 60)
+	WORKLOADBUILDER_BIN_DIR=$$(hack/build-controlplane.sh | tail -n 1) \
+	  $(PY) benchmarks/soak.py real --minutes $(SOAK_MINUTES) --out $(SOAK_OUT)
+
+soak: soak-sim soak-real ## both soaks (not part of test); pictures in $(SOAK_OUT)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

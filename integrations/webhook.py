@@ -10,7 +10,12 @@ for pods of integrated workloads that someone else's controller creates.
   that cannot be parsed) is allowed unchanged: the webhook never blocks a pod.
 * A body that is not JSON, not an ``AdmissionReview`` of ``admission.k8s.io/v1`` or has no
   ``request.uid`` gets HTTP 400 with a JSON ``{"error": ...}``; a body over ``max_body``
-  bytes 413. Nothing raises out of the handler.
+  bytes 413 (it is never buffered beyond the limit); a body not received within
+  ``read_timeout`` seconds 408 (slow clients). A connection that sends no complete request
+  within ``idle_timeout`` seconds is closed (idle keep-alive connections too; slow headers
+  count as no request), a TLS handshake must finish within asyncio's 60 s, and a plain-HTTP
+  client on the TLS port fails its handshake and is dropped. Nothing raises out of the
+  handler.
 * TLS from ``cert_file`` / ``key_file`` (cert-manager's ``tls.crt`` / ``tls.key``); both are
   re-read when their modification time changes (checked every ``reload_interval`` seconds),
   so a renewed certificate is served without a restart. :func:`self_signed` makes a CA and
@@ -120,11 +125,15 @@ class PodWebhook:
         key_file: str | None = None,
         max_body: int = 3 * 1024 * 1024,
         reload_interval: float = 2.0,
+        read_timeout: float = 10.0,
+        idle_timeout: float = 30.0,
     ) -> None:
         self.resolvers = list(resolvers)
         self.cert_file = cert_file
         self.key_file = key_file
         self.max_body = max_body
+        self.read_timeout = read_timeout
+        self.idle_timeout = idle_timeout
         self.reload_interval = reload_interval
         self.ssl_context: ssl.SSLContext | None = None
         self._mtimes: tuple[float, float] | None = None
@@ -149,18 +158,25 @@ class PodWebhook:
         return web.Response(text="ok")
 
     async def _mutate(self, request: web.Request) -> web.Response:
+        if request.content_length is not None and request.content_length > self.max_body:
+            self.rejected += 1  # refused before reading a byte of it
+            return self._too_large()
         try:
-            body = await request.read()
+            async with asyncio.timeout(self.read_timeout):
+                body = await request.read()
         except web.HTTPRequestEntityTooLarge:
             self.rejected += 1
+            return self._too_large()
+        except TimeoutError:
+            self.rejected += 1
             return web.json_response(
-                {"error": f"AdmissionReview larger than {self.max_body} bytes"}, status=413
+                {"error": f"the AdmissionReview was not received within {self.read_timeout:g}s"},
+                status=408,
+                headers={"Connection": "close"},
             )
         if len(body) > self.max_body:
             self.rejected += 1
-            return web.json_response(
-                {"error": f"AdmissionReview larger than {self.max_body} bytes"}, status=413
-            )
+            return self._too_large()
         try:
             review = _parse_review(body)
         except _BadReview as e:
@@ -168,6 +184,13 @@ class PodWebhook:
             return web.json_response({"error": str(e)}, status=400)
         self.reviews += 1
         return web.json_response(self.review(review))
+
+    def _too_large(self) -> web.Response:
+        return web.json_response(
+            {"error": f"AdmissionReview larger than {self.max_body} bytes"},
+            status=413,
+            headers={"Connection": "close"},
+        )
 
     def review(self, review: Mapping[str, Any]) -> dict[str, Any]:
         """The response to one parsed ``AdmissionReview`` (always allowing)."""
@@ -244,7 +267,12 @@ class PodWebhook:
     async def start(self, host: str, port: int) -> None:
         """Serve on ``host:port`` (TLS when certificate files are set)."""
         self.load_certificates()
-        self._runner = web.AppRunner(self.app(), access_log=None)
+        self._runner = web.AppRunner(
+            self.app(),
+            access_log=None,
+            keepalive_timeout=self.idle_timeout,
+            lingering_time=1.0,  # the unread rest of a refused body: drained 1 s at most
+        )
         await self._runner.setup()
         self._site = web.TCPSite(self._runner, host, port, ssl_context=self.ssl_context)
         await self._site.start()

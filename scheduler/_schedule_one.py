@@ -576,6 +576,26 @@ class ScheduleOne:
             )
         self.queue.done(e, outcome)
 
+    def _tell_invalid_leaves(self, ns: str, root: str, message: str) -> None:
+        """An invalid hierarchy (a cycle, too deep) is never scheduled: say so on each of its
+        PodGroups and pending pods too (CompositePodGroup conditions may be off), so that
+        the gang does not wait silently."""
+        for (gns, name), g in list(self.cache.groups.items()):
+            if gns != ns:
+                continue
+            ref = find_root(self.cache, ns, "PodGroup", name)
+            if ref.name != root or not ref.invalid:
+                continue
+            self.explanations[(ns, name)] = message
+            members = list(self.cache.members(g))
+            if not any(p.scheduled for p in members):
+                self.status.group_condition(g, "False", REASON_UNSCHEDULABLE, message)
+            for p in members:
+                if self.enqueuer.is_pending(p):
+                    self.status.pod_failed(
+                        p, REASON_UNSCHEDULABLE, f'pod group "{name}" is unschedulable: {message}'
+                    )
+
     def schedule_tree(self, e: QueuedEntity) -> None:
         """The cycle of a CompositePodGroup tree: top-down, all-or-nothing to the root's
         ``minGroupCount`` (see ``scheduler._composite``)."""
@@ -593,6 +613,7 @@ class ScheduleOne:
             cpg = self.cache.composite_groups.get((ns, root))
             if cpg is not None:
                 self.status.composite_condition(cpg, "False", REASON_INVALID, tree)
+            self._tell_invalid_leaves(ns, root, tree)
             self.queue.done(e, "error")
             return
         members = list(tree.members(self.cache))

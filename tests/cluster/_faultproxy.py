@@ -39,6 +39,9 @@ _HOP_HEADERS = {
     "keep-alive",
     "authorization",
     "accept-encoding",
+    # aiohttp decompresses the upstream body: relaying its Content-Encoding would make the
+    # client try to decompress it again
+    "content-encoding",
 }
 
 

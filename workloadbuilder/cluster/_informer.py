@@ -265,10 +265,11 @@ class Informer:
             except Gone:
                 log.debug("informer %s: watch expired, relisting", self.info.plural)
                 need_list = True
-            except Exception:
-                log.warning(
-                    "informer %s: list/watch failed; retrying", self.info.plural, exc_info=True
-                )
+            except Exception as e:
+                # one line per failure; the traceback only at debug level (a server that
+                # answers 401 for minutes must not fill the log with stack traces)
+                log.warning("informer %s: list/watch failed (%s); retrying", self.info.plural, e)
+                log.debug("informer %s: list/watch failure", self.info.plural, exc_info=True)
                 await asyncio.sleep(self._relist_backoff)
                 need_list = need_list or self._last_rv is None
 

@@ -192,6 +192,8 @@ class ControlPlane:
         self._server: str | None = None
         self._started = False
         self._stop_lock = threading.Lock()
+        self._apiserver_args: list[str] = []
+        self._apiserver_probe: Callable[[], bool] | None = None
 
     # ----------------------------------------------------------------- public properties
     @property
@@ -309,6 +311,45 @@ class ControlPlane:
                     f"({proc.log_path}):\n{_tail(proc.log_path)}"
                 )
 
+    def restart_apiserver(self, *, kill: bool = True, down_seconds: float = 0.0) -> float:
+        """Stop kube-apiserver (SIGKILL, or SIGTERM with ``kill=False``), wait
+        ``down_seconds``, start it again with the same flags on the same port (etcd and its
+        data stay) and wait until it is ready. Every open connection and watch is cut. Returns
+        the seconds from the stop to ready again. For fault tests."""
+        if not self._started or self._apiserver_probe is None:
+            raise ControlPlaneError("the control plane is not started")
+        (old,) = [p for p in self._procs if p.name == "kube-apiserver"]
+        t0 = time.monotonic()
+        if kill:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(old.popen.pid, signal.SIGKILL)
+            old.popen.wait(30)
+            old.log_file.close()
+        else:
+            self._terminate(old)
+        index = self._procs.index(old)
+        self._procs.remove(old)
+        if down_seconds > 0:
+            time.sleep(down_seconds)
+        for _attempt in range(20):  # the port may be busy for a moment after the kill
+            proc = self._spawn("kube-apiserver", list(self._apiserver_args))
+            self._procs.remove(proc)
+            self._procs.insert(index, proc)
+            if self._wait_sync(_Wait(proc=proc, probe=self._apiserver_probe)):
+                return time.monotonic() - t0
+            self._terminate(proc)
+            self._procs.remove(proc)
+            if "address already in use" not in _tail(proc.log_path):
+                break
+            time.sleep(0.5)
+        raise ControlPlaneError(
+            f"kube-apiserver did not come back; last log lines:\n{_tail(proc.log_path)}"
+        )
+
+    async def arestart_apiserver(self, *, kill: bool = True, down_seconds: float = 0.0) -> float:
+        """Async :meth:`restart_apiserver` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.restart_apiserver, kill=kill, down_seconds=down_seconds)
+
     # ----------------------------------------------------------------- identities
     def mint_kubeconfig(self, user: str, groups: Sequence[str] = ()) -> Path:
         """Write a kubeconfig whose client certificate authenticates as ``user`` in
@@ -423,35 +464,36 @@ class ControlPlane:
         for attempt in range(_PORT_ATTEMPTS):
             port = _free_port()
             server = f"https://127.0.0.1:{port}"
-            proc = self._spawn(
-                "kube-apiserver",
-                [
-                    f"--etcd-servers={etcd_url}",
-                    "--bind-address=127.0.0.1",
-                    "--advertise-address=127.0.0.1",
-                    f"--secure-port={port}",
-                    f"--cert-dir={run_dir / 'apiserver-certs'}",
-                    f"--tls-cert-file={serving.cert}",
-                    f"--tls-private-key-file={serving.key}",
-                    f"--client-ca-file={pki.ca_cert}",
-                    f"--service-account-issuer={server}",
-                    f"--service-account-key-file={pki.sa_pub}",
-                    f"--service-account-signing-key-file={pki.sa_key}",
-                    "--service-cluster-ip-range=10.0.0.0/24",
-                    "--allow-privileged=true",
-                    "--authorization-mode=RBAC",
-                    f"--disable-admission-plugins={','.join(self.disable_admission_plugins)}",
-                    f"--feature-gates={gates}",
-                    f"--runtime-config={','.join(RUNTIME_CONFIG)}",
-                    "--endpoint-reconciler-type=none",
-                    "--v=1",
-                    *self.extra_apiserver_args,
-                ],
-            )
+            apiserver_args = [
+                f"--etcd-servers={etcd_url}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--cert-dir={run_dir / 'apiserver-certs'}",
+                f"--tls-cert-file={serving.cert}",
+                f"--tls-private-key-file={serving.key}",
+                f"--client-ca-file={pki.ca_cert}",
+                f"--service-account-issuer={server}",
+                f"--service-account-key-file={pki.sa_pub}",
+                f"--service-account-signing-key-file={pki.sa_key}",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                "--allow-privileged=true",
+                "--authorization-mode=RBAC",
+                f"--disable-admission-plugins={','.join(self.disable_admission_plugins)}",
+                f"--feature-gates={gates}",
+                f"--runtime-config={','.join(RUNTIME_CONFIG)}",
+                "--endpoint-reconciler-type=none",
+                "--v=1",
+                *self.extra_apiserver_args,
+            ]
+            proc = self._spawn("kube-apiserver", apiserver_args)
             ctx = ssl.create_default_context(cafile=str(pki.ca_cert))
             ctx.load_cert_chain(str(self._admin.cert), str(self._admin.key))
-            if (yield _Wait(proc=proc, probe=_https_probe(port, "/readyz", ctx))):
+            probe = _https_probe(port, "/readyz", ctx)
+            if (yield _Wait(proc=proc, probe=probe)):
                 self._server = server
+                self._apiserver_args = apiserver_args
+                self._apiserver_probe = probe
                 break
             self._retry_or_raise(proc, attempt)
 
