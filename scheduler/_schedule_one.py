@@ -429,11 +429,20 @@ class ScheduleOne:
             self.binder.assume_and_bind(
                 e.key, res.assignments, group=g, canary=g.is_gang and scheduled < g.min_count
             )
+            left_behind = False
             for p in res.unplaced:
                 diag = res.diagnoses.get(p.req)
                 if diag is not None:
+                    left_behind = True
                     self.status.pod_failed(p, REASON_UNSCHEDULABLE, diag.pod_message())
             self.queue.done(e, "success")
+            if left_behind and self._preemption() is not None:
+                # Pods that found no node in a successful cycle (a basic group's, a gang's
+                # above its quorum) are retried at once: that cycle places nothing new, so it
+                # fails and runs PodGroupPostFilter for them, as kube-scheduler v1.37.2's
+                # next attempt does. In the unschedulable pool they would wait for an event
+                # that only the preemption they need can cause.
+                self.queue.move(e.key)
             self.enqueuer.refresh_group(gk)
             return
         message = res.explanation or res.status.message
