@@ -503,6 +503,27 @@ class ScheduleOne:
             pp = self.cache.pod_priority(p)
             if pp != prio:
                 return f"pod {p.name!r} has priority {pp} but the tree's root has priority {prio}"
+        policy = cpg.spec.preemption_policy
+        if policy:  # kube-scheduler v1.37.2: one preemption policy in a hierarchy
+            levels: list[tuple[str, str | None]] = [
+                (f"composite pod group {node.name!r}", node.cpg.spec.preemption_policy)
+                for node in tree.composites()
+                if node.cpg is not None
+            ]
+            levels += [
+                (f"pod group {leaf.name!r}", leaf.group.pod_group.spec.preemption_policy)
+                for leaf in tree.leaves()
+                if leaf.group is not None and leaf.group.pod_group is not None
+            ]
+            levels += [
+                (f"pod {p.name!r}", p.preemption_policy) for p in sorted(live, key=lambda m: m.name)
+            ]
+            for what, own in sorted(levels, key=lambda w: not w[0].startswith("composite")):
+                if (own or "PreemptLowerPriority") != policy:
+                    return (
+                        f"{what} has preemptionPolicy {own or 'PreemptLowerPriority'} but the "
+                        f"tree's root {tree.name!r} has preemptionPolicy {policy}"
+                    )
         return None
 
     def _tree_failed(

@@ -3,7 +3,8 @@ upstream kube-scheduler (``default-scheduler``, every workload-aware gate on) an
 scheduler running in process over ``KubeCluster`` (its own scheduler name). The rules run one
 after the other, each on its own tainted fake Nodes, so the two schedulers never meet.
 
-Every rule upstream implements must pass on upstream (if one does not, the rule is wrong);
+The plane runs kube-controller-manager's disruption controller for the PodDisruptionBudget
+rules. Every rule upstream implements must pass on upstream (if one does not, the rule is wrong);
 every rule passes on ours; extension rules are skipped on upstream with their reason.
 Run with ``-s`` to see both report tables (docs/conformance.md records them).
 """
@@ -45,15 +46,22 @@ from workloadbuilder.conformance import (  # noqa: E402
 from workloadbuilder.errors import Forbidden  # noqa: E402
 from workloadbuilder.testing import ControlPlane  # noqa: E402
 
-pytestmark = [pytest.mark.controlplane]
+pytestmark = [pytest.mark.controlplane, pytest.mark.controllermanager]
 
 OURS = "wb-conformance"
 
 
 @pytest.fixture(scope="module")
 def plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
-    """A private plane with the upstream kube-scheduler (ours joins it in process)."""
-    with ControlPlane(bin_dir=control_plane.bin_dir, with_scheduler=True) as cp:
+    """A private plane with the upstream kube-scheduler (ours joins it in process) and
+    kube-controller-manager's disruption controller (the PodDisruptionBudget rules read the
+    budgets' status it writes)."""
+    with ControlPlane(
+        bin_dir=control_plane.bin_dir,
+        with_scheduler=True,
+        with_controller_manager=True,
+        controllers=("disruption-controller",),
+    ) as cp:
         yield cp
 
 
