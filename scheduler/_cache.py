@@ -4,6 +4,7 @@ their binding is in flight."""
 
 from __future__ import annotations
 
+import datetime
 import logging
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -59,6 +60,8 @@ class PodInfo:
     labels: dict[str, str] = attrs.field(factory=dict)
     #: ``status.resourceClaimStatuses`` as ``(name, resourceClaimName or None)``
     claim_statuses: tuple[tuple[str, str | None], ...] = ()
+    #: ``status.startTime`` as a Unix time (None: not started; preemption orders victims by it)
+    start_time: float | None = None
 
     @property
     def key(self) -> PodKey:
@@ -409,6 +412,7 @@ class Cache:
             info.nominated_node = status.get("nominatedNodeName") or None
             info.labels = dict(meta.get("labels") or {})
             info.claim_statuses = _claim_statuses(status)
+            info.start_time = _start_time(status)
             if info.node_name is not None and info.assumed_node is not None:
                 info.assumed_node = None  # binding confirmed (or bound elsewhere)
             if info.node_name is None and info.counted_node is None:
@@ -438,6 +442,7 @@ class Cache:
             preemption_policy=spec.get("preemptionPolicy") or None,
             labels=dict(meta.get("labels") or {}),
             claim_statuses=_claim_statuses(status),
+            start_time=_start_time(status),
         )
         self.pods[key] = info
         self._pods_by_uid[info.uid] = key
@@ -570,3 +575,14 @@ class Cache:
         if pg is None:
             return 0
         return self.resolve_priority(pg.spec.priority, pg.spec.priority_class_name)
+
+
+def _start_time(status: dict[str, Any]) -> float | None:
+    """``status.startTime`` (RFC 3339) as a Unix time; None when unset or unreadable."""
+    value = status.get("startTime")
+    if not value:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None

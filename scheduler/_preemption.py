@@ -57,6 +57,7 @@ __all__ = [
     "Victim",
     "effective_preemption_policy",
     "is_terminating_by_preemption",
+    "start_key",
     "victim_units",
 ]
 
@@ -76,16 +77,24 @@ class Victim:
     name: str
     priority: int
     pods: tuple[PodInfo, ...]
-    #: earliest first-seen time of its pods (the start-time tie-break)
-    start: float
+    #: when its earliest pod started (:func:`start_key`: the start-time tie-break)
+    start: tuple[float, float]
 
     @property
-    def importance(self) -> tuple[int, int, int, float, int]:
+    def importance(self) -> tuple[int, int, int, tuple[float, float], int]:
         """Sort key, most important first: higher priority, a group before a pod, then pods
         older first, groups more members then older first."""
         if self.kind != "Pod":
             return (-self.priority, 0, -len(self.pods), self.start, 0)
         return (-self.priority, 1, 0, self.start, self.pods[0].seq)
+
+
+def start_key(p: PodInfo) -> tuple[float, float]:
+    """When ``p`` started, for ordering victims (earlier = older = more important): its
+    ``status.startTime``; a pod without one counts as started now, after every pod that has
+    one (as upstream's ``GetPodStartTime``), and among those the one the scheduler saw
+    first is the older."""
+    return (p.start_time if p.start_time is not None else float("inf"), p.first_seen)
 
 
 class PreemptionHandle(Protocol):
@@ -222,11 +231,11 @@ def victim_units(
             groups.setdefault(unit, []).append(p)
             prio_of[unit] = prio
             continue
-        singles.append(Victim("Pod", p.namespace, p.name, prio, (p,), p.first_seen))
+        singles.append(Victim("Pod", p.namespace, p.name, prio, (p,), start_key(p)))
     units = singles
     for key, pods in groups.items():
-        pods.sort(key=lambda q: (q.first_seen, q.seq))
-        start = pods[0].first_seen
+        pods.sort(key=lambda q: (start_key(q), q.seq))
+        start = start_key(pods[0])
         units.append(Victim(key[0], key[1], key[2], prio_of[key], tuple(pods), start))
     units.sort(key=lambda v: v.importance)
     return units
@@ -289,7 +298,8 @@ class DefaultPreemption:
         for u in units:  # most important first, kept per row
             for row in sorted({q.counted_node for q in u.pods if q.counted_node is not None}):
                 by_row.setdefault(row, []).append(u)
-        best: tuple[tuple[int, int, int, int, float, int], list[Victim]] | None = None
+        best: tuple[tuple[int, int, int, int, tuple[float, float], int], list[Victim]] | None
+        best = None
         best_row = -1
         budgets = cache.budget_list()
         for row, here in sorted(by_row.items()):
@@ -329,7 +339,7 @@ class DefaultPreemption:
                 top,
                 sum((v.priority + 2**31) * len(v.pods) for v in chosen),
                 sum(len(v.pods) for v in chosen),
-                -min(v.start for v in chosen if v.priority == top),
+                _later_first(min(v.start for v in chosen if v.priority == top)),
                 row,
             )
             if best is None or cost < best[0]:
@@ -566,6 +576,11 @@ class DefaultPreemption:
             return chosen, assignments, violations
         finally:
             snap.revert(mark)
+
+
+def _later_first(start: tuple[float, float]) -> tuple[float, float]:
+    """A sort key under which the later of two :func:`start_key` values comes first."""
+    return (-start[0], -start[1])
 
 
 def _n(n: int, word: str) -> str:

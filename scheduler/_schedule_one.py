@@ -479,11 +479,20 @@ class ScheduleOne:
             self.binder.assume_and_bind(
                 e.key, res.assignments, group=g, canary=g.is_gang and scheduled < g.min_count
             )
+            left_behind = False
             for p in res.unplaced:
                 diag = res.diagnoses.get(p.req)
                 if diag is not None:
+                    left_behind = True
                     self.status.pod_failed(p, REASON_UNSCHEDULABLE, diag.pod_message())
             self.queue.done(e, "success")
+            if left_behind and self._preemption() is not None:
+                # Pods that found no node in a successful cycle (a basic group's, a gang's
+                # above its quorum) are retried at once: that cycle places nothing new, so it
+                # fails and runs PodGroupPostFilter for them, as kube-scheduler v1.37.2's
+                # next attempt does. In the unschedulable pool they would wait for an event
+                # that only the preemption they need can cause.
+                self.queue.move(e.key)
             self.enqueuer.refresh_group(gk)
             return
         message = res.explanation or res.status.message
@@ -544,6 +553,27 @@ class ScheduleOne:
             pp = self.cache.pod_priority(p)
             if pp != prio:
                 return f"pod {p.name!r} has priority {pp} but the tree's root has priority {prio}"
+        policy = cpg.spec.preemption_policy
+        if policy:  # kube-scheduler v1.37.2: one preemption policy in a hierarchy
+            levels: list[tuple[str, str | None]] = [
+                (f"composite pod group {node.name!r}", node.cpg.spec.preemption_policy)
+                for node in tree.composites()
+                if node.cpg is not None
+            ]
+            levels += [
+                (f"pod group {leaf.name!r}", leaf.group.pod_group.spec.preemption_policy)
+                for leaf in tree.leaves()
+                if leaf.group is not None and leaf.group.pod_group is not None
+            ]
+            levels += [
+                (f"pod {p.name!r}", p.preemption_policy) for p in sorted(live, key=lambda m: m.name)
+            ]
+            for what, own in sorted(levels, key=lambda w: not w[0].startswith("composite")):
+                if (own or "PreemptLowerPriority") != policy:
+                    return (
+                        f"{what} has preemptionPolicy {own or 'PreemptLowerPriority'} but the "
+                        f"tree's root {tree.name!r} has preemptionPolicy {policy}"
+                    )
         return None
 
     def _tree_failed(

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from scheduler import Scheduler, SchedulerConfig, load_config
+from workloadbuilder.api import to_dict
 from workloadbuilder.cli import main
 from workloadbuilder.cluster import MemoryCluster
 from workloadbuilder.conformance import (
@@ -34,12 +35,56 @@ OURS = "wb-conformance"
 RULES = load_rules()
 
 
+async def count_budgets(cluster: MemoryCluster) -> None:
+    """What kube-controller-manager's disruption controller does for the rules' budgets
+    (``minAvailable`` as a number, ``matchLabels`` or the empty selector): write
+    ``status`` from the Running and Ready pods they select. MemoryCluster has no controller
+    of its own, and the PodDisruptionBudget rules need one."""
+    for pdb in map(to_dict, (await cluster.list("PodDisruptionBudget")).items):
+        meta, spec = pdb["metadata"], pdb.get("spec") or {}
+        want = (spec.get("selector") or {}).get("matchLabels") or {}
+        expected = healthy = 0
+        for pod in map(to_dict, (await cluster.list("Pod", meta["namespace"])).items):
+            labels = pod["metadata"].get("labels") or {}
+            if pod["metadata"].get("deletionTimestamp") or any(
+                labels.get(k) != v for k, v in want.items()
+            ):
+                continue
+            expected += 1
+            st = pod.get("status") or {}
+            ready = any(
+                c.get("type") == "Ready" and c.get("status") == "True"
+                for c in st.get("conditions") or ()
+            )
+            healthy += st.get("phase") == "Running" and ready
+        desired = int(spec.get("minAvailable") or 0)
+        status = {
+            "observedGeneration": meta.get("generation"),
+            "disruptionsAllowed": max(0, healthy - desired),
+            "currentHealthy": healthy,
+            "desiredHealthy": desired,
+            "expectedPods": expected,
+        }
+        if {k: (pdb.get("status") or {}).get(k) for k in status} != status:
+            await cluster.patch(
+                "PodDisruptionBudget",
+                meta["name"],
+                {"status": status},
+                meta["namespace"],
+                subresource="status",
+            )
+
+
 @dataclasses.dataclass
 class Stepped:
     cluster: MemoryCluster
     scheduler: Scheduler
+    #: play kube-controller-manager's disruption controller (see count_budgets)
+    budgets: bool = True
 
     async def step(self) -> None:
+        if self.budgets:
+            await count_budgets(self.cluster)
         await self.scheduler.sync()
         await self.scheduler.until_idle()
 
@@ -99,13 +144,53 @@ async def test_every_rule_passes_on_our_scheduler(stepped: Stepped, rule: Rule) 
     result = await stepped.runner().run_one(rule)
     assert (result.result, result.message) == ("pass", "")
     # everything it made is gone: no Node, no pod, no group, no PriorityClass of the run
-    for kind in ("Node", "Pod", "PodGroup", "CompositePodGroup", "PriorityClass"):
+    kinds = ("Node", "Pod", "PodGroup", "CompositePodGroup", "PriorityClass")
+    for kind in (*kinds, "PodDisruptionBudget"):
         left = [
             o
             for o in (await stepped.cluster.list(kind)).items
             if "wbc-" in str(o["metadata"]["name"] if isinstance(o, dict) else o.metadata.name)
         ]
         assert left == [], (kind, left)
+
+
+PDB_RULES = [r for r in RULES if "podDisruptionBudget" in {next(iter(s)) for s in r.steps}]
+
+
+def test_the_pdb_rules() -> None:
+    assert [r.id for r in PDB_RULES] == [
+        "preemption/pdb-reprieved-first",
+        "preemption/pdb-pod-node-choice",
+        "preemption/pdb-empty-selector",
+        "preemption/pdb-all-unit-violating",
+    ]
+    assert all("disruption controller" in r.checks for r in PDB_RULES)
+
+
+async def test_pdb_rules_fail_without_a_disruption_controller(stepped: Stepped) -> None:
+    """Nobody writes the budgets' status: each PodDisruptionBudget rule fails at once, and
+    says what the cluster lacks (not a preemption outcome)."""
+    stepped.budgets = False
+    quick = [dataclasses.replace(r, timeout=0.5) for r in PDB_RULES]
+    results = await stepped.runner().run(quick)
+    assert [r.result for r in results] == ["fail"] * len(PDB_RULES)
+    assert all("kube-controller-manager's disruption controller" in r.message for r in results)
+
+
+async def test_the_pdb_rules_fail_when_preemption_ignores_budgets(
+    stepped: Stepped, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scheduler that reads no budget fails the rules that a budget decides (the empty
+    selector's rule passes either way: the budget protects nothing)."""
+    monkeypatch.setattr(stepped.scheduler.cache, "budget_list", lambda: [])
+    quick = [dataclasses.replace(r, timeout=2.0) for r in PDB_RULES]
+    got = {r.rule: r.result for r in await stepped.runner().run(quick)}
+    assert got == {
+        "preemption/pdb-reprieved-first": "fail",
+        "preemption/pdb-pod-node-choice": "fail",
+        "preemption/pdb-empty-selector": "pass",
+        "preemption/pdb-all-unit-violating": "fail",
+    }
 
 
 async def test_the_suite_fails_when_nobody_schedules(stepped: Stepped) -> None:

@@ -56,6 +56,8 @@ SCHEDULER_PROFILE_ONLY: set[Rule] = {
     ("scheduling.k8s.io", "podgroups", "patch"),
     ("scheduling.k8s.io", "compositepodgroups", "create"),
     ("scheduling.k8s.io", "compositepodgroups", "get"),
+    ("", "pods/status", "patch"),
+    *(("policy", "poddisruptionbudgets", v) for v in ("create", "get", "list", "delete")),
 }
 
 

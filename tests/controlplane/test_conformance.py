@@ -3,7 +3,8 @@ upstream kube-scheduler (``default-scheduler``, every workload-aware gate on) an
 scheduler running in process over ``KubeCluster`` (its own scheduler name). The rules run one
 after the other, each on its own tainted fake Nodes, so the two schedulers never meet.
 
-Every rule upstream implements must pass on upstream (if one does not, the rule is wrong);
+The plane runs kube-controller-manager's disruption controller for the PodDisruptionBudget
+rules. Every rule upstream implements must pass on upstream (if one does not, the rule is wrong);
 every rule passes on ours; extension rules are skipped on upstream with their reason.
 Run with ``-s`` to see both report tables (docs/conformance.md records them).
 """
@@ -19,7 +20,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 _ROOT = str(Path(__file__).resolve().parents[2])
 if sys.path[:1] != [_ROOT]:
@@ -38,7 +38,6 @@ from workloadbuilder.conformance import (  # noqa: E402
     RUN_LABEL,
     UPSTREAM_SCHEDULER,
     ConformanceRunner,
-    Rule,
     RuleResult,
     load_rules,
     remove_leftovers,
@@ -47,15 +46,22 @@ from workloadbuilder.conformance import (  # noqa: E402
 from workloadbuilder.errors import Forbidden  # noqa: E402
 from workloadbuilder.testing import ControlPlane  # noqa: E402
 
-pytestmark = [pytest.mark.controlplane]
+pytestmark = [pytest.mark.controlplane, pytest.mark.controllermanager]
 
 OURS = "wb-conformance"
 
 
 @pytest.fixture(scope="module")
 def plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
-    """A private plane with the upstream kube-scheduler (ours joins it in process)."""
-    with ControlPlane(bin_dir=control_plane.bin_dir, with_scheduler=True) as cp:
+    """A private plane with the upstream kube-scheduler (ours joins it in process) and
+    kube-controller-manager's disruption controller (the PodDisruptionBudget rules read the
+    budgets' status it writes)."""
+    with ControlPlane(
+        bin_dir=control_plane.bin_dir,
+        with_scheduler=True,
+        with_controller_manager=True,
+        controllers=("disruption-controller",),
+    ) as cp:
         yield cp
 
 
@@ -191,42 +197,3 @@ def test_pytest_plugin_against_the_real_plane(plane: ControlPlane, tmp_path: Pat
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "6 passed, 1 skipped" in proc.stdout
     assert "extension, not upstream behaviour" in proc.stdout
-
-
-#: rules that kube-scheduler v1.37.2 passes and our scheduler does not yet (a scheduler bug,
-#: reported; docs/conformance.md): kept out of the shipped rules until it is fixed
-PENDING = [
-    Rule.from_dict(yaml.safe_load(p.read_text()))
-    for p in sorted(
-        (Path(__file__).resolve().parents[1] / "conformance" / "pending").glob("*.yaml")
-    )
-]
-
-
-async def test_pending_rules_pass_on_upstream(plane: ControlPlane) -> None:
-    cluster = KubeCluster.from_kubeconfig(plane.kubeconfig)
-    try:
-        results = await ConformanceRunner(cluster, UPSTREAM_SCHEDULER).run(PENDING)
-    finally:
-        await cluster.close()
-    _check(results, UPSTREAM_SCHEDULER + " (pending rules)")
-
-
-@pytest.mark.xfail(
-    reason="our scheduler: a basic PodGroup whose first pod was placed by preemption does not "
-    "preempt for all of its later pods (preemption/basic-group-grows; docs/conformance.md)",
-    strict=False,
-)
-async def test_pending_rules_on_ours(plane: ControlPlane) -> None:
-    cluster = KubeCluster.from_kubeconfig(plane.kubeconfig)
-    sched = Scheduler(cluster, SchedulerConfig(scheduler_name=OURS, preemption=True))
-    await sched.start()
-    task = asyncio.create_task(sched.run())
-    try:
-        quick = [dataclasses.replace(r, timeout=10.0) for r in PENDING]
-        results = await ConformanceRunner(cluster, OURS).run(quick)
-    finally:
-        await sched.stop()
-        await task
-        await cluster.close()
-    _check(results, OURS + " (pending rules)")

@@ -1652,3 +1652,42 @@ async def test_preemption_topology_constrained_composite_tree(sides: tuple[Side,
     assert ub == ob == 2
     assert len(uleft) == len(oleft) == 2
     assert len(uracks) == len(oracks) == 1
+
+
+async def test_preemption_policy_of_a_tree_and_its_pods_must_agree(
+    sides: tuple[Side, Side],
+) -> None:
+    """CW5: a CompositePodGroup tree whose root says Never (its PriorityClass, 1000) while
+    its leaves and their pods are PreemptLowerPriority (1000) needs the preemption a low
+    gang's room would give. v1.37.2 requires one policy in a hierarchy as it does for a
+    PodGroup and its pods: the leaves and pods are False/SchedulerError and nothing is
+    preempted."""
+
+    async def scenario(s: Side) -> tuple[GroupView, set[str]]:
+        low, high = await _classes(s)
+        never = await _never(s)
+        await s.node("n1", cpu="4")
+        await _prio_gang(s, "low", 4, 4, low)
+        await _running(s, "low", 4)
+        cpg = make_composite_pod_group("t", s.namespace).gang(2).priority_class(never)
+        cpg_obj = cpg.obj()
+        cpg_obj["spec"]["preemptionPolicy"] = "Never"
+        await s.cluster.create(cpg_obj)
+        for child in ("t-a", "t-b"):
+            pg = make_pod_group(child, s.namespace).parent("t").workload_ref("t", child)
+            await s.cluster.create(pg.gang(1).priority_class(high).obj())
+            pod = make_pod(f"{child}-0", s.namespace).scheduler_name(s.scheduler_name)
+            pod.pod_group(child).priority_class(high).request("cpu", "2").request("memory", "1Gi")
+            obj = pod.obj()
+            obj["spec"]["terminationGracePeriodSeconds"] = 0
+            await s.cluster.create(obj)
+        await s.view_when("t-a", lambda v: v.bound > 0 or v.condition is not None)
+        await _no_victims(s)
+        return await s.view("t-a"), await _left(s, "low-")
+
+    (up, up_left), (ours, ours_left) = await _both(sides, scenario)
+    _report("CW5 tree and pod policies disagree", up, ours)
+    print(f"  low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
+    assert up.bound == ours.bound == 0
+    assert up.condition == ours.condition == ("False", "SchedulerError")
+    assert len(up_left) == len(ours_left) == 4

@@ -852,6 +852,33 @@ async def test_composite_tree_preemption_policy_never(env: Env) -> None:
     assert await _bound(env, "low-") == 4
 
 
+async def test_composite_tree_and_pod_preemption_policies_must_agree(env: Env) -> None:
+    """The tree's root says Never, its leaf and pod PreemptLowerPriority: SchedulerError and
+    nothing preempted, as kube-scheduler v1.37.2 (CW5 in test_scheduler_parity.py), the same
+    rule as for a PodGroup and its pods."""
+    low, high = await _prio(env)
+    never = await _never_class(env, "high-never", 1000)
+    await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    await _run_low(env, s, "low", 4, priority_class=low)
+    cpg = make_composite_pod_group("t", env.namespace).gang(1).priority_class(never).obj()
+    cpg["spec"]["preemptionPolicy"] = "Never"
+    await env.cluster.create(cpg)
+    pg = make_pod_group("t-a", env.namespace).parent("t").workload_ref("t", "t-a")
+    await env.cluster.create(pg.gang(1).priority_class(high).obj())
+    await _pod(env, "t-a-0", "t-a", priority_class=high)
+
+    async def written() -> bool:
+        cond = await env.group_condition("t-a")
+        return cond is not None and cond.reason == "SchedulerError"
+
+    await env.until(s, written)
+    cond = await env.group_condition("t-a")
+    assert "preemptionPolicy PreemptLowerPriority" in cond.message
+    assert "root 't' has preemptionPolicy Never" in cond.message
+    assert await _bound(env, "low-") == 4
+
+
 async def test_single_pod_preemption_metrics(mem_env: tuple[Env, ManualClock]) -> None:
     """Upstream's pod-level metrics: ``scheduler_preemption_attempts_total`` counts every
     preemption attempt of a pod that fits nowhere (eligible or not),
@@ -962,3 +989,114 @@ async def test_single_pod_prefers_the_node_whose_victims_started_latest(
     await s.until_idle()
     assert await env.bound("hp") == {"hp": b}
     assert await _names(env, "low-") == {"low-a"}
+
+
+async def _basic_group_grows(env: Env, s: Scheduler, clock: ManualClock | None) -> None:
+    """A 3-cpu node full of priority-10 pods; a basic PodGroup of priority 100 gets one pod,
+    which preempts one low pod; two more pods arrive while it is only nominated."""
+    low, high = await env.priority_class("low", 10), await env.priority_class("high", 100)
+    node = await env.node("a", cpu="3")
+    for i in range(3):
+        await _pod(env, f"low-{i}", cpu="1", priority_class=low, node=node)
+    pg = make_pod_group("high", env.namespace).priority_class(high)
+    await env.cluster.create(from_dict(pg.obj(), PodGroup))
+    await _pod(env, "high-0", "high", cpu="1", priority_class=high)
+    await s.until_idle()  # high-0's cycle: one low pod preempted, high-0 nominated
+    assert len(await _names(env, "low-")) == 2
+    for i in (1, 2):
+        await _pod(env, f"high-{i}", "high", cpu="1", priority_class=high)
+
+    start = clock.now() if clock is not None else 0.0
+
+    async def done() -> bool:
+        # past the retries' backoffs, far from the unschedulable pool's 300 s flush
+        if clock is not None and clock.now() < start + 30:
+            clock.advance(1)
+        return await _bound(env, "high-") == 3
+
+    await env.until(s, done)
+    assert await _names(env, "low-") == set()
+
+
+async def test_basic_group_preempts_for_pods_that_arrive_during_its_preemption(
+    mem_env: tuple[Env, ManualClock],
+) -> None:
+    """conformance preemption/basic-group-grows, the case that failed every time on
+    MemoryCluster: the cycle after high-0's victim went places high-0 only (a basic group
+    succeeds with one pod); its leftovers are retried at once and preempt the two other low
+    pods (kube-scheduler v1.37.2 binds all three, every run)."""
+    env, clock = mem_env
+    s = env.scheduler(clock=clock, preemption=True)
+    await _basic_group_grows(env, s, clock)
+
+
+async def test_basic_group_grows_by_preemption(env: Env) -> None:
+    """The same on both backends with a real clock."""
+    s = env.scheduler(preemption=True)
+    await _basic_group_grows(env, s, None)
+
+
+async def _started(env: Env, name: str, when: str) -> None:
+    """What a kubelet reports once the pod runs: Running, Ready, ``status.startTime``."""
+    pod = await env.cluster.get("Pod", name, env.namespace)
+    assert isinstance(pod, dict)
+    status = {
+        "phase": "Running",
+        "conditions": [{"type": "Ready", "status": "True"}],
+        "startTime": when,
+    }
+    await env.cluster.patch("Pod", name, {"status": status}, env.namespace, subresource="status")
+
+
+async def test_victims_are_ordered_by_status_start_time(env: Env) -> None:
+    """Upstream orders victims of equal priority by ``status.startTime`` (GetPodStartTime),
+    not by when the scheduler first saw them: low-0 and low-1 were created first but
+    started last, so they are the later-started victims and go."""
+    low, high = await _prio(env)
+    node = await env.node("a", cpu="4")
+    s = env.scheduler(preemption=True)
+    for i in range(4):
+        await _pod(env, f"low-{i}", priority_class=low, node=node)
+    for i, minute in enumerate((3, 2, 1, 0)):
+        await _started(env, f"low-{i}", f"2026-01-01T00:0{minute}:00Z")
+
+    async def seen() -> bool:
+        return all(
+            (p := s.cache.pods.get((env.namespace, f"low-{i}"))) is not None
+            and p.start_time is not None
+            for i in range(4)
+        )
+
+    await env.until(s, seen)
+    await _gang(env, "high", 2, priority_class=high)
+
+    async def done() -> bool:
+        return await _bound(env, "high-") == 2
+
+    await env.until(s, done)
+    assert await _names(env, "low-") == {"low-2", "low-3"}
+
+
+async def test_a_pod_without_start_time_counts_as_started_now(env: Env) -> None:
+    """A pod with no ``status.startTime`` (bound, not started) is the latest started, as
+    upstream's GetPodStartTime takes the current time for it: it goes before pods that
+    report a start, though the scheduler saw it first."""
+    low, high = await _prio(env)
+    node = await env.node("a", cpu="2")
+    s = env.scheduler(preemption=True)
+    await _pod(env, "low-new", priority_class=low, node=node)
+    await _pod(env, "low-old", priority_class=low, node=node)
+    await _started(env, "low-old", "2026-01-01T00:00:00Z")
+
+    async def seen() -> bool:
+        p = s.cache.pods.get((env.namespace, "low-old"))
+        return p is not None and p.start_time is not None
+
+    await env.until(s, seen)
+    await _pod(env, "hp", priority_class=high)
+
+    async def done() -> bool:
+        return bool(await env.bound("hp"))
+
+    await env.until(s, done)
+    assert await _names(env, "low-") == {"low-old"}

@@ -48,6 +48,8 @@ _STEP_KINDS = frozenset(
         "podGroup",
         "compositePodGroup",
         "pods",
+        "podsRunning",
+        "podDisruptionBudget",
         "node",
         "patch",
         "sleep",
@@ -64,8 +66,9 @@ class Rule:
     """One rule of the suite: the scenario (nodes, steps) and what it requires.
 
     ``steps`` are plain data (see ``docs/conformance.md``): ``priorityClass``, ``podGroup``,
-    ``compositePodGroup``, ``pods`` and ``node`` create objects (builder-style shorthands),
-    ``patch`` changes one, ``sleep`` waits ``seconds``, ``settle`` waits until the scheduler
+    ``compositePodGroup``, ``pods``, ``podDisruptionBudget`` and ``node`` create objects
+    (builder-style shorthands), ``podsRunning`` reports pods Running and Ready as a kubelet
+    would, ``patch`` changes one, ``sleep`` waits ``seconds``, ``settle`` waits until the scheduler
     has handled everything created so far and ``expect`` is the outcome, polled until it
     holds or the deadline passes.
     """

@@ -175,6 +175,8 @@ class _Scenario:
                     pod.node_name(self.node_name(str(spec["node"])))
                 if spec.get("priorityClass"):
                     pod.priority_class(self.pc_name(str(spec["priorityClass"])))
+                if spec.get("labels"):
+                    pod.labels({str(k): str(v) for k, v in spec["labels"].items()})
                 pod.request("cpu", str(spec.get("cpu", "1")))
                 pod.request("memory", str(spec.get("memory", "1Gi")))
                 obj = pod.obj()
@@ -182,6 +184,17 @@ class _Scenario:
                 obj["spec"]["terminationGracePeriodSeconds"] = 0
                 out.append(self._mark(obj))
             return out
+        if kind == "podDisruptionBudget":
+            selector = spec.get("selector")
+            if selector is None:
+                selector = {"matchLabels": dict(spec.get("matchLabels") or {})}
+            pdb = {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": str(spec["name"])},
+                "spec": {"minAvailable": spec.get("minAvailable", 0), "selector": selector},
+            }
+            return [self._mark(pdb)]
         return []
 
     def witness_objects(self, n: int) -> list[dict[str, Any]]:
@@ -266,11 +279,57 @@ class _Scenario:
                     await self._create_node(node)
             elif kind == "expect":
                 await self.expect(spec)
+            elif kind == "podsRunning":
+                await self.pods_running(spec)
             else:
                 for obj in self.step_objects(kind, spec):
                     if obj["kind"] == "PriorityClass":
                         self.priority_classes.append(obj["metadata"]["name"])
                     await self._create(obj)
+                if kind == "podDisruptionBudget":
+                    await self.budget_counted(spec)
+
+    async def pods_running(self, spec: Mapping[str, Any]) -> None:
+        """What a kubelet would report for the bound pods ``spec["pods"]``: Running, Ready,
+        and start times one minute apart in the order given (the first the oldest), the
+        start time preemption orders victims by."""
+        base = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+        for i, name in enumerate(spec.get("pods") or ()):
+            pod = to_dict(await self.cluster.get("Pod", str(name), self.namespace))
+            conds = [c for c in pod["status"].get("conditions") or () if c.get("type") != "Ready"]
+            conds.append({"type": "Ready", "status": "True"})
+            start = (base + datetime.timedelta(minutes=i)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            status = {"phase": "Running", "conditions": conds, "startTime": start}
+            await self.cluster.patch(
+                "Pod", str(name), {"status": status}, self.namespace, subresource="status"
+            )
+
+    async def budget_counted(self, spec: Mapping[str, Any]) -> None:
+        """Wait until the PodDisruptionBudget's status (written by kube-controller-manager's
+        disruption controller, not the scheduler) is current and allows ``allowed``
+        disruptions: preemption reads ``status.disruptionsAllowed``."""
+        name = str(spec["name"])
+        want = int(spec.get("allowed", 0))
+
+        async def probe() -> list[str]:
+            pdb = to_dict(await self.cluster.get("PodDisruptionBudget", name, self.namespace))
+            st = pdb.get("status") or {}
+            if (
+                st.get("observedGeneration") == (pdb.get("metadata") or {}).get("generation")
+                and st.get("disruptionsAllowed") == want
+            ):
+                return []
+            return [
+                f"PodDisruptionBudget {name}: status.disruptionsAllowed "
+                f"{st.get('disruptionsAllowed')} (observedGeneration "
+                f"{st.get('observedGeneration')}), want {want}"
+            ]
+
+        await self._until(
+            probe,
+            "the budget was not counted (the cluster needs kube-controller-manager's "
+            "disruption controller)",
+        )
 
     async def _until(self, probe: Callable[[], Awaitable[list[str]]], what: str) -> None:
         """Poll until ``probe`` returns no mismatch; fail with the last ones at the deadline."""
@@ -604,7 +663,7 @@ class ConformanceRunner:
                     await self.cluster.delete(
                         "Pod", pod["metadata"]["name"], ns, grace_period_seconds=0
                     )
-            for kind in ("PodGroup", "CompositePodGroup"):
+            for kind in ("PodGroup", "CompositePodGroup", "PodDisruptionBudget"):
                 for obj in map(to_dict, (await self.cluster.list(kind, ns)).items):
                     with contextlib.suppress(NotFound):
                         await self.cluster.delete(kind, obj["metadata"]["name"], ns)
