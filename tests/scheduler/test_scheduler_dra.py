@@ -722,3 +722,36 @@ async def test_claims_are_never_ignored_when_the_plugin_is_disabled(mem_env: Any
     assert await env.bound() == {}
     cond = await env.pod_condition("p")
     assert cond is not None and "DynamicResources plugin is disabled" in cond["message"]
+
+
+async def test_gang_explanation_aggregates_devices_per_class(env: Env, dra: Dra) -> None:
+    # issue 12: a gang short of devices says, per device class, how many of its pods can get
+    # one, and on how many nodes no device matches a selector
+    nodes = [await env.node(f"n{i}") for i in range(8)]
+    gpu = await dra.device_class("gpu")
+    await dra.node_slice(nodes[0], 2, attributes={"model": "H100"})
+    for n in nodes[1:]:
+        await dra.node_slice(n, 2, attributes={"model": "A100"})
+    await env.pod_group("train", 4)
+    for i in range(4):
+        await dra.claim(f"train-{i}", gpu, selectors=(H100,))
+        await dra.pod(f"train-{i}", {"gpu": f"train-{i}"}, "train")
+    s = env.scheduler()
+    await s.start()
+    await env.seen(s, lambda: env.cached_pods(s) == 4)
+
+    async def decided() -> bool:
+        return await env.group_condition("train") is not None
+
+    await env.until(s, decided)
+    assert await env.bound() == {}
+    cond = await env.group_condition("train")
+    assert (cond.status, cond.reason) == ("False", "Unschedulable")
+    assert cond.message == (
+        f"minCount 4: at most 3 pods fit, 1 short; 2 fit on {nodes[0]}; the rest fit nowhere "
+        'once those are placed: 7 of 8 nodes cannot allocate claim "gpu" (train-2): '
+        f"request 'gpu': no device matches `{H100}`; 1 of 8 nodes cannot allocate claim "
+        f"\"gpu\" (train-2): request 'gpu' (class {gpu}): 0 of 2 matching devices free, "
+        f"1 needed; {gpu} class: 2 of 4 pods can get a device; no device matches `{H100}` "
+        "on 7 of 8 nodes"
+    )
