@@ -163,6 +163,8 @@ class _Attempt:
     remaining: int = 0
     #: the node each placed pod went to, in placement order (for the explanation)
     nodes: list[str] = attrs.field(factory=list)
+    #: the pods placed (keys), for the device explanation
+    placed_keys: set[tuple[str, str]] = attrs.field(factory=set)
 
 
 def _attempt(
@@ -187,6 +189,7 @@ def _attempt(
     remaining = len(pods)  # not yet evaluated and not of a failed signature
     placed = 0
     nodes: list[str] = []
+    placed_keys: set[tuple[str, str]] = set()
     dead: set[tuple[Any, int]] = set()
     extra: dict[PodRequirements, Diagnosis] = {}  # PreFilter verdicts of single pods
     status = fw.run_placement_feasible(min_count, scheduled, remaining)
@@ -246,6 +249,7 @@ def _attempt(
         else:
             snap.assume(pod, row, vecs[req])
             placed += 1
+            placed_keys.add(pod.key)
             nodes.append(snap.node_name(row))
             for other in evals.values():
                 other.refresh(row)
@@ -258,7 +262,7 @@ def _attempt(
         status = Status(code=Code.UNSCHEDULABLE, message=status.message)
     for req, diag in extra.items():
         failed.setdefault(req, diag)
-    return _Attempt(status, placed, first_failed, failed, remaining, nodes)
+    return _Attempt(status, placed, first_failed, failed, remaining, nodes, placed_keys)
 
 
 def _where_placed(nodes: Sequence[str], limit: int = 4) -> str:
@@ -290,6 +294,7 @@ def _explain(
     scheduled: int,
     placed: int,
     attempt: _Attempt,
+    devices: Sequence[str] = (),
 ) -> str:
     # greedy placement could at best also fit the pods it did not get to evaluate
     fit = scheduled + placed + attempt.remaining
@@ -311,7 +316,25 @@ def _explain(
         others = len(attempt.diagnoses) - 1
         if others > 0:
             parts.append(f"{others} other pod shape(s) fit nowhere either")
+    parts.extend(devices)
     return "; ".join(parts)
+
+
+def _device_lines(
+    fw: Framework, snap: Snapshot, pods: Sequence[PodInfo], attempt: _Attempt
+) -> list[str]:
+    """The Reserve plugins' aggregate over the gang (DRA: per device class, how many pods
+    can get their devices, and the selectors no device matches on some nodes), when a pod
+    shape failed for them."""
+    names = {r.name for r in fw.reserve}
+    if not any(d.plugins & names and d.reasons for d in attempt.diagnoses.values()):
+        return []
+    out: list[str] = []
+    for r in fw.reserve:
+        explain = getattr(r, "explain_group", None)
+        if callable(explain):
+            out.extend(explain(pods, attempt.placed_keys, snap))
+    return out
 
 
 def _tie(seed: int, group: GroupInfo | None, placement: Placement) -> int:
@@ -490,7 +513,12 @@ def run_pod_group_cycle(
         snap.revert(mark)
     att = found
     inner = _explain(
-        gang=gang, min_count=min_count, scheduled=scheduled, placed=att.placed, attempt=att
+        gang=gang,
+        min_count=min_count,
+        scheduled=scheduled,
+        placed=att.placed,
+        attempt=att,
+        devices=_device_lines(fw, snap, pods, att),
     )
     pl = placements[top]
     if pl.domain:
@@ -565,7 +593,12 @@ def _single(
         status=Status(code=Code.UNSCHEDULABLE, message=att.status.message),
         unplaced=tuple(pods),
         explanation=_explain(
-            gang=gang, min_count=min_count, scheduled=scheduled, placed=att.placed, attempt=att
+            gang=gang,
+            min_count=min_count,
+            scheduled=scheduled,
+            placed=att.placed,
+            attempt=att,
+            devices=_device_lines(fw, snap, pods, att),
         ),
         diagnoses=att.diagnoses,
     )

@@ -302,8 +302,20 @@ class DefaultPreemption:
         best = None
         best_row = -1
         budgets = cache.budget_list()
+        reserving = fw.reserving(pod)
+        no_devices = 0  # candidate rows where the pod's claims cannot be allocated
         for row, here in sorted(by_row.items()):
             if not static[row]:
+                continue
+            # DRA, as kube-scheduler v1.37.2: a node where the pod's claims cannot be
+            # allocated now is not a candidate (its DynamicResources Filter failure is
+            # UnschedulableAndUnresolvable, and it has no PreFilterExtensions, so removing
+            # victims frees none of their devices)
+            if reserving and not all(
+                r.pre_filter_pod(pod, snap).ok and r.filter_pod(pod, snap, row) is not None
+                for r in reserving
+            ):
+                no_devices += 1
                 continue
             mark = snap.mark()
             try:
@@ -345,6 +357,11 @@ class DefaultPreemption:
             if best is None or cost < best[0]:
                 best, best_row = (cost, chosen), row
         if best is None:
+            if no_devices:
+                return (
+                    f"the pod's resource claims cannot be allocated on {_n(no_devices, 'node')} "
+                    "with lower-priority pods (a single pod's preemption frees no devices)"
+                )
             return None
         victims = best[1]
         self.waiting_pods[pod.key] = {(q.key, q.uid) for v in victims for q in v.pods}

@@ -316,14 +316,6 @@ class ScheduleOne:
             got = plugin.preempt_pod(self.framework, snap, p)
             if isinstance(got, str):
                 message = f"{message} preemption: {got}."
-            elif got is not None and not self._claims_fit(p, snap, got[0], got[1]):
-                # DRA: never evict for a pod whose claims cannot be served on that node even
-                # with the victims gone (their devices count as free then)
-                plugin.forget_pod(p.key)
-                message = (
-                    f"{message} preemption: the pod's resource claims cannot be allocated "
-                    f"on {got[0]}."
-                )
             elif got is not None:
                 node, victims = got
                 key = p.key
@@ -334,27 +326,6 @@ class ScheduleOne:
         snap.revert()
         self.status.pod_failed(p, REASON_UNSCHEDULABLE, message)
         self.queue.done(e, outcome)
-
-    def _claims_fit(self, p: PodInfo, snap: Snapshot, node: str, victims: Sequence[Victim]) -> bool:
-        """Whether the Reserve plugins (DRA) could serve the pod on ``node`` once the
-        victims are gone."""
-        plugins = self.framework.reserving(p)
-        row = snap.table.index.get(node)
-        if not plugins:
-            return True
-        if row is None:
-            return False
-        mark = snap.mark()
-        try:
-            for v in victims:
-                for q in v.pods:
-                    snap.remove(q)
-            return all(
-                r.pre_filter_pod(p, snap).ok and r.filter_pod(p, snap, row) is not None
-                for r in plugins
-            )
-        finally:
-            snap.revert(mark)
 
     # ---- pod groups ------------------------------------------------------------------
 

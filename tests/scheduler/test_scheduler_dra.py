@@ -543,6 +543,48 @@ async def test_preemption_never_evicts_for_devices_it_cannot_get(env: Env, dra: 
     assert "filler" in await env.bound()  # not evicted
 
 
+async def test_single_pod_preemption_frees_no_devices(env: Env, dra: Dra) -> None:
+    # kube-scheduler v1.37.2: DynamicResources has no PreFilterExtensions and its Filter
+    # failure is UnschedulableAndUnresolvable, so a single pod never preempts a pod for the
+    # devices its claim holds (parity-tested in tests/controlplane/test_dra_parity.py)
+    a = await env.node("a", cpu="4")
+    gpu = await dra.device_class("gpu")
+    await dra.node_slice(a, 1)
+    low = await env.priority_class("low", 10)
+    high = await env.priority_class("high", 1000)
+    await dra.claim("held", gpu)
+    await dra.claim("wanted", gpu)
+    s = env.scheduler(preemption=True)
+    await s.start()
+    holder = make_pod("holder", env.namespace).scheduler_name(env.scheduler_name)
+    holder.request("cpu", "4").priority_class(low).pod_resource_claim("gpu", claim="held")
+    await env.cluster.create(holder.obj())
+
+    async def held() -> bool:
+        return "holder" in await env.bound()
+
+    await env.until(s, held)
+    pod = make_pod("urgent", env.namespace).scheduler_name(env.scheduler_name)
+    pod.request("cpu", "4").priority_class(high).pod_resource_claim("gpu", claim="wanted")
+    await env.cluster.create(pod.obj())
+
+    async def decided() -> bool:
+        return await env.pod_condition("urgent") is not None
+
+    await env.until(s, decided)
+    assert await s.until_idle() == 0
+    cond = await env.pod_condition("urgent")
+    assert cond is not None and cond["message"] == (
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: the pod's "
+        "resource claims cannot be allocated on 1 node with lower-priority pods (a single "
+        "pod's preemption frees no devices)."
+    )
+    holder_now = (await env.pods())["holder"]
+    assert not holder_now["metadata"].get("deletionTimestamp")  # not evicted
+    assert reserved(await dra.get_claim("held")) == [("", "pods", "holder")]
+    assert allocated(await dra.get_claim("wanted")) == []
+
+
 async def test_preemption_frees_cpu_for_a_pod_whose_devices_are_free(env: Env, dra: Dra) -> None:
     a = await env.node("a", cpu="4")
     gpu = await dra.device_class("gpu")
@@ -722,3 +764,36 @@ async def test_claims_are_never_ignored_when_the_plugin_is_disabled(mem_env: Any
     assert await env.bound() == {}
     cond = await env.pod_condition("p")
     assert cond is not None and "DynamicResources plugin is disabled" in cond["message"]
+
+
+async def test_gang_explanation_aggregates_devices_per_class(env: Env, dra: Dra) -> None:
+    # issue 12: a gang short of devices says, per device class, how many of its pods can get
+    # one, and on how many nodes no device matches a selector
+    nodes = [await env.node(f"n{i}") for i in range(8)]
+    gpu = await dra.device_class("gpu")
+    await dra.node_slice(nodes[0], 2, attributes={"model": "H100"})
+    for n in nodes[1:]:
+        await dra.node_slice(n, 2, attributes={"model": "A100"})
+    await env.pod_group("train", 4)
+    for i in range(4):
+        await dra.claim(f"train-{i}", gpu, selectors=(H100,))
+        await dra.pod(f"train-{i}", {"gpu": f"train-{i}"}, "train")
+    s = env.scheduler()
+    await s.start()
+    await env.seen(s, lambda: env.cached_pods(s) == 4)
+
+    async def decided() -> bool:
+        return await env.group_condition("train") is not None
+
+    await env.until(s, decided)
+    assert await env.bound() == {}
+    cond = await env.group_condition("train")
+    assert (cond.status, cond.reason) == ("False", "Unschedulable")
+    assert cond.message == (
+        f"minCount 4: at most 3 pods fit, 1 short; 2 fit on {nodes[0]}; the rest fit nowhere "
+        'once those are placed: 7 of 8 nodes cannot allocate claim "gpu" (train-2): '
+        f"request 'gpu': no device matches `{H100}`; 1 of 8 nodes cannot allocate claim "
+        f"\"gpu\" (train-2): request 'gpu' (class {gpu}): 0 of 2 matching devices free, "
+        f"1 needed; {gpu} class: 2 of 4 pods can get a device; no device matches `{H100}` "
+        "on 7 of 8 nodes"
+    )
