@@ -136,7 +136,12 @@ def test_malformed_rules_are_refused() -> None:
         Rule.from_dict({**good, "extension": True})
     with pytest.raises(ValueError, match="unknown conformance feature"):
         select_rules(RULES, ["gang", "magic"])
-    assert select_rules(RULES, ["dra"]) == []  # planned: no rules yet
+    assert [r.id for r in select_rules(RULES, ["dra"])] == [
+        "dra/pod-claim-on-its-node",
+        "dra/gang-all-or-nothing",
+        "dra/podgroup-claim-reserved-for-group",
+        "dra/podgroup-claim-node-restricted",
+    ]
 
 
 @pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
@@ -145,7 +150,8 @@ async def test_every_rule_passes_on_our_scheduler(stepped: Stepped, rule: Rule) 
     assert (result.result, result.message) == ("pass", "")
     # everything it made is gone: no Node, no pod, no group, no PriorityClass of the run
     kinds = ("Node", "Pod", "PodGroup", "CompositePodGroup", "PriorityClass")
-    for kind in (*kinds, "PodDisruptionBudget"):
+    dra = ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
+    for kind in (*kinds, "PodDisruptionBudget", *dra):
         left = [
             o
             for o in (await stepped.cluster.list(kind)).items
@@ -191,6 +197,125 @@ async def test_the_pdb_rules_fail_when_preemption_ignores_budgets(
         "preemption/pdb-empty-selector": "pass",
         "preemption/pdb-all-unit-violating": "fail",
     }
+
+
+DRA_RULES = select_rules(RULES, ["dra"])
+
+
+def test_the_dra_rules_say_what_the_cluster_needs() -> None:
+    assert all("resourceclaim-controller" in r.checks for r in DRA_RULES)
+    group_claims = [r for r in DRA_RULES if "podgroup-claim" in r.id]
+    assert len(group_claims) == 2
+    assert all("DRAWorkloadResourceClaims" in r.checks for r in group_claims)
+
+
+async def test_dra_rules_fail_without_a_resourceclaim_controller() -> None:
+    """Nobody makes the claims from the templates: every DRA rule that uses a template
+    fails, naming the claim that does not exist (not a wrong allocation); the rule whose
+    PodGroup names its ResourceClaim needs no controller and passes."""
+    cluster = MemoryCluster(claim_controller=False)
+    s = Scheduler(cluster, SchedulerConfig(scheduler_name=OURS))
+    await s.start()
+    try:
+        quick = [dataclasses.replace(r, timeout=0.5) for r in DRA_RULES]
+        results = await Stepped(cluster, s, budgets=False).runner().run(quick)
+    finally:
+        await s.stop()
+        await cluster.close()
+    assert [r.result for r in results] == ["fail", "fail", "fail", "pass"]
+    got = {r.rule: r.message for r in results if r.result == "fail"}
+    # the gang's pods wait at PreEnqueue for their claims, silently: no condition
+    assert "PodScheduled None" in got.pop("dra/gang-all-or-nothing")
+    assert all("no ResourceClaim (yet)" in m for m in got.values()), got
+
+
+async def test_dra_rules_fail_when_the_scheduler_ignores_the_devices(tmp_path: Path) -> None:
+    """With the DynamicResources plugin disabled, the pods with claims are refused (never
+    bound without their devices): every DRA rule fails."""
+    config = tmp_path / "nodra.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\n"
+        "kind: KubeSchedulerConfiguration\n"
+        "profiles:\n"
+        f"- schedulerName: {OURS}\n"
+        "  plugins: {reserve: {disabled: [{name: DynamicResources}]}}\n"
+    )
+    loaded = load_config(config)
+    cluster = MemoryCluster()
+    s = Scheduler(cluster, loaded.scheduler, framework=loaded.framework)
+    await s.start()
+    try:
+        quick = [dataclasses.replace(r, timeout=0.5) for r in DRA_RULES]
+        results = await Stepped(cluster, s).runner().run(quick)
+    finally:
+        await s.stop()
+        await cluster.close()
+    assert [r.result for r in results] == ["fail"] * len(DRA_RULES)
+
+
+async def test_dra_rules_check_the_reservation_and_the_node(stepped: Stepped) -> None:
+    """The claim checks are not vacuous: a rule expecting the pod's reservation on the
+    PodGroup's claim, or a device on another pod's Node, fails with the difference."""
+    by_id = {r.id: r for r in DRA_RULES}
+
+    def with_claims(rule: Rule, claims: dict[str, Any]) -> Rule:
+        steps = [*rule.steps[:-1], {"expect": {"claims": claims}}]
+        return dataclasses.replace(rule, steps=tuple(steps), timeout=1.0)
+
+    wrong_holder = with_claims(
+        by_id["dra/podgroup-claim-reserved-for-group"],
+        {"podGroup/g/dev": {"reservedFor": ["pods/g-0"]}},
+    )
+    wrong_node = with_claims(
+        by_id["dra/pod-claim-on-its-node"], {"pod/pod-0/dev": {"onNodeOf": "pod-1"}}
+    )
+    one, two = await stepped.runner().run([wrong_holder, wrong_node])
+    assert one.result == "fail" and "want ['pods/g-0']" in one.message, one.message
+    assert "scheduling.k8s.io/podgroups/g" in one.message
+    assert two.result == "fail" and "is not on pod-1's Node" in two.message, two.message
+
+
+def test_dry_run_lists_the_dra_objects_confined_to_the_run() -> None:
+    runner = ConformanceRunner(None, OURS, run_id="abc123")
+    rule = next(r for r in DRA_RULES if r.id == "dra/podgroup-claim-node-restricted")
+    ((_rule, objs),) = runner.plan([rule])
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for o in objs:
+        by_kind.setdefault(o["kind"], []).append(o)
+    (dc,) = by_kind["DeviceClass"]
+    (rs,) = by_kind["ResourceSlice"]
+    assert dc["metadata"]["name"] == "wbc-abc123-0-fabric"
+    assert rs["metadata"]["name"] == "wbc-abc123-0-fabric-r1"
+    for o in (dc, rs, *by_kind["ResourceClaim"]):
+        assert o["metadata"]["labels"] == {RUN_LABEL: "abc123"}
+    # no real Node reaches the devices: the run's label is required too
+    (term,) = rs["spec"]["nodeSelector"]["nodeSelectorTerms"]
+    assert {"key": RUN_LABEL, "operator": "In", "values": ["abc123"]} in term["matchExpressions"]
+    pods = by_kind["Pod"]
+    assert pods and all(
+        p["spec"]["resourceClaims"] == [{"name": "fabric", "resourceClaimName": "fabric"}]
+        for p in pods
+        if p["metadata"]["name"].startswith("ring-")
+    )
+
+
+async def test_cleanup_removes_the_dra_rules_leftovers() -> None:
+    from workloadbuilder.conformance import remove_leftovers
+
+    memory = MemoryCluster()
+    try:
+        runner = ConformanceRunner(memory, OURS, run_id="r9")
+        ((_rule, objs),) = runner.plan([DRA_RULES[0]])
+        for o in objs:
+            if o["kind"] in ("DeviceClass", "ResourceSlice"):
+                await memory.create(o)
+        assert sorted(await remove_leftovers(memory, "r9")) == [
+            "DeviceClass/wbc-r9-0-dev",
+            "ResourceSlice/wbc-r9-0-a-devs",
+            "ResourceSlice/wbc-r9-0-b-devs",
+        ]
+    finally:
+        await memory.close()
 
 
 async def test_the_suite_fails_when_nobody_schedules(stepped: Stepped) -> None:
@@ -287,9 +412,11 @@ def test_reports() -> None:
     text = render_text(results, "x")
     assert "gang/b" in text and "FAIL" in text and "1 pods bound" in text
     assert "composite/c (extension)" in text
-    assert "1 passed, 1 failed, 1 skipped" in text and "planned, no rules yet: dra" in text
+    # every feature of the v1.37 scheduler profile has rules now (dra was the last)
+    assert "1 passed, 1 failed, 1 skipped" in text and "planned" not in text
     doc = json.loads(render_json(results, "x"))
     assert doc["summary"] == {"pass": 1, "fail": 1, "skip": 1}
+    assert doc["profile"] == "scheduler" and doc["planned"] == []
     assert doc["results"][1]["message"] == "PodGroup g: 1 pods bound, want 0"
     suite = ET.fromstring(render_junit(results, "x").split("?>", 1)[1])
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("3", "1", "1")

@@ -58,6 +58,16 @@ SCHEDULER_PROFILE_ONLY: set[Rule] = {
     ("scheduling.k8s.io", "compositepodgroups", "get"),
     ("", "pods/status", "patch"),
     *(("policy", "poddisruptionbudgets", v) for v in ("create", "get", "list", "delete")),
+    *(
+        ("resource.k8s.io", r, v)
+        for r in ("deviceclasses", "resourceslices")
+        for v in ("create", "delete")
+    ),
+    *(
+        ("resource.k8s.io", r, v)
+        for r in ("resourceclaims", "resourceclaimtemplates")
+        for v in ("create", "list", "delete")
+    ),
 }
 
 

@@ -4,8 +4,9 @@ scheduler running in process over ``KubeCluster`` (its own scheduler name). The 
 after the other, each on its own tainted fake Nodes, so the two schedulers never meet.
 
 The plane runs kube-controller-manager's disruption controller for the PodDisruptionBudget
-rules. Every rule upstream implements must pass on upstream (if one does not, the rule is wrong);
-every rule passes on ours; extension rules are skipped on upstream with their reason.
+rules and its resourceclaim controller for the DRA rules. Every rule upstream implements must
+pass on upstream (if one does not, the rule is wrong); every rule passes on ours; extension
+rules are skipped on upstream with their reason.
 Run with ``-s`` to see both report tables (docs/conformance.md records them).
 """
 
@@ -55,12 +56,14 @@ OURS = "wb-conformance"
 def plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
     """A private plane with the upstream kube-scheduler (ours joins it in process) and
     kube-controller-manager's disruption controller (the PodDisruptionBudget rules read the
-    budgets' status it writes)."""
+    budgets' status it writes) and resourceclaim controller (the DRA rules: claims from
+    templates, for pods and PodGroups; ``DRAWorkloadResourceClaims`` is on in every
+    component, as every workload-aware gate)."""
     with ControlPlane(
         bin_dir=control_plane.bin_dir,
         with_scheduler=True,
         with_controller_manager=True,
-        controllers=("disruption-controller",),
+        controllers=("disruption-controller", "resourceclaim-controller"),
     ) as cp:
         yield cp
 

@@ -59,8 +59,13 @@ def register(subparsers: Any) -> None:
             "Plays every rule in its own namespace on fake Nodes (no kubelet) tainted so that "
             "only the suite's pods go there, with pods for --scheduler-name, and removes "
             "everything afterwards. Rules for workloadbuilder's extensions are skipped for "
-            f"default-scheduler. Features: {', '.join(FEATURES)} (planned, no rules yet: "
-            f"{', '.join(PLANNED_FEATURES)}). --profile integration instead checks the "
+            f"default-scheduler. Features: {', '.join(FEATURES)}"
+            + (
+                f" (planned, no rules yet: {', '.join(PLANNED_FEATURES)})"
+                if PLANNED_FEATURES
+                else ""
+            )
+            + ". --profile integration instead checks the "
             "Workload, PodGroups, CompositePodGroups and pod links an integration creates for "
             "--integration-sample, its resize and its cleanup. Exit 0 all passed or skipped, "
             "1 a rule failed, 2 usage error."

@@ -57,7 +57,9 @@ def render_json(results: Sequence[RuleResult], scheduler_name: str) -> str:
     """``{"profile", "schedulerName", "summary", "planned", "results": [...]}`` as JSON
     (for the integration profile ``schedulerName`` names the sample)."""
     doc = {
-        "profile": "integration" if results and not _planned(results) else "scheduler",
+        "profile": "integration"
+        if results and all(r.feature == "integration" for r in results)
+        else "scheduler",
         "schedulerName": scheduler_name,
         "summary": summary(results),
         "planned": _planned(results),

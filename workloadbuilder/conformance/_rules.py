@@ -31,6 +31,7 @@ FEATURES: tuple[str, ...] = (
     "composite",
     "preemption",
     "elastic",
+    "dra",
 )
 #: the profiles: ``scheduler`` (rules of the features above) and ``integration`` (feature
 #: ``integration``: the objects an integration makes for a sample)
@@ -38,7 +39,7 @@ PROFILES: tuple[str, ...] = ("scheduler", "integration")
 #: what an integration rule's ``expectSample`` step may check
 INTEGRATION_CHECKS: tuple[str, ...] = ("workload", "podGroups", "composites", "pods", "cleanedUp")
 #: features of the v1.37 scheduler profile without rules yet (nothing to run)
-PLANNED_FEATURES: tuple[str, ...] = ("dra",)
+PLANNED_FEATURES: tuple[str, ...] = ()
 #: kube-scheduler's own scheduler name: rules marked ``extension`` are skipped for it
 UPSTREAM_SCHEDULER = "default-scheduler"
 
@@ -50,6 +51,10 @@ _STEP_KINDS = frozenset(
         "pods",
         "podsRunning",
         "podDisruptionBudget",
+        "deviceClass",
+        "resourceSlice",
+        "resourceClaim",
+        "resourceClaimTemplate",
         "node",
         "patch",
         "sleep",
@@ -66,8 +71,9 @@ class Rule:
     """One rule of the suite: the scenario (nodes, steps) and what it requires.
 
     ``steps`` are plain data (see ``docs/conformance.md``): ``priorityClass``, ``podGroup``,
-    ``compositePodGroup``, ``pods``, ``podDisruptionBudget`` and ``node`` create objects
-    (builder-style shorthands), ``podsRunning`` reports pods Running and Ready as a kubelet
+    ``compositePodGroup``, ``pods``, ``podDisruptionBudget``, ``node`` and the DRA steps
+    ``deviceClass``, ``resourceSlice``, ``resourceClaim`` and ``resourceClaimTemplate`` create
+    objects (builder-style shorthands), ``podsRunning`` reports pods Running and Ready as a kubelet
     would, ``patch`` changes one, ``sleep`` waits ``seconds``, ``settle`` waits until the scheduler
     has handled everything created so far and ``expect`` is the outcome, polled until it
     holds or the deadline passes.

@@ -54,6 +54,15 @@ __all__ = [
 ]
 
 
+#: the driver of the devices the DRA rules publish (ResourceSlices without a driver running)
+DRA_DRIVER = "conformance.workloadbuilder.io"
+_RESOURCE_V1 = "resource.k8s.io/v1"
+#: the steps of the DRA rules (a rule with one also cleans up its claims)
+_DRA_STEPS = frozenset({"deviceClass", "resourceSlice", "resourceClaim", "resourceClaimTemplate"})
+#: cluster-scoped kinds the runner creates and removes by name (and by label afterwards)
+_CLUSTER_KINDS = ("PriorityClass", "DeviceClass", "ResourceSlice")
+
+
 def _toleration(key: str, value: str) -> dict[str, Any]:
     return {"key": key, "operator": "Equal", "value": value, "effect": "NoSchedule"}
 
@@ -71,6 +80,10 @@ class _Scenario:
         self.namespace = f"wbc-{runner.run_id}-{index}"
         self.nodes: dict[str, dict[str, str]] = {}  # full name -> labels
         self.priority_classes: list[str] = []
+        #: DeviceClasses and ResourceSlices created (kind, name), removed at the end
+        self.cluster_objects: list[tuple[str, str]] = []
+        #: pool name -> (the Node it is local to, or the labels its nodeSelector requires)
+        self.pools: dict[str, tuple[str | None, dict[str, str]]] = {}
         self.deadline = 0.0
         self.witnesses = 0
 
@@ -147,6 +160,10 @@ class _Scenario:
                 pg.disruption_mode(str(spec["disruptionMode"]))
             if spec.get("preemptionPolicy"):
                 pg.preemption_policy(str(spec["preemptionPolicy"]))
+            for entry, claim in (spec.get("claims") or {}).items():
+                pg.resource_claim(str(entry), claim=str(claim))
+            for entry, template in (spec.get("templates") or {}).items():
+                pg.resource_claim(str(entry), template=str(template))
             return [self._mark(pg.obj())]
         if kind == "compositePodGroup":
             cpg = make_composite_pod_group(str(spec["name"]), self.namespace)
@@ -179,6 +196,10 @@ class _Scenario:
                     pod.labels({str(k): str(v) for k, v in spec["labels"].items()})
                 pod.request("cpu", str(spec.get("cpu", "1")))
                 pod.request("memory", str(spec.get("memory", "1Gi")))
+                for entry, claim in (spec.get("claims") or {}).items():
+                    pod.pod_resource_claim(str(entry), claim=str(claim))
+                for entry, template in (spec.get("templates") or {}).items():
+                    pod.pod_resource_claim(str(entry), template=str(template))
                 obj = pod.obj()
                 # no kubelet: a deleted pod (a preemption victim) must go at once
                 obj["spec"]["terminationGracePeriodSeconds"] = 0
@@ -195,7 +216,81 @@ class _Scenario:
                 "spec": {"minAvailable": spec.get("minAvailable", 0), "selector": selector},
             }
             return [self._mark(pdb)]
+        if kind in ("deviceClass", "resourceSlice", "resourceClaim", "resourceClaimTemplate"):
+            return [self._dra_object(kind, spec)]
         return []
+
+    def _dra_object(self, kind: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+        """A DeviceClass or ResourceSlice (cluster-scoped: named ``<namespace>-<name>``), or
+        a ResourceClaim / ResourceClaimTemplate (in the rule's namespace)."""
+        name = str(spec["name"])
+        if kind == "deviceClass":
+            selector = {"cel": {"expression": f'device.driver == "{DRA_DRIVER}"'}}
+            return self._mark(
+                {
+                    "apiVersion": _RESOURCE_V1,
+                    "kind": "DeviceClass",
+                    "metadata": {"name": self.node_name(name)},
+                    "spec": {"selectors": [selector]},
+                },
+                namespaced=False,
+            )
+        if kind == "resourceSlice":
+            full = self.node_name(name)
+            where: dict[str, Any]
+            if spec.get("node"):
+                node = self.node_name(str(spec["node"]))
+                where = {"nodeName": node}
+                self.pools[full] = (node, {})
+            else:
+                # never a real Node: the run's label is required as well
+                labels = {str(k): str(v) for k, v in (spec.get("nodeLabels") or {}).items()}
+                exprs = [
+                    {"key": k, "operator": "In", "values": [v]}
+                    for k, v in {RUN_LABEL: self.runner.run_id, **labels}.items()
+                ]
+                where = {"nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": exprs}]}}
+                self.pools[full] = (None, labels)
+            devices = [{"name": f"dev-{i}"} for i in range(int(spec.get("devices", 1)))]
+            return self._mark(
+                {
+                    "apiVersion": _RESOURCE_V1,
+                    "kind": "ResourceSlice",
+                    "metadata": {"name": full},
+                    "spec": {
+                        "driver": DRA_DRIVER,
+                        "pool": {"name": full, "generation": 1, "resourceSliceCount": 1},
+                        **where,
+                        "devices": devices,
+                    },
+                },
+                namespaced=False,
+            )
+        request = {
+            "name": str(spec.get("request", "dev")),
+            "exactly": {
+                "deviceClassName": self.node_name(str(spec["deviceClass"])),
+                "count": int(spec.get("count", 1)),
+            },
+        }
+        claim_spec = {"devices": {"requests": [request]}}
+        if kind == "resourceClaim":
+            return self._mark(
+                {
+                    "apiVersion": _RESOURCE_V1,
+                    "kind": "ResourceClaim",
+                    "metadata": {"name": name},
+                    "spec": claim_spec,
+                }
+            )
+        return self._mark(
+            {
+                "apiVersion": _RESOURCE_V1,
+                "kind": "ResourceClaimTemplate",
+                "metadata": {"name": name},
+                "spec": {"spec": claim_spec},
+            }
+        )
 
     def witness_objects(self, n: int) -> list[dict[str, Any]]:
         """The ``n``-th ``settle``'s witness: a basic PodGroup of one pod that only the
@@ -285,6 +380,8 @@ class _Scenario:
                 for obj in self.step_objects(kind, spec):
                     if obj["kind"] == "PriorityClass":
                         self.priority_classes.append(obj["metadata"]["name"])
+                    elif obj["kind"] in _CLUSTER_KINDS:
+                        self.cluster_objects.append((obj["kind"], obj["metadata"]["name"]))
                     await self._create(obj)
                 if kind == "podDisruptionBudget":
                     await self.budget_counted(spec)
@@ -437,6 +534,99 @@ class _Scenario:
             cpg = to_dict(await self.cluster.get("CompositePodGroup", name, self.namespace))
             cond = _condition(cpg, "CompositePodGroupInitiallyScheduled")
             out += _condition_mismatch(f"CompositePodGroup {name}", cond, cpg, want)
+        if "claims" in spec or "claimCount" in spec:
+            out += await self._claim_mismatches(spec, pods)
+        return out
+
+    async def _claim_mismatches(
+        self, spec: Mapping[str, Any], pods: Mapping[str, dict[str, Any]]
+    ) -> list[str]:
+        """``claims``: per claim (``pod/<pod>/<entry>``, ``podGroup/<group>/<entry>`` or a
+        claim's name) ``allocated``, ``devices`` (how many), ``reservedFor``
+        (``[<apiGroup>/]<resource>/<name>`` each) and ``onNodeOf`` (every device reachable from that
+        pod's Node); ``claimCount``: how many ResourceClaims the namespace has."""
+        out: list[str] = []
+        claims = {
+            str(c["metadata"]["name"]): c
+            for c in map(to_dict, (await self.cluster.list("ResourceClaim", self.namespace)).items)
+        }
+        if "claimCount" in spec and len(claims) != int(spec["claimCount"]):
+            out.append(f"{len(claims)} ResourceClaims {sorted(claims)}, want {spec['claimCount']}")
+        for key, want in (spec.get("claims") or {}).items():
+            name = await self._claim_name(str(key), pods)
+            if name is None or name not in claims:
+                out.append(f"claim {key}: no ResourceClaim (yet)")
+                continue
+            out += self._one_claim_mismatches(f"claim {key} ({name})", claims[name], want, pods)
+        return out
+
+    async def _claim_name(self, key: str, pods: Mapping[str, dict[str, Any]]) -> str | None:
+        """The ResourceClaim ``key`` means: named in the entry, or the generated one recorded
+        in the owner's ``status.resourceClaimStatuses``."""
+        parts = key.split("/")
+        if len(parts) != 3 or parts[0] not in ("pod", "podGroup"):
+            return key
+        kind, owner, entry = parts
+        if kind == "pod":
+            if owner not in pods:
+                return None
+            obj = pods[owner]
+            entries = obj["spec"].get("resourceClaims") or ()
+        else:
+            try:
+                obj = to_dict(await self.cluster.get("PodGroup", owner, self.namespace))
+            except NotFound:
+                return None
+            entries = obj["spec"].get("resourceClaims") or ()
+        for e in entries:
+            if e.get("name") == entry and e.get("resourceClaimName"):
+                return str(e["resourceClaimName"])
+        for st in (obj.get("status") or {}).get("resourceClaimStatuses") or ():
+            if st.get("name") == entry and st.get("resourceClaimName"):
+                return str(st["resourceClaimName"])
+        return None
+
+    def _one_claim_mismatches(
+        self,
+        what: str,
+        claim: Mapping[str, Any],
+        want: Mapping[str, Any],
+        pods: Mapping[str, dict[str, Any]],
+    ) -> list[str]:
+        out: list[str] = []
+        status = claim.get("status") or {}
+        allocation = status.get("allocation") or {}
+        results = (allocation.get("devices") or {}).get("results") or ()
+        if "allocated" in want and bool(allocation) != bool(want["allocated"]):
+            out.append(f"{what}: allocated={bool(allocation)}, want {bool(want['allocated'])}")
+        if "devices" in want and len(results) != int(want["devices"]):
+            out.append(f"{what}: {len(results)} devices allocated, want {want['devices']}")
+        if "reservedFor" in want:
+            got = sorted(
+                "/".join(x for x in (r.get("apiGroup"), r.get("resource"), r.get("name")) if x)
+                for r in status.get("reservedFor") or ()
+            )
+            exp = sorted(map(str, want["reservedFor"]))
+            if got != exp:
+                out.append(f"{what}: reservedFor {got}, want {exp}")
+        if want.get("onNodeOf"):
+            pod = str(want["onNodeOf"])
+            node = (pods.get(pod) or {}).get("spec", {}).get("nodeName")
+            if not node:
+                out.append(f"{what}: pod {pod} is not bound")
+            for r in results:
+                local, labels = self.pools.get(str(r.get("pool")), (None, None))
+                reached = (
+                    (local == node)
+                    if local
+                    else labels is not None
+                    and all(self.nodes.get(str(node), {}).get(k) == v for k, v in labels.items())
+                )
+                if node and not reached:
+                    out.append(
+                        f"{what}: device {r.get('pool')}/{r.get('device')} is not on "
+                        f"{pod}'s Node {node}"
+                    )
         return out
 
     async def _group_mismatches(
@@ -663,7 +853,10 @@ class ConformanceRunner:
                     await self.cluster.delete(
                         "Pod", pod["metadata"]["name"], ns, grace_period_seconds=0
                     )
-            for kind in ("PodGroup", "CompositePodGroup", "PodDisruptionBudget"):
+            kinds = ["PodGroup", "CompositePodGroup", "PodDisruptionBudget"]
+            if any(k in _DRA_STEPS for s in scenario.rule.steps for k in s):
+                kinds += ["ResourceClaim", "ResourceClaimTemplate"]
+            for kind in kinds:
                 for obj in map(to_dict, (await self.cluster.list(kind, ns)).items):
                     with contextlib.suppress(NotFound):
                         await self.cluster.delete(kind, obj["metadata"]["name"], ns)
@@ -673,18 +866,28 @@ class ConformanceRunner:
         for pc in scenario.priority_classes:
             with contextlib.suppress(WorkloadBuilderError):
                 await self.cluster.delete("PriorityClass", pc)
+        for kind, name in reversed(scenario.cluster_objects):
+            with contextlib.suppress(WorkloadBuilderError):
+                await self.cluster.delete(kind, name)
         with contextlib.suppress(WorkloadBuilderError):
             await self.cluster.delete("Namespace", ns)
 
 
 async def remove_leftovers(cluster: Cluster, run_id: str | None = None) -> list[str]:
     """Delete what an interrupted run left behind: the namespaces, Nodes and PriorityClasses
-    labelled ``RUN_LABEL`` (``=run_id`` when given, else any run). Returns ``Kind/name`` of
-    each one deleted. A namespace takes its pods and groups with it."""
+    labelled ``RUN_LABEL`` (``=run_id`` when given, else any run), and the DeviceClasses and
+    ResourceSlices of the DRA rules (on a cluster that serves them). Returns ``Kind/name`` of
+    each one deleted. A namespace takes its pods, groups and claims with it."""
     selector = RUN_LABEL if run_id is None else f"{RUN_LABEL}={run_id}"
     gone: list[str] = []
-    for kind in ("Namespace", "Node", "PriorityClass"):
-        for obj in map(to_dict, (await cluster.list(kind, label_selector=selector)).items):
+    for kind in ("Namespace", "Node", *_CLUSTER_KINDS):
+        try:
+            found = (await cluster.list(kind, label_selector=selector)).items
+        except NotFound:  # resource.k8s.io not served: nothing of the DRA rules to remove
+            if kind in ("DeviceClass", "ResourceSlice"):
+                continue
+            raise
+        for obj in map(to_dict, found):
             meta = obj.get("metadata") or {}
             if kind == "Namespace" and meta.get("deletionTimestamp"):
                 continue
