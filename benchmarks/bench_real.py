@@ -63,7 +63,6 @@ import os
 import platform
 import random
 import signal
-import ssl
 import subprocess
 import sys
 import time
@@ -76,7 +75,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workloadbuilder.testing import ControlPlane
+from workloadbuilder.testing import AsyncRestClient, ControlPlane
 from workloadbuilder.testing.builders import make_node, make_pod, make_pod_group
 
 CONTENDERS = ("upstream", "ours", "ceiling")
@@ -94,59 +93,11 @@ _CLK = os.sysconf("SC_CLK_TCK")
 # ---------------------------------------------------------------------- HTTP
 
 
-class Api:
-    """A minimal aiohttp client for the admin kubeconfig (no environment lookups)."""
+class Api(AsyncRestClient):
+    """The benchmark's admin client: no environment lookups, no retries."""
 
     def __init__(self, kubeconfig: Path, limit: int = 64) -> None:
-        doc = yaml.safe_load(kubeconfig.read_text())
-        cluster = doc["clusters"][0]["cluster"]
-        user = doc["users"][0]["user"]
-        self.server = str(cluster["server"]).rstrip("/")
-        ctx = ssl.create_default_context(cafile=cluster["certificate-authority"])
-        ctx.load_cert_chain(user["client-certificate"], user["client-key"])
-        self._ctx = ctx
-        self._limit = limit
-        self._session: aiohttp.ClientSession | None = None
-
-    async def __aenter__(self) -> Api:
-        self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=self._limit, ssl=self._ctx),
-            trust_env=False,
-            read_bufsize=2**21,
-        )
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self._session is not None:
-            await self._session.close()
-
-    @property
-    def session(self) -> aiohttp.ClientSession:
-        assert self._session is not None
-        return self._session
-
-    async def call(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        *,
-        content_type: str = "application/json",
-        ok: tuple[int, ...] = (200, 201, 202),
-    ) -> dict[str, Any]:
-        """One request; raise on a status outside ``ok``."""
-        data = None if body is None else json.dumps(body).encode()
-        async with self.session.request(
-            method,
-            self.server + path,
-            data=data,
-            headers={"Content-Type": content_type, "Accept": "application/json"},
-            timeout=aiohttp.ClientTimeout(total=60),
-        ) as resp:
-            raw = await resp.read()
-            if resp.status not in ok:
-                raise RuntimeError(f"{method} {path}: {resp.status} {raw[:300]!r}")
-            return json.loads(raw) if raw else {}
+        super().__init__(kubeconfig, limit=limit)
 
 
 async def _bounded(n: int, jobs: list[Callable[[], Any]]) -> None:

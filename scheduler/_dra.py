@@ -86,7 +86,7 @@ _SUPPORTED_EXACT = {
 }
 
 
-def _match_expr(expr: Mapping[str, Any], value: str | None) -> bool:
+def _match_expression(expr: Mapping[str, Any], value: str | None) -> bool:
     op = expr.get("operator")
     values = [str(v) for v in expr.get("values") or ()]
     if op == "In":
@@ -113,13 +113,19 @@ def node_selector_matches(
     ANDed) against a node; None matches every node."""
     if selector is None:
         return True
-    for term in selector.get("nodeSelectorTerms") or ():
+    return terms_match(selector.get("nodeSelectorTerms") or (), name, labels)
+
+
+def terms_match(terms: Iterable[Mapping[str, Any]], name: str, labels: Mapping[str, str]) -> bool:
+    """Node selector terms (ORed; expressions and ``metadata.name`` fields ANDed; an empty term
+    matches nothing) against a node: required node affinity and device node selectors."""
+    for term in terms:
         exprs = term.get("matchExpressions") or ()
         fields = term.get("matchFields") or ()
         if not exprs and not fields:
             continue
-        if all(_match_expr(e, labels.get(str(e.get("key")))) for e in exprs) and all(
-            _match_expr(f, name if f.get("key") == "metadata.name" else None) for f in fields
+        if all(_match_expression(e, labels.get(str(e.get("key")))) for e in exprs) and all(
+            _match_expression(f, name if f.get("key") == "metadata.name" else None) for f in fields
         ):
             return True
     return False

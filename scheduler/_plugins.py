@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from scheduler._dra import DynamicResources
+from scheduler._dra import DynamicResources, terms_match
 from scheduler._framework import Framework
 from scheduler._interface import (
     SUCCESS,
@@ -259,26 +259,6 @@ class NodeUnschedulable:
         return [("node(s) were unschedulable", "are unschedulable (cordoned)", n)]
 
 
-def _match_expression(expr: Mapping[str, Any], value: str | None) -> bool:
-    op = expr.get("operator")
-    values = [str(v) for v in expr.get("values") or ()]
-    if op == "In":
-        return value is not None and value in values
-    if op == "NotIn":
-        return value is None or value not in values
-    if op == "Exists":
-        return value is not None
-    if op == "DoesNotExist":
-        return value is None
-    if op in ("Gt", "Lt") and value is not None and values:
-        try:
-            lhs, rhs = int(value), int(values[0])
-        except ValueError:
-            return False
-        return lhs > rhs if op == "Gt" else lhs < rhs
-    return False
-
-
 def node_matches_affinity(req: PodRequirements, labels: Mapping[str, str], name: str) -> bool:
     """``nodeSelector`` and required node affinity (terms ORed, expressions ANDed)."""
     for k, v in req.node_selector:
@@ -287,16 +267,7 @@ def node_matches_affinity(req: PodRequirements, labels: Mapping[str, str], name:
     terms = req.affinity_terms()
     if not terms:
         return True
-    for term in terms:
-        exprs = term.get("matchExpressions") or ()
-        fields = term.get("matchFields") or ()
-        if not exprs and not fields:
-            continue  # an empty term matches nothing
-        if all(_match_expression(e, labels.get(str(e.get("key")))) for e in exprs) and all(
-            _match_expression(f, name if f.get("key") == "metadata.name" else None) for f in fields
-        ):
-            return True
-    return False
+    return terms_match(terms, name, labels)
 
 
 class NodeAffinity:

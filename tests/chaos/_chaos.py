@@ -27,7 +27,6 @@ import os
 import random
 import signal
 import socket
-import ssl
 import subprocess
 import sys
 import time
@@ -38,8 +37,8 @@ from typing import Any
 
 import aiohttp
 import attrs
-import yaml
 
+from workloadbuilder.testing import AsyncRestClient
 from workloadbuilder.testing.builders import make_node, make_pod, make_pod_group
 
 __all__ = [
@@ -88,71 +87,12 @@ def scale() -> str:
 # ---------------------------------------------------------------------- HTTP
 
 
-class Api:
-    """A small aiohttp JSON client for the admin kubeconfig (client certificate)."""
+class Api(AsyncRestClient):
+    """The admin client of the fault tests: connection errors and 429/5xx are retried, 30
+    times 0.5 s apart (bounded: the API server may be restarting)."""
 
     def __init__(self, kubeconfig: Path, limit: int = 32) -> None:
-        doc = yaml.safe_load(Path(kubeconfig).read_text())
-        cluster = doc["clusters"][0]["cluster"]
-        user = doc["users"][0]["user"]
-        self.server = str(cluster["server"]).rstrip("/")
-        ctx = ssl.create_default_context(cafile=cluster["certificate-authority"])
-        ctx.load_cert_chain(user["client-certificate"], user["client-key"])
-        self._ctx = ctx
-        self._limit = limit
-        self._session: aiohttp.ClientSession | None = None
-
-    async def __aenter__(self) -> Api:
-        self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=self._limit, ssl=self._ctx),
-            trust_env=False,
-            read_bufsize=2**21,
-        )
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self._session is not None:
-            await self._session.close()
-
-    @property
-    def session(self) -> aiohttp.ClientSession:
-        """The open session."""
-        assert self._session is not None
-        return self._session
-
-    async def call(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        *,
-        content_type: str = "application/json",
-        ok: tuple[int, ...] = (200, 201, 202),
-        attempts: int = 30,
-    ) -> dict[str, Any]:
-        """One request; connection errors and 5xx/429 are retried (bounded: the API server
-        may be restarting); raise on another status outside ``ok``."""
-        data = None if body is None else json.dumps(body).encode()
-        last = ""
-        for _ in range(attempts):
-            try:
-                async with self.session.request(
-                    method,
-                    self.server + path,
-                    data=data,
-                    headers={"Content-Type": content_type, "Accept": "application/json"},
-                    timeout=aiohttp.ClientTimeout(total=30),
-                ) as resp:
-                    raw = await resp.read()
-                    if resp.status in ok:
-                        return json.loads(raw) if raw else {}
-                    if resp.status not in (429, 500, 502, 503, 504):
-                        raise RuntimeError(f"{method} {path}: {resp.status} {raw[:300]!r}")
-                    last = f"{resp.status}"
-            except (aiohttp.ClientError, TimeoutError, ConnectionError) as e:
-                last = repr(e)
-            await asyncio.sleep(0.5)
-        raise RuntimeError(f"{method} {path}: gave up after {attempts} attempts ({last})")
+        super().__init__(kubeconfig, limit=limit, attempts=30, timeout=30.0)
 
 
 async def bounded(n: int, jobs: Iterable[Callable[[], Awaitable[Any]]]) -> None:

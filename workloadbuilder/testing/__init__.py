@@ -54,6 +54,7 @@ from workloadbuilder.testing.builders import (
 )
 
 if TYPE_CHECKING:
+    from workloadbuilder.testing._aiorest import AsyncRestClient
     from workloadbuilder.testing._binaries import (
         BIN_DIR_ENV,
         K8S_VERSION,
@@ -88,6 +89,7 @@ _LAZY: dict[str, str] = {
     "ControlPlane": "workloadbuilder.testing._controlplane",
     "Response": "workloadbuilder.testing._rest",
     "RestClient": "workloadbuilder.testing._rest",
+    "AsyncRestClient": "workloadbuilder.testing._aiorest",
     "collection_path": "workloadbuilder.testing._util",
     "object_path": "workloadbuilder.testing._util",
     "wait_for": "workloadbuilder.testing._util",
@@ -102,6 +104,7 @@ __all__ = [
     "PAUSE_IMAGE",
     "RUNTIME_CONFIG",
     "WAS_FEATURE_GATES",
+    "AsyncRestClient",
     "BinariesNotFoundError",
     "CompositePodGroupBuilder",
     "CompositePodGroupTemplateBuilder",
