@@ -179,7 +179,9 @@ async def run_real(args: argparse.Namespace) -> dict[str, Any]:
     samples: list[dict[str, float]] = []
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    async with ControlPlane() as plane:
+    # the PodGroup protection controller removes the finalizer of deleted PodGroups; without
+    # it every deleted PodGroup stays (terminating) and the scheduler rightly keeps it
+    async with ControlPlane(with_controller_manager=True) as plane:
         ns = plane.create_namespace("soak-")
         scheduler = f"soak-{ns}"
         async with Api(plane.kubeconfig) as api:

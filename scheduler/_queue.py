@@ -165,6 +165,32 @@ class SchedulingQueue:
             return
         del self.entities[key]
         e.version += 1
+        self._compact()
+
+    def _compact(self) -> None:
+        """Rebuild the heaps without their stale entries once those outnumber the live
+        entities: an entry goes stale when its entity moves on or is removed, and without
+        this the unschedulable pool's entries of deleted groups stayed until the
+        ``max_in_unschedulable`` flush reached them (and ``_active`` / ``_backoff`` until
+        popped), so the heaps grew with the churn rate. Amortised O(1) per removal."""
+        limit = 2 * len(self.entities) + 64
+        ents = self.entities
+
+        def live(version: int, key: EntityKey, state: str) -> bool:
+            e = ents.get(key)
+            return e is not None and e.version == version and e.state == state
+
+        if len(self._unschedulable) > limit:
+            self._unschedulable = [
+                t for t in self._unschedulable if live(t[2], t[3], "unschedulable")
+            ]
+            heapq.heapify(self._unschedulable)
+        if len(self._backoff) > limit:
+            self._backoff = [t for t in self._backoff if live(t[2], t[3], "backoff")]
+            heapq.heapify(self._backoff)
+        if len(self._active) > limit:
+            self._active = [t for t in self._active if live(t[3], t[4], "active")]
+            heapq.heapify(self._active)
 
     def move(self, key: EntityKey) -> bool:
         """A relevant event for one entity: leave the unschedulable pool."""
@@ -261,6 +287,7 @@ class SchedulingQueue:
         if e.removed:
             self.entities.pop(e.key, None)
             e.version += 1
+            self._compact()
             return
         if e.state != "inflight":
             return
