@@ -3,14 +3,13 @@ on a real API server, and a Cluster that records the rules each call needs."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import yaml
 
-from workloadbuilder.cluster import ClusterProxy, KubeCluster, ResourceInfo, WatchEvent
-from workloadbuilder.errors import Forbidden
+from controlplane._recording import RecordingCluster, Rule, rules_granted
+from workloadbuilder.cluster import KubeCluster
 from workloadbuilder.testing import ControlPlane
 
 __all__ = [
@@ -24,8 +23,6 @@ __all__ = [
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "conformance"
 RUNNER_USER = "conformance-runner"
-T = TypeVar("T")
-Rule = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
 
 
 #: the rules only the integration profile uses (Workloads, the sample kinds)
@@ -80,40 +77,7 @@ def _docs() -> list[dict[str, Any]]:
 
 def granted() -> set[Rule]:
     """Every (group, resource, verb) the ClusterRole grants."""
-    role = _docs()[0]
-    return {
-        (g, r, v)
-        for rule in role["rules"]
-        for g in rule["apiGroups"]
-        for r in rule["resources"]
-        for v in rule["verbs"]
-    }
-
-
-class RecordingCluster(ClusterProxy):
-    """Forwards to a real cluster; records the rule each call needs and every Forbidden."""
-
-    def __init__(self, inner: KubeCluster) -> None:
-        super().__init__(inner)
-        self.used: set[Rule] = set()
-        self.forbidden: list[str] = []
-
-    async def around(
-        self, verb: str, info: ResourceInfo, subresource: str | None, call: Awaitable[T]
-    ) -> T:
-        self.used.add((info.group, info.plural + (f"/{subresource}" if subresource else ""), verb))
-        try:
-            return await call
-        except Forbidden as e:
-            self.forbidden.append(str(e))
-            raise
-
-    async def around_watch(
-        self, info: ResourceInfo, stream: AsyncIterator[WatchEvent]
-    ) -> AsyncIterator[WatchEvent]:
-        self.used.add((info.group, info.plural, "watch"))
-        async for event in stream:
-            yield event
+    return rules_granted(_docs()[0]["rules"])
 
 
 def restricted_runner(plane: ControlPlane) -> RecordingCluster:

@@ -26,19 +26,20 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import yaml
 
+from controlplane._recording import RecordingCluster, rules_granted
 from integrations import rules_for
 from integrations.cli import detect_native_job_integration, run_integrations
 from integrations.job import SCHEDULING_ANNOTATION
 from integrations.rbac import LEADER_ELECTION_RULES
 from workloadbuilder.api import PodGroup
-from workloadbuilder.cluster import ClusterProxy, KubeCluster, ResourceInfo, WatchEvent
+from workloadbuilder.cluster import KubeCluster
 from workloadbuilder.errors import Forbidden
 from workloadbuilder.runtime import LeaderElector
 from workloadbuilder.testing import (
@@ -55,8 +56,6 @@ pytestmark = pytest.mark.controlplane
 DEPLOY = Path(__file__).resolve().parents[2] / "examples" / "deploy" / "integrations"
 NS = "workloadbuilder-system"
 SA = "workloadbuilder-integrations"
-T = TypeVar("T")
-Rule = tuple[str, str, str]
 
 _PATHS = {
     "Namespace": "/api/v1/namespaces",
@@ -81,42 +80,6 @@ def _manifests() -> list[dict[str, Any]]:
     return docs
 
 
-def _granted(rules: list[dict[str, Any]]) -> set[Rule]:
-    return {
-        (g, r, v)
-        for rule in rules
-        for g in rule["apiGroups"]
-        for r in rule["resources"]
-        for v in rule["verbs"]
-    }
-
-
-class Recording(ClusterProxy):
-    """Records the (group, resource, verb) of every call and every Forbidden."""
-
-    def __init__(self, inner: KubeCluster) -> None:
-        super().__init__(inner)
-        self.used: set[Rule] = set()
-        self.forbidden: list[str] = []
-
-    async def around(
-        self, verb: str, info: ResourceInfo, subresource: str | None, call: Awaitable[T]
-    ) -> T:
-        self.used.add((info.group, info.plural + (f"/{subresource}" if subresource else ""), verb))
-        try:
-            return await call
-        except Forbidden as e:
-            self.forbidden.append(str(e))
-            raise
-
-    async def around_watch(
-        self, info: ResourceInfo, stream: AsyncIterator[WatchEvent]
-    ) -> AsyncIterator[WatchEvent]:
-        self.used.add((info.group, info.plural, "watch"))
-        async for event in stream:
-            yield event
-
-
 async def _until(check: Callable[[], Awaitable[bool]], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not await check():
@@ -126,7 +89,7 @@ async def _until(check: Callable[[], Awaitable[bool]], timeout: float = 60.0) ->
 
 def test_clusterrole_matches_the_code() -> None:
     (role,) = [d for d in _manifests() if d["kind"] == "ClusterRole"]
-    assert _granted(role["rules"]) == _granted(rules_for(["job", "jobset", "lws"]))
+    assert rules_granted(role["rules"]) == rules_granted(rules_for(["job", "jobset", "lws"]))
     (lease_role,) = [d for d in _manifests() if d["kind"] == "Role"]
     assert {v for r in lease_role["rules"] for v in r["verbs"]} == {
         v for r in LEADER_ELECTION_RULES for v in r["verbs"]
@@ -158,7 +121,7 @@ async def test_rbac_is_sufficient_and_minimal(
     kubeconfig = sa_kubeconfig
     ns = control_plane.create_namespace("deploy-int-")
     admin = KubeCluster.from_kubeconfig(control_plane.kubeconfig)
-    rec = Recording(KubeCluster.from_kubeconfig(kubeconfig))
+    rec = RecordingCluster(KubeCluster.from_kubeconfig(kubeconfig))
     try:
         assert await detect_native_job_integration(rec, ns) is True
         stop = asyncio.Event()
@@ -220,7 +183,7 @@ async def test_rbac_is_sufficient_and_minimal(
     finally:
         await admin.close()
     assert rec.forbidden == []
-    granted = _granted(rules_for(["job", "jobset", "lws"])) | {
+    granted = rules_granted(rules_for(["job", "jobset", "lws"])) | {
         ("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")
     }
     assert rec.used <= granted, rec.used - granted

@@ -1,0 +1,52 @@
+"""RBAC checks shared by the deploy tests: the rules a ClusterRole grants, and a cluster proxy
+that records the rule every call needs and every Forbidden answer."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
+from typing import Any, TypeVar
+
+from workloadbuilder.cluster import ClusterProxy, KubeCluster, ResourceInfo, WatchEvent
+from workloadbuilder.errors import Forbidden
+
+__all__ = ["RecordingCluster", "Rule", "rules_granted"]
+
+T = TypeVar("T")
+Rule = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
+
+
+def rules_granted(rules: Iterable[Mapping[str, Any]]) -> set[Rule]:
+    """Every (group, resource, verb) that RBAC policy rules grant."""
+    return {
+        (g, r, v)
+        for rule in rules
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
+    }
+
+
+class RecordingCluster(ClusterProxy):
+    """Forwards to a real cluster; records the rule each call needs and every Forbidden."""
+
+    def __init__(self, inner: KubeCluster) -> None:
+        super().__init__(inner)
+        self.used: set[Rule] = set()
+        self.forbidden: list[str] = []
+
+    async def around(
+        self, verb: str, info: ResourceInfo, subresource: str | None, call: Awaitable[T]
+    ) -> T:
+        self.used.add((info.group, info.plural + (f"/{subresource}" if subresource else ""), verb))
+        try:
+            return await call
+        except Forbidden as e:
+            self.forbidden.append(str(e))
+            raise
+
+    async def around_watch(
+        self, info: ResourceInfo, stream: AsyncIterator[WatchEvent]
+    ) -> AsyncIterator[WatchEvent]:
+        self.used.add((info.group, info.plural, "watch"))
+        async for event in stream:
+            yield event
