@@ -445,6 +445,27 @@ def test_cli_integration_profile_usage(capsys: pytest.CaptureFixture[str]) -> No
     assert patch["patch"] == {"spec": {"replicas": 3}} and patch["target"]["kind"] == (
         "LeaderWorkerSet"
     )
+    rc = main(
+        [
+            "conformance",
+            "run",
+            "--profile",
+            "integration",
+            "--integration-sample",
+            "jobset",
+            "--stand-in-jobs",
+            "--dry-run",
+        ]
+    )
+    out = capsys.readouterr().out
+    block = out.split("# rule integration/child-jobs")[1].split("# rule")[0]
+    jobs = [d for d in yaml.safe_load_all(block) if d and d["kind"] == "Job"]
+    assert [j["metadata"]["name"] for j in jobs] == ["train-workers-0", "train-workers-1"]
+    assert all(j["metadata"]["annotations"]["scheduling.k8s.io/group-template-name"] for j in jobs)
+    assert "kind: Pod\n" not in block  # --stand-in-jobs alone: the Job controller makes pods
+    delegated = out.split("# rule integration/delegated-child")[1].split("# rule")[0]
+    assert "(skipped: the sample is a JobSet" in out.split("# rule integration/delegated-child")[1]
+    assert "kind: ConfigMap" in delegated
 
 
 def test_cli_integration_profile_runs(
