@@ -239,9 +239,10 @@ class SampleScenario:
         return [parent, workload]
 
     def plan(self) -> list[_Obj]:
-        """What this rule creates and changes: the namespace, the sample, its stand-in pods
-        (with ``standin_pods``), and for a resizing rule the patch (a ``Patch`` document:
-        ``patchType``, ``target``, ``patch``) and the stand-in pods after it."""
+        """What this rule creates and changes: the namespace, the parent (``createParent``),
+        the sample, its stand-in child Jobs (``standin_jobs``) and pods (``standin_pods``),
+        and for a resizing rule the patch (a ``Patch`` document: ``patchType``, ``target``,
+        ``patch``) and the stand-in pods after it."""
         sample = self.sample_object()
         out = [self.namespace_object()]
         if any("createParent" in step for step in self.rule.steps):
