@@ -18,6 +18,7 @@ the shared plane.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Iterator
 from typing import Any
@@ -31,7 +32,7 @@ from workloadbuilder.cluster import KubeCluster
 from workloadbuilder.kinds import plan_job
 from workloadbuilder.naming import pod_group_name
 from workloadbuilder.runtime import EVENT_FAILED_WORKLOAD_CREATE, Reconciler
-from workloadbuilder.testing import ControlPlane, RestClient, wait_for
+from workloadbuilder.testing import ControlPlane, ControlPlaneError, RestClient, wait_for
 from workloadbuilder.testing.builders import make_job
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.controllermanager]
@@ -321,3 +322,14 @@ async def test_our_job_integration_does_the_same(control_plane: ControlPlane) ->
         finally:
             await rec.stop()
             await cluster.close()
+
+
+def test_start_controller_manager_needs_a_deferred_plane(
+    control_plane: ControlPlane, deferred_kcm: ControlPlane
+) -> None:
+    with pytest.raises(ControlPlaneError, match="defer_controller_manager=True"):
+        control_plane.start_controller_manager()
+    with contextlib.suppress(ControlPlaneError):  # started by the test above, or now
+        deferred_kcm.start_controller_manager()
+    with pytest.raises(ControlPlaneError, match="already running"):
+        deferred_kcm.start_controller_manager()
