@@ -320,7 +320,8 @@ class Reconciler:
 
     def _leftovers(self, key: str) -> list[KubeObject]:
         """What the gone owner ``key`` leaves behind: the objects it controls, the objects it
-        was seen to control that have no controller any more (orphaned), the Workloads whose
+        was seen to control that have no controller any more (orphaned), and -- for an
+        integration that adopts ownerless objects -- the Workloads whose
         ``spec.controllerRef`` names it and have no controller, and their uncontrolled
         groups."""
         ns, _, name = key.partition("/")
