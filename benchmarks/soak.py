@@ -48,6 +48,20 @@ def rss_mib(pid: int | str = "self") -> float:
     return 0.0
 
 
+def cpu_seconds(pid: int | str = "self") -> float:
+    """User + system CPU seconds of a process so far (``/proc/<pid>/stat``)."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def load1() -> float:
+    """The machine's one-minute load average: the soak shares the machine, and a time per
+    cycle (wall clock) rises with it while CPU seconds per pod do not."""
+    return float(Path("/proc/loadavg").read_text().split()[0])
+
+
 # ---------------------------------------------------------------------- the trace
 
 
@@ -199,6 +213,7 @@ async def run_real(args: argparse.Namespace) -> dict[str, Any]:
             end = t0 + 60 * args.minutes
             next_sample = t0
             prev = (0.0, 0.0)
+            prev_cpu = (cpu_seconds(proc.pid), 0)
             i = 0
             opts = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
             try:
@@ -250,12 +265,18 @@ async def run_real(args: argparse.Namespace) -> dict[str, Any]:
                         d_count = s_count - prev[1]
                         mean_ms = 1000 * (s_sum - prev[0]) / d_count if d_count else 0.0
                         prev = (s_sum, s_count)
+                        cpu = cpu_seconds(proc.pid)
+                        d_pods = created - prev_cpu[1]
+                        cpu_ms_pod = 1000 * (cpu - prev_cpu[0]) / d_pods if d_pods else 0.0
+                        prev_cpu = (cpu, created)
                         samples.append(
                             {
                                 "wall_s": round(now - t0, 1),
                                 "rss_mib": round(rss_mib(proc.pid), 1),
                                 "cycle_ms": round(mean_ms, 3),
                                 "cycles": d_count,
+                                "cpu_ms_per_pod": round(cpu_ms_pod, 3),
+                                "load1": load1(),
                                 "pods_created": created,
                                 "pods_finished": deleted,
                             }
@@ -290,13 +311,29 @@ def picture(report: dict[str, Any], path: Path) -> None:
     sim = report["mode"] == "sim"
     x = [p["sim_s"] / 3600 for p in s] if sim else [p["wall_s"] / 60 for p in s]
     y_time = [p["round_ms"] for p in s] if sim else [p["cycle_ms"] for p in s]
-    fig, (a, b) = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
+    loaded = [(xi, p) for xi, p in zip(x, s, strict=True) if "load1" in p]
+    rows = 3 if loaded else 2
+    fig, axes = plt.subplots(rows, 1, figsize=(8, 2.5 * rows), sharex=True)
+    a, b = axes[0], axes[1]
     a.plot(x, [p["rss_mib"] for p in s], lw=1)
     a.set_ylabel("RSS (MiB)")
     a.set_ylim(bottom=0)
     b.plot(x, y_time, lw=0.6 if sim else 1)
     b.set_ylabel("ms per round" if sim else "ms per pod-group cycle")
-    b.set_xlabel("simulated hours" if sim else "wall minutes")
+    if not sim:
+        b.set_ylim(bottom=0)
+    if loaded:  # the machine is shared: wall-clock times rise with its load
+        c = axes[2]
+        c.plot([xi for xi, _ in loaded], [p["load1"] for _, p in loaded], lw=1, color="grey")
+        c.set_ylabel("load average (1 min)")
+        c.set_ylim(bottom=0)
+        cpu = [(xi, p["cpu_ms_per_pod"]) for xi, p in loaded if p.get("cpu_ms_per_pod")]
+        if cpu:
+            d = c.twinx()
+            d.plot([xi for xi, _ in cpu], [v for _, v in cpu], lw=1, color="tab:green")
+            d.set_ylabel("scheduler CPU ms per pod", color="tab:green")
+            d.set_ylim(bottom=0)
+    axes[-1].set_xlabel("simulated hours" if sim else "wall minutes")
     if sim:
         b.set_yscale("log")
     title = (
