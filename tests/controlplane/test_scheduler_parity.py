@@ -1691,3 +1691,98 @@ async def test_preemption_policy_of_a_tree_and_its_pods_must_agree(
     assert up.bound == ours.bound == 0
     assert up.condition == ours.condition == ("False", "SchedulerError")
     assert len(up_left) == len(ours_left) == 4
+
+
+async def _prio_tree_leaves(
+    s: Side, name: str, min_group_count: int, leaves: dict[str, tuple[int, int]], cls: str
+) -> None:
+    """A CompositePodGroup of ``min_group_count`` over gang leaves ``{leaf: (pods,
+    minCount)}`` (1 cpu per pod), every level and pod of class ``cls``."""
+    cpg = make_composite_pod_group(name, s.namespace).gang(min_group_count).priority_class(cls)
+    await s.cluster.create(cpg.obj())
+    for leaf, (size, min_count) in leaves.items():
+        pg = make_pod_group(leaf, s.namespace).parent(name).workload_ref(name, leaf)
+        await s.cluster.create(pg.gang(min_count).priority_class(cls).obj())
+        for i in range(size):
+            pod = make_pod(f"{leaf}-{i}", s.namespace).scheduler_name(s.scheduler_name)
+            pod.pod_group(leaf).priority_class(cls).request("cpu", "1").request("memory", "1Gi")
+            obj = pod.obj()
+            obj["spec"]["terminationGracePeriodSeconds"] = 0
+            await s.cluster.create(obj)
+
+
+async def _tree_left_behind(s: Side, leaves: dict[str, tuple[int, int]]) -> tuple[int, set[str]]:
+    """A 4-cpu node running three low pods (one cpu free); a high tree of minGroupCount 1
+    over ``leaves``: its first cycle succeeds with one pod; the rest need preemption."""
+    low, high = await _classes(s)
+    await s.node("n1", cpu="4")
+    await _prio_gang(s, "low", 3, 1, low)
+    await _running(s, "low", 3)
+    await _prio_tree_leaves(s, "t", 1, leaves, high)
+    want = sum(size for size, _ in leaves.values())
+
+    async def all_bound() -> bool:
+        return await _bound_prefix(s, "t-") == want
+
+    await _until(all_bound, f"{s.name}: every pod of the tree bound")
+    await _no_victims(s)
+    return await _bound_prefix(s, "t-"), await _left(s, "low-")
+
+
+async def test_preemption_tree_leaf_left_out_by_a_successful_cycle(
+    sides: tuple[Side, Side],
+) -> None:
+    """CW6: the tree's cycle places t-a (1 pod) and succeeds (minGroupCount 1) without the
+    gang t-b (2 pods). v1.37.2's next attempt preempts two low pods for t-b; ours retries
+    the tree at once and does the same."""
+
+    async def scenario(s: Side) -> tuple[int, set[str]]:
+        return await _tree_left_behind(s, {"t-a": (1, 1), "t-b": (2, 2)})
+
+    (ub, uleft), (ob, oleft) = await _both(sides, scenario)
+    print(f"\n== CW6 upstream bound={ub} left={sorted(uleft)}; ours {ob} left={sorted(oleft)}")
+    assert ub == ob == 3
+    assert len(uleft) == len(oleft) == 1
+
+
+async def test_preemption_tree_leaf_above_its_min_count_is_a_difference(
+    sides: tuple[Side, Side],
+) -> None:
+    """CW7 (a recorded difference): a leaf of 3 pods with minCount 1 in a tree of
+    minGroupCount 1; the cycle binds t-a-0 and succeeds. v1.37.2 then preempts one or two low
+    pods for the others, nominates them and leaves them unbound (seen for 120 s; in one run
+    t-a-2 got no condition at all), while a flat gang above its quorum in the same place binds all
+    three. Ours treats the leaf as the flat gang: the two left behind preempt two low pods
+    and all three bind."""
+
+    async def upstream_side(s: Side) -> tuple[int, set[str], str | None]:
+        low, high = await _classes(s)
+        await s.node("n1", cpu="4")
+        await _prio_gang(s, "low", 3, 1, low)
+        await _running(s, "low", 3)
+        await _prio_tree_leaves(s, "t", 1, {"t-a": (3, 1)}, high)
+
+        async def nominated() -> str | None:
+            pod = (await s.pods()).get("t-a-1") or {}
+            return (pod.get("status") or {}).get("nominatedNodeName")
+
+        node = await _until(nominated, f"{s.name}: t-a-1 nominated")
+        await _no_victims(s)
+        return await _bound_prefix(s, "t-"), await _left(s, "low-"), node
+
+    async def ours_side(s: Side) -> tuple[int, set[str], str | None]:
+        bound, left = await _tree_left_behind(s, {"t-a": (3, 1)})
+        return bound, left, None
+
+    upstream, ours = sides
+    (ub, uleft, unode), (ob, oleft, _) = await asyncio.gather(
+        upstream_side(upstream), ours_side(ours)
+    )
+    pods = await upstream.pods()  # read after ours finished too
+    ub = await _bound_prefix(upstream, "t-")
+    print(
+        f"\n== CW7 upstream bound={ub} left={sorted(uleft)} t-a-1 nominated to {unode} "
+        f"t-a-2 status={pods['t-a-2'].get('status')}; ours bound={ob} left={sorted(oleft)}"
+    )
+    assert ub == 1 and len(uleft) in (1, 2) and not pods["t-a-1"]["spec"].get("nodeName")
+    assert ob == 3 and len(oleft) == 1
