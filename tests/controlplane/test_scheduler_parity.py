@@ -1707,3 +1707,61 @@ async def test_preemption_tree_leaf_above_its_min_count_is_a_difference(
     )
     assert ub == 1 and len(uleft) in (1, 2) and not pods["t-a-1"]["spec"].get("nodeName")
     assert ob == 3 and len(oleft) == 1
+
+
+async def test_preemption_tree_basic_leaf_grows_is_a_difference(
+    sides: tuple[Side, Side],
+) -> None:
+    """CW8 (a recorded difference, as CW7): the tree form of basic-group-grows. A 3-cpu node
+    runs three low pods; a high tree (minGroupCount 1) of a basic leaf t-a gets one pod,
+    which preempts one low pod; two more pods arrive once it is nominated or bound. v1.37.2
+    binds t-a-0, preempts the two other low pods for t-a-1 and t-a-2, nominates them and
+    leaves them unbound (seen for 60 s), while the flat basic group binds all three
+    (conformance preemption/basic-group-grows). Ours binds all three."""
+
+    async def scenario(s: Side) -> tuple[int, set[str], dict[str, Any]]:
+        low, high = await _classes(s)
+        await s.node("n1", cpu="3")
+        await _prio_gang(s, "low", 3, 1, low)
+        await _running(s, "low", 3)
+        cpg = make_composite_pod_group("t", s.namespace).gang(1).priority_class(high)
+        await s.cluster.create(cpg.obj())
+        pg = make_pod_group("t-a", s.namespace).parent("t").workload_ref("t", "t-a")
+        await s.cluster.create(pg.priority_class(high).obj())
+
+        async def pod(i: int) -> None:
+            p = make_pod(f"t-a-{i}", s.namespace).scheduler_name(s.scheduler_name)
+            p.pod_group("t-a").priority_class(high).request("cpu", "1").request("memory", "1Gi")
+            obj = p.obj()
+            obj["spec"]["terminationGracePeriodSeconds"] = 0
+            await s.cluster.create(obj)
+
+        def placed(p: dict[str, Any]) -> bool:
+            return bool(
+                p["spec"].get("nodeName") or (p.get("status") or {}).get("nominatedNodeName")
+            )
+
+        async def first() -> bool:
+            return placed((await s.pods()).get("t-a-0") or {"spec": {}})
+
+        await pod(0)
+        await _until(first, f"{s.name}: t-a-0 nominated or bound")
+        for i in (1, 2):
+            await pod(i)
+
+        async def done() -> bool:
+            pods = await s.pods()
+            if s is sides[0]:  # upstream: the two late pods nominated
+                return all(placed(pods.get(f"t-a-{i}") or {"spec": {}}) for i in (1, 2))
+            return await _bound_prefix(s, "t-a-") == 3
+
+        await _until(done, f"{s.name}: t-a's late pods placed")
+        await _no_victims(s)
+        return await _bound_prefix(s, "t-"), await _left(s, "low-"), await s.pods()
+
+    (ub, uleft, _), (ob, oleft, _) = await both(sides, scenario)
+    upods = await sides[0].pods()  # read after ours finished too
+    ub = await _bound_prefix(sides[0], "t-")
+    print(f"\n== CW8 upstream bound={ub} left={sorted(uleft)}; ours {ob} left={sorted(oleft)}")
+    assert ub == 1 and not any(upods[f"t-a-{i}"]["spec"].get("nodeName") for i in (1, 2))
+    assert ob == 3 and oleft == set()

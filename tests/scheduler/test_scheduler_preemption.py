@@ -1170,7 +1170,8 @@ async def test_tree_leaf_above_its_min_count_preempts_for_the_rest(
     mem_env: tuple[Env, ManualClock],
 ) -> None:
     """A leaf of 3 pods with minCount 1 in a tree: one pod fits, the cycle succeeds; the two
-    left behind preempt (as a flat gang above its quorum does)."""
+    left behind preempt (as a flat gang above its quorum does; kube-scheduler v1.37.2
+    nominates them and leaves them unbound: parity CW7, a recorded difference)."""
     env, clock = mem_env
     low, high = await _prio(env)
     node = await env.node("a", cpu="4")
@@ -1186,7 +1187,8 @@ async def test_tree_basic_leaf_grows_during_its_preemption(
 ) -> None:
     """The tree form of basic-group-grows: a basic leaf's first pod preempts one low pod;
     two more pods arrive while it is nominated; the cycle after the victim went places the
-    first only; the two others preempt the remaining low pods."""
+    first only; the two others preempt the remaining low pods (kube-scheduler v1.37.2
+    nominates them and leaves them unbound: parity CW8, a recorded difference)."""
     env, clock = mem_env
     low, high = await _prio(env)
     node = await env.node("a", cpu="3")
