@@ -72,6 +72,8 @@ class OptInJobIntegration:
     :class:`~workloadbuilder.kinds.JobIntegration`."""
 
     gvk: GroupVersionKind = JOB_GVK
+    #: as the native Job controller: a pre-created ownerless Workload / PodGroup is not adopted
+    adopt_ownerless = False
 
     def __init__(self) -> None:
         self._native = JobIntegration()

@@ -122,6 +122,8 @@ def test_integration_rules_and_samples_are_well_formed() -> None:
         "integration/pods-linked",
         "integration/resize",
         "integration/cleanup",
+        "integration/delegated-child",
+        "integration/child-jobs",
     ]
     assert all(r.sources and r.checks and r.summary for r in RULES)
     # the scheduler profile is unchanged by them
@@ -135,13 +137,38 @@ def test_integration_rules_and_samples_are_well_formed() -> None:
         assert UNSCHEDULED in yaml.safe_dump(obj), name  # every pod template is redirected
 
 
-@pytest.mark.parametrize("sample_name", sorted(OURS))
+#: the rules that do not apply to a sample: delegated-child needs a Job sample, child-jobs a
+#: sample whose controller makes child Jobs (a JobSet)
+NOT_FOR = {
+    "job-opt-in": {"integration/child-jobs"},
+    "jobset": {"integration/delegated-child"},
+    "lws": {"integration/delegated-child", "integration/child-jobs"},
+    "lws-subgroups": {"integration/delegated-child", "integration/child-jobs"},
+}
+
+
+@pytest.mark.parametrize(
+    ("sample_name", "standin_jobs"),
+    [*((s, False) for s in sorted(OURS)), ("jobset", True)],
+    ids=[*sorted(OURS), "jobset-stand-in-jobs"],
+)
 async def test_every_integration_rule_passes_on_our_integrations(
-    env: Env, sample_name: str
+    env: Env, sample_name: str, standin_jobs: bool
 ) -> None:
+    """Every rule that applies to the sample passes, the others are skipped with the reason.
+    A JobSet's child Jobs exist only with a JobSet controller, here stood in for by the suite
+    (``standin_jobs``: then every rule runs with them); without it child-jobs is not run."""
     sample = load_sample(sample_name)
-    results = await env.runner(sample).run(RULES)
-    assert [(r.rule, r.result, r.message) for r in results] == [(r.id, "pass", "") for r in RULES]
+    rules = RULES
+    if sample_name == "jobset" and not standin_jobs:
+        rules = [r for r in RULES if r.id != "integration/child-jobs"]
+    results = await env.runner(sample, standin_jobs=standin_jobs).run(rules)
+    skip = NOT_FOR[sample_name]
+    assert [(r.rule, r.result) for r in results] == [
+        (r.id, "skip" if r.id in skip else "pass") for r in rules
+    ], [r.message for r in results if r.result == "fail"]
+    assert all(r.message == "" for r in results if r.result == "pass")
+    assert all(r.message for r in results if r.result == "skip")
     # the namespaces are gone and so is everything in them
     for kind in ("Namespace", "Pod", "Workload", "PodGroup", "CompositePodGroup"):
         left = [
@@ -164,8 +191,106 @@ async def test_rules_fail_without_the_integration(env: Env) -> None:
         results = await bare.runner(load_sample("lws")).run(quick)
     finally:
         await bare.memory.close()
-    assert [r.result for r in results] == ["fail"] * len(RULES)
+    assert [r.result for r in results] == [
+        "skip" if r.id in NOT_FOR["lws"] else "fail" for r in RULES
+    ]
     assert "0 Workloads controlled by LeaderWorkerSet serve" in results[0].message
+
+
+@pytest.mark.parametrize(
+    ("sample_name", "rid", "message"),
+    [
+        ("job-opt-in", "integration/delegated-child", "0 PodGroups controlled by the sample"),
+        ("jobset", "integration/child-jobs", "0 Workloads controlled by JobSet train"),
+    ],
+)
+async def test_the_delegation_rules_fail_without_the_integration(
+    sample_name: str, rid: str, message: str
+) -> None:
+    bare = await _env([])
+    try:
+        runner = bare.runner(load_sample(sample_name), standin_jobs=True)
+        result = await runner.run_one(_rule(rid))
+    finally:
+        await bare.memory.close()
+    assert result.result == "fail"
+    assert message in result.message
+
+
+class _RootJobs:
+    """A wrong Job integration: it plans a delegating child as if it had no parent (its own
+    Workload and PodGroup)."""
+
+    def __init__(self) -> None:
+        self.inner = integrations.integration_for("job")
+        self.gvk = self.inner.gvk
+
+    def plan(self, obj: Mapping[str, Any], /, **options: Any) -> Any:
+        root = copy.deepcopy(dict(obj))
+        root["metadata"].pop("ownerReferences", None)
+        annotations = root["metadata"].get("annotations") or {}
+        annotations.pop("scheduling.k8s.io/group-template-name", None)
+        return self.inner.plan(root, **options)
+
+
+async def test_a_child_that_makes_its_own_workload_fails_delegated_child() -> None:
+    memory = MemoryCluster()
+    cluster = _Linking(memory)
+    rec = Reconciler(cluster, _RootJobs())  # type: ignore[arg-type]
+    cluster.reconcilers = [rec]
+    await rec.start()
+    env = Env(memory, cluster, [rec])
+    try:
+        result = await env.runner(load_sample("job-opt-in")).run_one(
+            _rule("integration/delegated-child")
+        )
+    finally:
+        await rec.stop()
+        await memory.close()
+    assert result.result == "fail"
+    assert "the sample controls Workloads" in result.message
+    assert "a delegating child makes none" in result.message
+
+
+class _NotWorkloadAware(_Linking):
+    """A JobSet controller that is not workload-aware: its child Jobs carry no annotation and
+    no link in their pod template (the webhook stand-in then links the pods)."""
+
+    async def create(
+        self,
+        obj: KubeObject,
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+    ) -> KubeObject:
+        if isinstance(obj, dict) and obj.get("kind") == "Job":
+            obj = copy.deepcopy(obj)
+            obj["metadata"].pop("annotations", None)
+            obj["spec"]["template"]["spec"].pop("schedulingGroup", None)
+        return await super().create(obj, namespace, dry_run=dry_run, field_manager=field_manager)
+
+
+async def test_child_jobs_without_the_annotation_fail_child_jobs() -> None:
+    memory = MemoryCluster()
+    cluster = _NotWorkloadAware(memory)
+    recs = [Reconciler(cluster, integrations.integration_for(k)) for k in ("job", "jobset")]
+    cluster.reconcilers = recs
+    for r in recs:
+        await r.start()
+    env = Env(memory, cluster, recs)
+    try:
+        result = await env.runner(load_sample("jobset"), standin_jobs=True).run_one(
+            _rule("integration/child-jobs")
+        )
+    finally:
+        for r in recs:
+            await r.stop()
+        await memory.close()
+    assert result.result == "fail"
+    assert "Job train-workers-0: no scheduling.k8s.io/group-template-name annotation" in (
+        result.message
+    )
 
 
 async def test_unlinked_pods_fail_pods_linked(env: Env) -> None:
@@ -320,6 +445,27 @@ def test_cli_integration_profile_usage(capsys: pytest.CaptureFixture[str]) -> No
     assert patch["patch"] == {"spec": {"replicas": 3}} and patch["target"]["kind"] == (
         "LeaderWorkerSet"
     )
+    rc = main(
+        [
+            "conformance",
+            "run",
+            "--profile",
+            "integration",
+            "--integration-sample",
+            "jobset",
+            "--stand-in-jobs",
+            "--dry-run",
+        ]
+    )
+    out = capsys.readouterr().out
+    block = out.split("# rule integration/child-jobs")[1].split("# rule")[0]
+    jobs = [d for d in yaml.safe_load_all(block) if d and d["kind"] == "Job"]
+    assert [j["metadata"]["name"] for j in jobs] == ["train-workers-0", "train-workers-1"]
+    assert all(j["metadata"]["annotations"]["scheduling.k8s.io/group-template-name"] for j in jobs)
+    assert "kind: Pod\n" not in block  # --stand-in-jobs alone: the Job controller makes pods
+    delegated = out.split("# rule integration/delegated-child")[1].split("# rule")[0]
+    assert "(skipped: the sample is a JobSet" in out.split("# rule integration/delegated-child")[1]
+    assert "kind: ConfigMap" in delegated
 
 
 def test_cli_integration_profile_runs(
@@ -345,7 +491,8 @@ def test_cli_integration_profile_runs(
     captured = capsys.readouterr()
     assert rc == 1
     assert "FAIL  integration/workload" in captured.err
-    assert "integration sample job-opt-in: 0 passed, 6 failed, 0 skipped" in captured.out
+    # child-jobs does not apply to a Job sample
+    assert "integration sample job-opt-in: 0 passed, 7 failed, 1 skipped" in captured.out
     assert "planned" not in captured.out
 
 

@@ -1,22 +1,36 @@
-"""The generic Reconciler on MemoryCluster: create, adopt, resize, delete, 409s, restarts."""
+"""The generic Reconciler on MemoryCluster: create, adopt (or not), resize, delete, 409s,
+restarts."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import attrs
+import pytest
 
-from workloadbuilder.api import PodGroup, Workload
+from workloadbuilder.api import OwnerReference, PodGroup, Workload
 from workloadbuilder.cluster import ClusterProxy, MemoryCluster, ResourceInfo
 from workloadbuilder.errors import Conflict
-from workloadbuilder.kinds import JobIntegration, JobSetIntegration, plan_for
+from workloadbuilder.kinds import (
+    JobIntegration,
+    JobSetIntegration,
+    LeaderWorkerSetIntegration,
+    plan_for,
+)
 from workloadbuilder.runtime import (
+    EVENT_FAILED_WORKLOAD_CREATE,
     EVENT_GANG_SCHEDULED,
     EVENT_GANG_UNSCHEDULABLE,
     ManualClock,
     Reconciler,
 )
-from workloadbuilder.testing import make_job, make_jobset, make_replicated_job, make_scheduling
+from workloadbuilder.testing import (
+    make_job,
+    make_jobset,
+    make_lws,
+    make_replicated_job,
+    make_scheduling,
+)
 
 
 async def _names(cluster: MemoryCluster, kind: str, ns: str = "default") -> list[str]:
@@ -85,10 +99,11 @@ async def test_job_objects_created_in_order_and_resized_and_cleaned_up() -> None
 
 
 async def test_restart_adopts_and_creates_no_duplicates() -> None:
+    """An integration that adopts (LWS, custom kinds: no upstream controller says otherwise)
+    takes over an ownerless PodGroup of a planned name; a restart then writes nothing."""
     cluster = MemoryCluster()
-    js = make_jobset("js", "default").scheduling(make_scheduling().gang())
-    js = js.replicated_job(make_replicated_job("w").replicas(2))
-    created = await cluster.create(js.obj())
+    lws = make_lws("l", "default").replicas(2).size(2).scheduling(make_scheduling()).obj()
+    created = await cluster.create(lws)
     assert isinstance(created, dict)
     plan = plan_for(created)
     # a PodGroup left without an owner (e.g. created by hand before the controller ran)
@@ -97,7 +112,8 @@ async def test_restart_adopts_and_creates_no_duplicates() -> None:
     await cluster.create(
         attrs.evolve(pre, metadata=attrs.evolve(pre.metadata, owner_references=()))
     )
-    first = Reconciler(cluster, JobSetIntegration(), watch_pods=False)
+    first = Reconciler(cluster, LeaderWorkerSetIntegration(), watch_pods=False)
+    assert first.adopt_ownerless
     await first.start()
     await _run(first)
     await first.stop()
@@ -107,7 +123,7 @@ async def test_restart_adopts_and_creates_no_duplicates() -> None:
         created["metadata"]["uid"]
     ]
     rv = cluster.resource_version
-    second = Reconciler(cluster, JobSetIntegration(), watch_pods=False)
+    second = Reconciler(cluster, LeaderWorkerSetIntegration(), watch_pods=False)
     await second.start()
     assert await _run(second) >= 1
     await second.stop()
@@ -115,6 +131,146 @@ async def test_restart_adopts_and_creates_no_duplicates() -> None:
     assert sorted(await _names(cluster, "PodGroup")) == sorted(
         p.metadata.name for p in plan.pod_groups
     )
+
+
+async def _events(cluster: MemoryCluster, reason: str) -> list[dict[str, Any]]:
+    return [
+        e
+        for e in (await cluster.list("Event", "default")).items
+        if isinstance(e, dict) and e.get("reason") == reason
+    ]
+
+
+async def _drain(rec: Reconciler, clock: ManualClock, seconds: float) -> None:
+    """Reconcile, letting ``seconds`` of backoff pass on the manual clock."""
+    for _ in range(200):
+        await rec.until_idle()
+        wake = rec.next_wakeup()
+        if wake is None or wake - clock.now() > seconds:
+            return
+        clock.advance(max(wake - clock.now(), 0.0))
+
+
+async def test_job_never_adopts_a_precreated_ownerless_workload() -> None:
+    """kube-controller-manager v1.37.2 (tests/controlplane/test_job_parity.py): a Workload of
+    the Job's name without a controller is left alone, FailedWorkloadCreate events, nothing
+    else created, retried until the name is free; then the Job's own objects are made."""
+    cluster = MemoryCluster()
+    job = await cluster.create(
+        make_job("train", "default").parallelism(2).scheduling(make_scheduling().gang()).obj()
+    )
+    assert isinstance(job, dict)
+    plan = plan_for(job)
+    pre = plan.workload
+    await cluster.create(
+        attrs.evolve(pre, metadata=attrs.evolve(pre.metadata, owner_references=()))
+    )
+    clock = ManualClock()
+    rec = Reconciler(cluster, JobIntegration(), watch_pods=False, clock=clock, base_delay=1.0)
+    assert not rec.adopt_ownerless
+    await rec.start()
+    try:
+        await _drain(rec, clock, 10.0)
+        wl = await cluster.get("Workload", pre.metadata.name or "", "default")
+        assert isinstance(wl, Workload) and wl.metadata.owner_references == ()
+        assert await _names(cluster, "PodGroup") == []
+        events = await _events(cluster, EVENT_FAILED_WORKLOAD_CREATE)
+        assert len(events) >= 2  # one per attempt, as upstream
+        assert events[0]["type"] == "Warning"
+        assert events[0]["message"] == (
+            f'Failed to create Workload for Job train: workloads.scheduling.k8s.io "'
+            f'{pre.metadata.name}" already exists'
+        )
+        assert rec.next_wakeup() is not None  # still retrying
+        # the user removes it: the next retry creates the Job's own Workload and PodGroup
+        await cluster.delete("Workload", pre.metadata.name or "", "default")
+        await _drain(rec, clock, 600.0)
+        wl = await cluster.get("Workload", pre.metadata.name or "", "default")
+        assert isinstance(wl, Workload)
+        assert [r.uid for r in wl.metadata.owner_references if r.controller] == [
+            job["metadata"]["uid"]
+        ]
+        assert await _names(cluster, "PodGroup") == [plan.pod_groups[0].metadata.name]
+    finally:
+        await rec.stop()
+
+
+async def test_job_treats_a_workload_of_another_owner_as_taken() -> None:
+    """As kube-controller-manager (it only looks for objects the Job controls): a Workload of
+    the planned name controlled by someone else is a taken name, reported and retried."""
+    cluster = MemoryCluster()
+    job = await cluster.create(
+        make_job("train", "default").parallelism(2).scheduling(make_scheduling().gang()).obj()
+    )
+    assert isinstance(job, dict)
+    pre = plan_for(job).workload
+    other = OwnerReference(
+        api_version="v1", kind="ConfigMap", name="someone", uid="u-1", controller=True
+    )
+    await cluster.create(
+        attrs.evolve(pre, metadata=attrs.evolve(pre.metadata, owner_references=(other,)))
+    )
+    clock = ManualClock()
+    rec = Reconciler(cluster, JobIntegration(), watch_pods=False, clock=clock, base_delay=1.0)
+    await rec.start()
+    try:
+        await _drain(rec, clock, 10.0)
+        assert len(await _events(cluster, EVENT_FAILED_WORKLOAD_CREATE)) >= 2
+        assert await _events(cluster, "SchedulingObjectConflict") == []
+        assert await _names(cluster, "PodGroup") == []
+    finally:
+        await rec.stop()
+
+
+@pytest.mark.parametrize("kind", ["Job", "JobSet"])
+async def test_ownerless_pod_group_is_not_adopted_and_gets_no_pods(kind: str) -> None:
+    """A PodGroup of the planned name without a controller: Job (as kube-controller-manager)
+    and JobSet (as the JobSet controller) leave it alone, create their Workload but no
+    PodGroup, record no event for it, and the webhook links no pod to it; deleting the owner
+    does not delete it (it was never theirs)."""
+    cluster = MemoryCluster()
+    if kind == "Job":
+        obj = make_job("train", "default").parallelism(2).scheduling(make_scheduling().gang())
+        integration: Any = JobIntegration()
+    else:
+        obj = make_jobset("train", "default").scheduling(make_scheduling().gang())
+        obj = obj.replicated_job(make_replicated_job("w").replicas(1))
+        integration = JobSetIntegration()
+    created = await cluster.create(obj.obj())
+    assert isinstance(created, dict)
+    plan = plan_for(created)
+    pre = plan.pod_groups[0]
+    await cluster.create(
+        attrs.evolve(pre, metadata=attrs.evolve(pre.metadata, owner_references=()))
+    )
+    clock = ManualClock()
+    rec = Reconciler(cluster, integration, watch_pods=False, clock=clock, base_delay=1.0)
+    await rec.start()
+    try:
+        await _drain(rec, clock, 10.0)
+        assert await _names(cluster, "Workload") == [plan.workload.metadata.name]
+        pg = await cluster.get("PodGroup", pre.metadata.name or "", "default")
+        assert isinstance(pg, PodGroup) and pg.metadata.owner_references == ()
+        assert await _events(cluster, EVENT_FAILED_WORKLOAD_CREATE) == []
+        pod_name = f"{created['metadata']['name']}-0" if kind == "Job" else "train-w-0-0"
+        job_name = "train" if kind == "Job" else "train-w-0"
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": pod_name,
+                "namespace": "default",
+                "labels": {"batch.kubernetes.io/job-name": job_name},
+            },
+            "spec": {"containers": [{"name": "c", "image": "i"}]},
+        }
+        assert plan.pod_group_for(pod) == pre.metadata.name
+        assert rec.pod_group_for(pod) is None
+        await cluster.delete(kind, "train", "default")
+        await _drain(rec, clock, 10.0)
+        assert await _names(cluster, "PodGroup") == [pre.metadata.name]
+    finally:
+        await rec.stop()
 
 
 class _ConflictOnce(ClusterProxy):

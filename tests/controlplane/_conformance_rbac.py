@@ -29,6 +29,9 @@ RUNNER_USER = "conformance-runner"
 INTEGRATION_PROFILE_ONLY: set[Rule] = {
     ("scheduling.k8s.io", "workloads", "list"),
     ("scheduling.k8s.io", "workloads", "delete"),
+    ("scheduling.k8s.io", "workloads", "create"),
+    ("", "configmaps", "create"),
+    ("batch", "jobs", "list"),
     *(
         (g, r, v)
         for g, r in (

@@ -13,7 +13,7 @@ import yaml
 
 from workloadbuilder.testing import ControlPlane
 
-__all__ = ["JOBSET_CRD", "LWS_CRD", "crds"]
+__all__ = ["JOBSET_CRD", "LWS_CRD", "crds", "crds_kcm", "install_crds"]
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "trainjob"
 
@@ -121,6 +121,18 @@ LWS_CRD = _crd(
 @pytest.fixture(scope="session")
 def crds(control_plane: ControlPlane) -> list[str]:
     """Install the JobSet, LWS and TrainJob CRDs and wait until they are served."""
+    return install_crds(control_plane)
+
+
+@pytest.fixture(scope="session")
+def crds_kcm(control_plane_kcm: ControlPlane) -> list[str]:
+    """The same CRDs on the plane with kube-controller-manager."""
+    return install_crds(control_plane_kcm)
+
+
+def install_crds(control_plane: ControlPlane) -> list[str]:
+    """Install the JobSet, LWS and TrainJob CRDs on ``control_plane``; their names once
+    served."""
     trainjob = yaml.safe_load((EXAMPLE / "crd.yaml").read_text())
     names = []
     with control_plane.client() as api:

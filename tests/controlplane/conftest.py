@@ -6,10 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from controlplane._crds import crds  # the JobSet / LWS / TrainJob CRDs fixture
+from controlplane._crds import crds, crds_kcm  # the JobSet / LWS / TrainJob CRDs fixtures
 from workloadbuilder.testing import ControlPlane, RestClient
 
-__all__ = ["api", "crds", "namespace"]
+__all__ = ["api", "crds", "crds_kcm", "namespace"]
 
 
 @pytest.fixture(scope="session")

@@ -4,12 +4,20 @@
   garbage collector and the PodGroup protection controller) and the built-in ``job`` sample
   (``spec.scheduling``): every integration rule must pass -- if one does not, the rule is
   wrong. The controller creates the pods itself; nothing stands in for it.
+  ``integration/delegated-child`` makes the sample Job a delegating child of a parent the
+  suite plays; ``integration/child-jobs`` does not apply to a Job sample (skipped).
+* kube-controller-manager's Job controller as the *child* integration of a JobSet: our JobSet
+  integration makes the JobSet's Workload and PodGroups, the suite stands in for a
+  workload-aware JobSet controller and creates the child Jobs (``--stand-in-jobs``: the
+  downward annotation and a linked pod template), the Job controller makes their pods (it
+  must make no Workload or PodGroup of its own for them).
 * Ours: the reference integrations (``integrations/``: Job in opt-in mode, JobSet, LWS) as
   Reconcilers over ``KubeCluster`` and the pod webhook, which kube-apiserver calls over
   loopback TLS for every pod created in the suite's namespaces. No workload controllers run
   here (and no garbage collector): the suite's stand-in pods are created as those
   controllers would (labels, ownerReferences, no ``spec.schedulingGroup``) and must come back
-  linked by the webhook.
+  linked by the webhook. The JobSet sample runs once more with stand-in child Jobs (their
+  pods then come from the child Jobs' linked template), for ``integration/child-jobs``.
 
 Run with ``-s`` to see the report tables (docs/conformance.md records them).
 """
@@ -65,10 +73,23 @@ def _record(cluster: RecordingCluster) -> None:
 OUR_SAMPLES = ["job-opt-in", "jobset", "lws", "lws-subgroups"]
 
 
-def _check(results: list[RuleResult], title: str) -> None:
+#: sample -> the rules that do not apply to it (skipped, with the reason)
+NOT_FOR = {
+    "job": {"integration/child-jobs"},
+    "job-opt-in": {"integration/child-jobs"},
+    "jobset": {"integration/delegated-child"},
+    "lws": {"integration/delegated-child", "integration/child-jobs"},
+    "lws-subgroups": {"integration/delegated-child", "integration/child-jobs"},
+}
+
+
+def _check(results: list[RuleResult], title: str, sample: str) -> None:
     print("\n" + render_text(results, title))
-    failed = [f"{r.rule}: {r.message}" for r in results if r.result != "pass"]
+    failed = [f"{r.rule}: {r.message}" for r in results if r.result == "fail"]
     assert not failed, "\n".join(failed)
+    skipped = {r.rule for r in results if r.result == "skip"}
+    assert skipped == NOT_FOR[sample] & {r.rule for r in results}
+    assert all(r.message for r in results if r.result == "skip")
 
 
 @pytest.mark.controllermanager
@@ -81,7 +102,44 @@ async def test_upstream_job_controller_passes_every_integration_rule(
         results = await runner.run(RULES)
     finally:
         await cluster.close()
-    _check(results, "integration sample job (kube-controller-manager v1.37.2)")
+    _check(results, "integration sample job (kube-controller-manager v1.37.2)", "job")
+    _record(cluster)
+
+
+@pytest.mark.controllermanager
+async def test_upstream_job_controller_as_the_child_integration_of_a_jobset(
+    control_plane_kcm: ControlPlane, crds_kcm: list[str]
+) -> None:
+    """The JobSet sample with stand-in child Jobs: our JobSet integration (the parent), the
+    Job controller (the children's pods, nothing else): every rule that applies passes."""
+    ours = KubeCluster.from_kubeconfig(control_plane_kcm.kubeconfig)
+    rec = Reconciler(ours, integrations.integration_for("jobset"))
+    await rec.start()
+    task = asyncio.create_task(rec.run())
+    cluster = restricted_runner(control_plane_kcm)
+    try:
+        runner = ConformanceRunner(
+            cluster,
+            "integration sample jobset",
+            sample=load_sample("jobset"),
+            standin_jobs=True,
+            run_id="kcmjs",
+        )
+        results = await runner.run(RULES)
+        assert await remove_leftovers(cluster, "kcmjs") == []
+    finally:
+        await cluster.close()
+        await rec.stop()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        await ours.close()
+    _check(
+        results,
+        "integration sample jobset, stand-in child Jobs (kube-controller-manager v1.37.2's "
+        "Job controller for them)",
+        "jobset",
+    )
     _record(cluster)
 
 
@@ -111,7 +169,8 @@ def test_cli_integration_profile_against_upstream(control_plane_kcm: ControlPlan
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads(proc.stdout)
-    assert doc["summary"] == {"pass": len(RULES), "fail": 0, "skip": 0}
+    # integration/child-jobs does not apply to a Job sample
+    assert doc["summary"] == {"pass": len(RULES) - 1, "fail": 0, "skip": 1}
     assert "PASS  integration/cleanup" in proc.stderr
 
 
@@ -146,7 +205,7 @@ def test_pytest_plugin_integration_profile_against_upstream(
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert f"{len(RULES)} passed" in proc.stdout
+    assert f"{len(RULES) - 1} passed, 1 skipped" in proc.stdout  # child-jobs: not a Job's
 
 
 @contextlib.asynccontextmanager
@@ -208,11 +267,18 @@ async def _our_integrations(plane: ControlPlane, run_id: str) -> AsyncIterator[K
         await cluster.close()
 
 
-@pytest.mark.parametrize("sample_name", OUR_SAMPLES)
+@pytest.mark.parametrize(
+    ("sample_name", "standin_jobs"),
+    [*((s, False) for s in OUR_SAMPLES), ("jobset", True)],
+    ids=[*OUR_SAMPLES, "jobset-stand-in-jobs"],
+)
 async def test_our_integrations_pass_every_integration_rule(
-    control_plane: ControlPlane, crds: list[str], sample_name: str
+    control_plane: ControlPlane, crds: list[str], sample_name: str, standin_jobs: bool
 ) -> None:
-    run_id = f"i{OUR_SAMPLES.index(sample_name)}"
+    run_id = f"i{OUR_SAMPLES.index(sample_name)}" + ("j" if standin_jobs else "")
+    rules = RULES
+    if sample_name == "jobset" and not standin_jobs:  # no child Jobs without a JobSet controller
+        rules = [r for r in RULES if r.id != "integration/child-jobs"]
     runner_cluster = restricted_runner(control_plane)  # examples/conformance/clusterrole.yaml
     async with _our_integrations(control_plane, run_id):
         runner = ConformanceRunner(
@@ -220,14 +286,18 @@ async def test_our_integrations_pass_every_integration_rule(
             f"integration sample {sample_name}",
             sample=load_sample(sample_name),
             standin_pods=True,
+            standin_jobs=standin_jobs,
             run_id=run_id,
         )
         try:
-            results = await runner.run(RULES)
+            results = await runner.run(rules)
             assert await remove_leftovers(runner_cluster, run_id) == []
         finally:
             await runner_cluster.close()
-    _check(results, f"integration sample {sample_name} (ours)")
+    title = f"integration sample {sample_name} (ours)" + (
+        ", stand-in child Jobs" if standin_jobs else ""
+    )
+    _check(results, title, sample_name)
     _record(runner_cluster)
 
 

@@ -96,6 +96,13 @@ def register(subparsers: Any) -> None:
         "(for a cluster that runs the integration but not the Job/JobSet/LWS controllers)",
     )
     p.add_argument(
+        "--stand-in-jobs",
+        action="store_true",
+        help="integration profile: create a JobSet sample's child Jobs as a workload-aware "
+        "JobSet controller would (for a cluster that runs a Job controller but no JobSet "
+        "controller)",
+    )
+    p.add_argument(
         "--features",
         help=f"comma-separated features to check (default: all of {','.join(FEATURES)})",
     )
@@ -174,9 +181,10 @@ async def _run(args: argparse.Namespace) -> int:
         if args.profile == "scheduler":
             if not args.scheduler_name:
                 raise ValueError("the scheduler profile needs --scheduler-name")
-            if args.integration_sample or args.stand_in_pods:
+            if args.integration_sample or args.stand_in_pods or args.stand_in_jobs:
                 raise ValueError(
-                    "--integration-sample and --stand-in-pods need --profile integration"
+                    "--integration-sample, --stand-in-pods and --stand-in-jobs need "
+                    "--profile integration"
                 )
         else:
             if not args.integration_sample:
@@ -198,7 +206,12 @@ async def _run(args: argparse.Namespace) -> int:
         print(f"note: no rules yet for {', '.join(planned)} (planned)", file=sys.stderr)
     if args.dry_run:
         runner = ConformanceRunner(
-            None, name, run_id="dryrun", sample=sample, standin_pods=args.stand_in_pods
+            None,
+            name,
+            run_id="dryrun",
+            sample=sample,
+            standin_pods=args.stand_in_pods,
+            standin_jobs=args.stand_in_jobs,
         )
         for rule, objs in runner.plan(rules):
             skip = runner.skip_reason(rule)
@@ -218,6 +231,7 @@ async def _run(args: argparse.Namespace) -> int:
             progress=_progress,
             sample=sample,
             standin_pods=args.stand_in_pods,
+            standin_jobs=args.stand_in_jobs,
         )
         results = await runner.run(rules)
     finally:

@@ -49,6 +49,7 @@ from workloadbuilder.conformance._samples import (
     IntegrationSample,
     SampleOutcome,
     load_sample,
+    standin_child_jobs,
     standin_pods,
 )
 
@@ -77,6 +78,7 @@ __all__ = [
     "render_junit",
     "render_text",
     "select_rules",
+    "standin_child_jobs",
     "standin_pods",
     "summary",
 ]

@@ -20,16 +20,33 @@ from workloadbuilder.api import to_dict
 from workloadbuilder.cluster import Cluster
 from workloadbuilder.conformance._base import RUN_LABEL, Failed
 from workloadbuilder.conformance._rules import Rule
-from workloadbuilder.conformance._samples import IntegrationSample, SampleOutcome, standin_pods
+from workloadbuilder.conformance._samples import (
+    IntegrationSample,
+    SampleOutcome,
+    standin_child_jobs,
+    standin_pods,
+)
 from workloadbuilder.errors import NotFound, WorkloadBuilderError
 
 if TYPE_CHECKING:
     from workloadbuilder.conformance._runner import ConformanceRunner
 
-__all__ = ["UNSCHEDULED", "SampleScenario"]
+__all__ = [
+    "GROUP_TEMPLATE_ANNOTATION",
+    "PARENT_NAME",
+    "PARENT_TEMPLATE",
+    "UNSCHEDULED",
+    "SampleScenario",
+]
 
 #: the ``schedulerName`` the sample's pod templates get: no scheduler serves it
 UNSCHEDULED = "wbc-not-scheduled"
+#: the downward-mapping annotation of a delegating child (KEP-6089)
+GROUP_TEMPLATE_ANNOTATION = "scheduling.k8s.io/group-template-name"
+#: the parent the suite plays for ``createParent`` (a ConfigMap and its Workload)
+PARENT_NAME = "wbc-parent"
+#: the parent Workload's PodGroupTemplate the sample, as its child, delegates to
+PARENT_TEMPLATE = "workers"
 
 _Obj = dict[str, Any]
 
@@ -109,6 +126,14 @@ class _State:
         self.composites = owned("CompositePodGroup")
         self.pods = [p for p in objs["Pod"] if not _deleting(p)]
         self.templates = _Templates(self.workloads)
+        #: Jobs controlled by the sample (only listed for the ``childJobs`` check)
+        self.child_jobs = [
+            j for j in objs.get("Job", ()) if _controller_uid(j) == uid and not _deleting(j)
+        ]
+
+    def controlled_by(self, kind: str, uid: str) -> list[_Obj]:
+        """The live objects of ``kind`` whose controller has ``uid``."""
+        return [o for o in self.all[kind] if _controller_uid(o) == uid and not _deleting(o)]
 
 
 def _same(pg_value: Any, template_value: Any, default: Any = None) -> bool:
@@ -132,6 +157,14 @@ class SampleScenario:
         self.resized = False
         self.seen: dict[str, set[str]] = {}  # kind -> names of the sample's objects seen
         self.standin: set[str] = set()
+        #: stand-in child Jobs (``standin_jobs``): name -> uid
+        self.standin_jobs: dict[str, str] = {}
+        #: the parent the suite plays (``createParent``): its uid, once created
+        self.parent_uid = ""
+        self.as_child = any(
+            "createSample" in step and (step["createSample"] or {}).get("asChild")
+            for step in rule.steps
+        )
 
     @property
     def cluster(self) -> Cluster:
@@ -150,16 +183,75 @@ class SampleScenario:
         }
 
     def sample_object(self) -> _Obj:
-        return self.sample.instance(self.namespace, {RUN_LABEL: self.runner.run_id}, UNSCHEDULED)
+        obj = self.sample.instance(self.namespace, {RUN_LABEL: self.runner.run_id}, UNSCHEDULED)
+        if self.as_child:
+            # the sample as a delegating child of the parent the suite plays (KEP-6089)
+            meta = obj["metadata"]
+            meta["annotations"] = {
+                **(meta.get("annotations") or {}),
+                GROUP_TEMPLATE_ANNOTATION: PARENT_TEMPLATE,
+            }
+            meta["ownerReferences"] = [
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "name": PARENT_NAME,
+                    "uid": self.parent_uid or "<the parent's uid>",
+                    "controller": True,
+                }
+            ]
+        return obj
+
+    def parent_objects(self) -> list[_Obj]:
+        """``createParent``: a ConfigMap standing for any parent controller's object, and the
+        parent's Workload (``spec.controllerRef`` and a controller ownerReference to it) with
+        one PodGroupTemplate, :data:`PARENT_TEMPLATE`: a gang of the sample's first
+        ``minCount`` (a basic group for 0 or none)."""
+        labels = {RUN_LABEL: self.runner.run_id}
+        mins = self.sample.expect.min_counts or ()
+        policy: dict[str, Any] = (
+            {"gang": {"minCount": mins[0]}} if mins and mins[0] > 0 else {"basic": {}}
+        )
+        workload: _Obj = {
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "Workload",
+            "metadata": {"name": PARENT_NAME, "namespace": self.namespace, "labels": labels},
+            "spec": {
+                "controllerRef": {"apiGroup": "", "kind": "ConfigMap", "name": PARENT_NAME},
+                "podGroupTemplates": [{"name": PARENT_TEMPLATE, "schedulingPolicy": policy}],
+            },
+        }
+        if self.parent_uid:
+            workload["metadata"]["ownerReferences"] = [
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "name": PARENT_NAME,
+                    "uid": self.parent_uid,
+                    "controller": True,
+                }
+            ]
+        parent: _Obj = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": PARENT_NAME, "namespace": self.namespace, "labels": labels},
+        }
+        return [parent, workload]
 
     def plan(self) -> list[_Obj]:
-        """What this rule creates and changes: the namespace, the sample, its stand-in pods
-        (with ``standin_pods``), and for a resizing rule the patch (a ``Patch`` document:
-        ``patchType``, ``target``, ``patch``) and the stand-in pods after it."""
+        """What this rule creates and changes: the namespace, the parent (``createParent``),
+        the sample, its stand-in child Jobs (``standin_jobs``) and pods (``standin_pods``),
+        and for a resizing rule the patch (a ``Patch`` document: ``patchType``, ``target``,
+        ``patch``) and the stand-in pods after it."""
         sample = self.sample_object()
-        out = [self.namespace_object(), sample]
+        out = [self.namespace_object()]
+        if any("createParent" in step for step in self.rule.steps):
+            out += self.parent_objects()
+        out.append(sample)
+        if self.runner.standin_jobs:
+            out += standin_child_jobs(sample)
         if self.runner.standin_pods:
-            out += standin_pods(sample)
+            out += self._standin_pods_for(sample, standin_child_jobs(sample))
         if any("resizeSample" in step for step in self.rule.steps):
             if self.sample.resize_patch is not None:
                 out.append(
@@ -181,6 +273,13 @@ class SampleScenario:
                 out += [p for p in standin_pods(resized) if _name(p) not in before]
         return out
 
+    def _standin_pods_for(self, sample: _Obj, jobs: Sequence[_Obj]) -> list[_Obj]:
+        """The stand-in pods: with stand-in child Jobs, those the Job controller makes for
+        each of them; else those of the sample's own workload controller."""
+        if self.runner.standin_jobs and jobs:
+            return [p for job in jobs for p in standin_pods(job)]
+        return standin_pods(sample)
+
     # ---- playing -----------------------------------------------------------------------
 
     async def play(self) -> None:
@@ -189,10 +288,14 @@ class SampleScenario:
         for step in self.rule.steps:
             ((kind, spec),) = step.items()
             spec = spec or {}
-            if kind == "createSample":
+            if kind == "createParent":
+                made = to_dict(await self.cluster.create(self.parent_objects()[0]))
+                self.parent_uid = str(_meta(made).get("uid"))
+                await self.cluster.create(self.parent_objects()[1])
+            elif kind == "createSample":
                 created = to_dict(await self.cluster.create(self.sample_object()))
                 self.uid = str(_meta(created).get("uid"))
-                if self.runner.standin_pods:
+                if self.runner.standin_pods or self.runner.standin_jobs:
                     await self._standin(self.sample.expect)
             elif kind == "resizeSample":
                 await self.resize()
@@ -207,6 +310,11 @@ class SampleScenario:
                     with contextlib.suppress(NotFound):
                         await self.cluster.delete(
                             "Pod", pod, self.namespace, grace_period_seconds=0
+                        )
+                for job in sorted(self.standin_jobs):
+                    with contextlib.suppress(NotFound):
+                        await self.cluster.delete(
+                            "Job", job, self.namespace, propagation_policy="Background"
                         )
             elif kind == "expectSample":
                 want = self.sample.expect
@@ -225,7 +333,7 @@ class SampleScenario:
             patch_type="json" if self.sample.resize_patch_type == "json" else "merge",
         )
         self.resized = True
-        if self.runner.standin_pods:
+        if self.runner.standin_pods or self.runner.standin_jobs:
             await self._standin(self.sample.resize_expect or self.sample.expect)
 
     async def _standin(self, want: SampleOutcome) -> None:
@@ -254,7 +362,12 @@ class SampleScenario:
                 self.sample.resource, str(self.sample.object["metadata"]["name"]), self.namespace
             )
         )
-        desired = {_name(p): p for p in standin_pods(live)}
+        jobs: list[_Obj] = []
+        if self.runner.standin_jobs:
+            jobs = await self._standin_child_jobs(live)
+        if not self.runner.standin_pods:
+            return
+        desired = {_name(p): p for p in self._standin_pods_for(live, jobs)}
         for name, pod in desired.items():
             if name not in self.standin:
                 await self.cluster.create(copy.deepcopy(pod))
@@ -263,6 +376,26 @@ class SampleScenario:
             with contextlib.suppress(NotFound):
                 await self.cluster.delete("Pod", name, self.namespace, grace_period_seconds=0)
             self.standin.discard(name)
+
+    async def _standin_child_jobs(self, live: _Obj) -> list[_Obj]:
+        """Stand-in JobSet controller: create the sample's child Jobs (those not made yet),
+        delete those it no longer has; the live ones, with their uids."""
+        want = {_name(j): j for j in standin_child_jobs(live)}
+        out: list[_Obj] = []
+        for name, job in want.items():
+            if name in self.standin_jobs:
+                out.append(to_dict(await self.cluster.get("Job", name, self.namespace)))
+                continue
+            made = to_dict(await self.cluster.create(copy.deepcopy(job)))
+            self.standin_jobs[name] = str(_meta(made).get("uid"))
+            out.append(made)
+        for name in sorted(set(self.standin_jobs) - set(want)):
+            with contextlib.suppress(NotFound):
+                await self.cluster.delete(
+                    "Job", name, self.namespace, propagation_policy="Background"
+                )
+            del self.standin_jobs[name]
+        return out
 
     async def _until(self, probe: Callable[[], Awaitable[list[str]]], what: str) -> None:
         while True:
@@ -276,7 +409,7 @@ class SampleScenario:
 
     async def expect(self, checks: list[str], want: SampleOutcome) -> None:
         async def probe() -> list[str]:
-            state = await self.observe()
+            state = await self.observe(jobs="childJobs" in checks)
             out: list[str] = []
             for check in checks:
                 out += getattr(self, f"_check_{check}")(state, want)
@@ -292,9 +425,10 @@ class SampleScenario:
         what = "outcome not reached by the deadline" + (" after the resize" if self.resized else "")
         await self._until(probe, what)
 
-    async def observe(self) -> _State:
+    async def observe(self, *, jobs: bool = False) -> _State:
         objs: dict[str, list[_Obj]] = {}
-        for kind in ("Workload", "PodGroup", "CompositePodGroup", "Pod"):
+        kinds = ["Workload", "PodGroup", "CompositePodGroup", "Pod"] + (["Job"] if jobs else [])
+        for kind in kinds:
             try:
                 items = (await self.cluster.list(kind, self.namespace)).items
             except NotFound:  # a kind the server does not serve
@@ -449,6 +583,103 @@ class SampleScenario:
                 out.append(f"PodGroup {name}: {linked.get(name, 0)} pods linked, minCount {need}")
         return out
 
+    def _check_childJobs(self, s: _State, want: SampleOutcome) -> list[str]:
+        """The sample's delegating child Jobs (KEP-6089 downward mapping): each names a
+        PodGroupTemplate of the sample's Workload, owns no Workload, and its pods are linked to
+        a PodGroup made from that template, by the parent (centralized) or by the child
+        (delegated management)."""
+        out: list[str] = []
+        if want.child_jobs is not None and len(s.child_jobs) != want.child_jobs:
+            hint = " (made by its workload controller; without one, --stand-in-jobs)"
+            out.append(
+                f"{len(s.child_jobs)} Jobs controlled by the sample, want {want.child_jobs}"
+                + ("" if s.child_jobs else hint)
+            )
+        wl_names = {_name(w) for w in s.workloads}
+        for job in s.child_jobs:
+            jname, juid = _name(job), str(_meta(job).get("uid"))
+            template = (_meta(job).get("annotations") or {}).get(GROUP_TEMPLATE_ANNOTATION)
+            keys = [k for k in s.templates.leaves if k[1] == template and k[0] in wl_names]
+            if not template:
+                out.append(f"Job {jname}: no {GROUP_TEMPLATE_ANNOTATION} annotation")
+                continue
+            if not keys:
+                out.append(
+                    f"Job {jname}: {GROUP_TEMPLATE_ANNOTATION}={template} names no "
+                    "PodGroupTemplate of the sample's Workload"
+                )
+                continue
+            own_wls = sorted(_name(w) for w in s.controlled_by("Workload", juid))
+            if own_wls:
+                out.append(f"Job {jname}: controls Workloads {own_wls} (a child makes none)")
+            groups = {_name(g): g for g in s.pod_groups}
+            for g in s.controlled_by("PodGroup", juid):
+                groups[_name(g)] = g
+                out += self._pod_group_from(s, g, keys[0], f"Job {jname}'s PodGroup")
+            pods = [p for p in s.pods if _controller_uid(p) == juid]
+            if not pods:
+                out.append(f"Job {jname}: no pods")
+            for pod in pods:
+                target = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+                ref = ((groups.get(str(target)) or {}).get("spec") or {}).get("workloadRef") or {}
+                if (ref.get("workloadName"), ref.get("templateName")) != keys[0]:
+                    out.append(
+                        f"pod {_name(pod)} of Job {jname}: linked to {target}, not a PodGroup "
+                        f"of template {template} made by the sample or the Job"
+                    )
+        return out
+
+    def _pod_group_from(
+        self, s: _State, pg: Mapping[str, Any], key: tuple[str, str], what: str
+    ) -> list[str]:
+        """``pg`` names template ``key`` (workload, template) in spec.workloadRef and copies
+        its policy, constraints, disruption mode and priority class."""
+        spec = pg.get("spec") or {}
+        ref = spec.get("workloadRef") or {}
+        if (ref.get("workloadName"), ref.get("templateName")) != key:
+            return [f"{what} {_name(pg)}: workloadRef {ref or None}, want {list(key)}"]
+        template, _ = s.templates.leaves[key]
+        out = []
+        for field, default in (
+            ("schedulingPolicy", None),
+            ("schedulingConstraints", None),
+            ("disruptionMode", {"single": {}}),
+            ("priorityClassName", None),
+        ):
+            if not _same(spec.get(field), template.get(field), default):
+                out.append(
+                    f"{what} {_name(pg)}: {field} {spec.get(field)}, its template {key[1]} "
+                    f"has {template.get(field)}"
+                )
+        return out
+
+    def _check_delegatedPodGroup(self, s: _State, want: SampleOutcome) -> list[str]:
+        """The sample, a delegating child of the parent the suite plays: no Workload of its
+        own, exactly one PodGroup made from the parent's template, its pods linked to it."""
+        out: list[str] = []
+        if s.workloads:
+            out.append(
+                f"the sample controls Workloads {sorted(_name(w) for w in s.workloads)}; a "
+                "delegating child makes none (its parent owns the Workload)"
+            )
+        parents = _Templates([w for w in s.all["Workload"] if _name(w) == PARENT_NAME])
+        key = (PARENT_NAME, PARENT_TEMPLATE)
+        if key not in parents.leaves:
+            return [*out, f"the parent's Workload {PARENT_NAME} is missing"]
+        if len(s.pod_groups) != 1:
+            return [*out, f"{len(s.pod_groups)} PodGroups controlled by the sample, want 1"]
+        pg = s.pod_groups[0]
+        view = _State(s.uid, s.all)
+        view.templates = parents
+        out += self._pod_group_from(view, pg, key, "PodGroup")
+        if want.pods is not None and len(s.pods) != want.pods:
+            out.append(f"{len(s.pods)} pods in the namespace, want {want.pods}")
+        for pod in s.pods:
+            target = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+            if target != _name(pg):
+                out.append(f"pod {_name(pod)}: linked to {target}, want {_name(pg)}")
+        return out
+
     def _check_cleanedUp(self, s: _State, want: SampleOutcome) -> list[str]:
         out: list[str] = []
         for kind in ("Workload", "PodGroup", "CompositePodGroup"):
@@ -473,6 +704,9 @@ class SampleScenario:
                 ns,
                 propagation_policy="Background",
             )
+        for job in sorted(self.standin_jobs):
+            with contextlib.suppress(WorkloadBuilderError):
+                await self.cluster.delete("Job", job, ns, propagation_policy="Background")
         for kind in ("Pod", "PodGroup", "CompositePodGroup", "Workload"):
             with contextlib.suppress(WorkloadBuilderError):
                 for obj in map(to_dict, (await self.cluster.list(kind, ns)).items):

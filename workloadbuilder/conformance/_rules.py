@@ -37,7 +37,15 @@ FEATURES: tuple[str, ...] = (
 #: ``integration``: the objects an integration makes for a sample)
 PROFILES: tuple[str, ...] = ("scheduler", "integration")
 #: what an integration rule's ``expectSample`` step may check
-INTEGRATION_CHECKS: tuple[str, ...] = ("workload", "podGroups", "composites", "pods", "cleanedUp")
+INTEGRATION_CHECKS: tuple[str, ...] = (
+    "workload",
+    "podGroups",
+    "composites",
+    "pods",
+    "cleanedUp",
+    "childJobs",
+    "delegatedPodGroup",
+)
 #: features of the v1.37 scheduler profile without rules yet (nothing to run)
 PLANNED_FEATURES: tuple[str, ...] = ()
 #: kube-scheduler's own scheduler name: rules marked ``extension`` are skipped for it
@@ -63,7 +71,9 @@ _STEP_KINDS = frozenset(
         "expect",
     }
 )
-_SAMPLE_STEP_KINDS = frozenset({"createSample", "expectSample", "resizeSample", "deleteSample"})
+_SAMPLE_STEP_KINDS = frozenset(
+    {"createParent", "createSample", "expectSample", "resizeSample", "deleteSample"}
+)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -761,7 +761,9 @@ class ConformanceRunner:
 
     Integration-profile rules play ``sample`` (an :class:`IntegrationSample`); with
     ``standin_pods`` the runner also creates the pods the sample's workload controllers
-    would (for clusters that run the integration but not those controllers).
+    would (for clusters that run the integration but not those controllers); with
+    ``standin_jobs`` it creates a JobSet sample's child Jobs as a workload-aware JobSet
+    controller would (for clusters that run a Job controller but no JobSet controller).
     """
 
     def __init__(
@@ -776,6 +778,7 @@ class ConformanceRunner:
         run_extensions: bool = False,
         sample: IntegrationSample | None = None,
         standin_pods: bool = False,
+        standin_jobs: bool = False,
     ) -> None:
         self._cluster = cluster
         self.scheduler_name = scheduler_name
@@ -789,6 +792,8 @@ class ConformanceRunner:
         self.sample = sample
         #: create the sample's pods as its workload controllers would
         self.standin_pods = standin_pods
+        #: create a JobSet sample's child Jobs as a workload-aware JobSet controller would
+        self.standin_jobs = standin_jobs
 
     @property
     def cluster(self) -> Cluster:
@@ -801,6 +806,21 @@ class ConformanceRunner:
         """Why ``rule`` is not run for this scheduler, or ``None``."""
         if rule.extension and self.scheduler_name == UPSTREAM_SCHEDULER and not self.run_extensions:
             return f"extension, not upstream behaviour: {rule.extension_reason}"
+        if rule.profile == "integration" and self.sample is not None:
+            kinds = {k for step in rule.steps for k in step}
+            checks = {
+                c for step in rule.steps for c in (step.get("expectSample") or {}).get("checks", ())
+            }
+            if "createParent" in kinds and self.sample.kind != "Job":
+                return (
+                    f"the sample is a {self.sample.kind}: this rule makes the sample a parent's "
+                    "delegating child, which the suite does for Jobs only"
+                )
+            if "childJobs" in checks and self.sample.expect.child_jobs is None:
+                return (
+                    f"the sample ({self.sample.kind} {self.sample.name}) makes no delegating "
+                    "child Jobs (its expect.childJobs is not set)"
+                )
         return None
 
     def plan(self, rules: Sequence[Rule]) -> list[tuple[Rule, list[dict[str, Any]]]]:

@@ -36,6 +36,7 @@ __all__ = [
     "IntegrationSample",
     "SampleOutcome",
     "load_sample",
+    "standin_child_jobs",
     "standin_pods",
 ]
 
@@ -64,14 +65,24 @@ class SampleOutcome:
     composite_pod_groups: int | None = None
     pods: int | None = None
     min_counts: tuple[int, ...] | None = None
+    #: child Jobs the sample's workload controller makes that delegate to its Workload
+    #: (``scheduling.k8s.io/group-template-name``); ``None``: the sample has none
+    child_jobs: int | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str) -> SampleOutcome:
         """From the sample's ``expect`` block (``workloads``, ``podGroups``,
-        ``compositePodGroups``, ``pods``, ``minCounts``)."""
+        ``compositePodGroups``, ``pods``, ``minCounts``, ``childJobs``)."""
         if not isinstance(data, Mapping):
             raise ValueError(f"{where}: must be a mapping")
-        unknown = set(data) - {"workloads", "podGroups", "compositePodGroups", "pods", "minCounts"}
+        unknown = set(data) - {
+            "workloads",
+            "podGroups",
+            "compositePodGroups",
+            "pods",
+            "minCounts",
+            "childJobs",
+        }
         if unknown:
             raise ValueError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
         mins = data.get("minCounts")
@@ -86,6 +97,7 @@ class SampleOutcome:
             composite_pod_groups=_count(data, "compositePodGroups", where),
             pods=_count(data, "pods", where),
             min_counts=None if mins is None else tuple(sorted(mins)),
+            child_jobs=_count(data, "childJobs", where),
         )
 
 
@@ -243,11 +255,17 @@ def _controller_ref(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _pod(
-    name: str, namespace: str, template: Mapping[str, Any], labels: Mapping[str, str]
+    name: str,
+    namespace: str,
+    template: Mapping[str, Any],
+    labels: Mapping[str, str],
+    *,
+    keep_group: bool = False,
 ) -> dict[str, Any]:
     tmeta = dict(template.get("metadata") or {})
     spec = copy.deepcopy(dict(template.get("spec") or {}))
-    spec.pop("schedulingGroup", None)
+    if not keep_group:
+        spec.pop("schedulingGroup", None)
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -263,11 +281,16 @@ def _pod(
 
 def standin_pods(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The pods a Job, JobSet or LeaderWorkerSet controller would create for ``obj`` (as read
-    back from the server), without ``spec.schedulingGroup``. ``ValueError`` for other kinds.
+    back from the server), without ``spec.schedulingGroup`` of their own. ``ValueError`` for
+    other kinds.
 
     Job: ``parallelism`` pods ``<job>-<i>`` with the ``batch.kubernetes.io/job-name`` label
-    and a controller ownerReference to the Job. JobSet: each child Job's ``parallelism`` pods
-    ``<child job>-<i>`` with its labels (no ownerReference: the child Jobs are not created).
+    and a controller ownerReference to the Job, from its pod template as the Job controller
+    copies it (a ``schedulingGroup`` there -- a bring-your-own or a parent-linked template --
+    is kept; a Job controller that is not workload-aware sets none). JobSet: each child Job's
+    ``parallelism`` pods ``<child job>-<i>`` with its labels (no ownerReference: the child
+    Jobs are not created; no ``schedulingGroup``: a JobSet controller that is not
+    workload-aware sets none, see :func:`standin_child_jobs` for one that is).
     LeaderWorkerSet: the leader and workers of every replica as its StatefulSets name them.
     """
     kind = obj.get("kind")
@@ -282,7 +305,7 @@ def standin_pods(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
             labels["batch.kubernetes.io/controller-uid"] = str(meta["uid"])
         out = []
         for i in range(int(spec.get("parallelism", 1))):
-            pod = _pod(f"{name}-{i}", ns, template, labels)
+            pod = _pod(f"{name}-{i}", ns, template, labels, keep_group=True)
             if meta.get("uid"):
                 pod["metadata"]["ownerReferences"] = [_controller_ref(obj)]
             out.append(pod)
@@ -306,3 +329,15 @@ def standin_pods(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
             p["spec"].pop("schedulingGroup", None)
         return pods
     raise ValueError(f"no stand-in pods for kind {kind!r} (Job, JobSet, LeaderWorkerSet only)")
+
+
+def standin_child_jobs(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The child Jobs a workload-aware JobSet controller (KEP-969, centralized management)
+    makes for the JobSet ``obj`` (as read back from the server): ``<jobset>-<replicatedJob>-<i>``
+    with the JobSet labels, a controller ownerReference to the JobSet, the annotation
+    ``scheduling.k8s.io/group-template-name`` (the PodGroupTemplate of the JobSet's Workload
+    the Job's pods belong to) and the pod template's ``spec.schedulingGroup`` naming that
+    template's PodGroup. ``[]`` for other kinds (they have no child Jobs)."""
+    if obj.get("kind") != "JobSet":
+        return []
+    return jobset_child_job_manifests(obj)

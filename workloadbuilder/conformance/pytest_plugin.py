@@ -8,7 +8,7 @@ in a ``conftest.py``) and ask for the suite::
         [--wb-context C] [--wb-features gang,topology] [--wb-timeout SECONDS]
     pytest -p workloadbuilder.conformance.pytest_plugin --wb-conformance \\
         --wb-kubeconfig ~/.kube/config --wb-profile integration \\
-        --wb-integration-sample my-sample.yaml [--wb-stand-in-pods]
+        --wb-integration-sample my-sample.yaml [--wb-stand-in-pods] [--wb-stand-in-jobs]
 
 Without ``--wb-conformance`` it adds nothing. With it, one item per rule
 (``conformance::<rule id>``) is appended to the session: a failed rule fails its item with the
@@ -52,6 +52,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="integration profile: create the pods the sample's workload controllers would",
     )
+    group.addoption(
+        "--wb-stand-in-jobs",
+        action="store_true",
+        help="integration profile: create a JobSet sample's child Jobs as a workload-aware "
+        "JobSet controller would",
+    )
 
 
 class ConformanceItem(pytest.Item):
@@ -76,6 +82,7 @@ class ConformanceItem(pytest.Item):
                     str(opt("wb_scheduler_name") or f"integration sample {sample}"),
                     sample=load_sample(sample) if sample else None,
                     standin_pods=bool(opt("wb_stand_in_pods")),
+                    standin_jobs=bool(opt("wb_stand_in_jobs")),
                 )
                 result = await runner.run_one(self.rule)
             finally:

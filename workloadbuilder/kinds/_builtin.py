@@ -74,6 +74,10 @@ class JobIntegration(_Adapter):
     gvk = JOB_GVK
     _module_name = "workloadbuilder.kinds.job"
     _plan_func = "plan_job"
+    #: an existing Workload / PodGroup of a planned name without a controller is the user's:
+    #: kube-controller-manager v1.37.2's Job controller never adopts it (see
+    #: :class:`workloadbuilder.runtime.OwnerlessObjects`)
+    adopt_ownerless = False
 
     def delegated_template(self, obj: Mapping[str, Any], /) -> str | None:
         """The ``scheduling.k8s.io/group-template-name`` of a delegating child Job."""
@@ -113,6 +117,8 @@ class JobSetIntegration(_Adapter):
     gvk = JOBSET_GVK
     _module_name = "workloadbuilder.kinds.jobset"
     _plan_func = "plan_jobset"
+    #: the JobSet controller (KEP-969) refuses a same-named object it does not control
+    adopt_ownerless = False
 
     def child_workloads(self, obj: Mapping[str, Any], /) -> list[dict[str, Any]]:
         """The child Jobs (:func:`workloadbuilder.kinds.jobset.jobset_child_job_manifests`)."""

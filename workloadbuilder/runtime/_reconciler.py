@@ -20,8 +20,12 @@ exponential backoff, never two workers on one key). A reconcile of one key:
 4. create-or-get, in the upstream order: the Workload (then its uid goes into the PodGroups'
    ownerReferences), CompositePodGroups root first, PodGroups. ``AlreadyExists`` re-reads the
    object; an existing object without a controller is adopted (our controller reference is
-   added, with the read resourceVersion as precondition); one controlled by someone else is
-   left alone with a ``Warning`` event;
+   added, with the read resourceVersion as precondition) -- unless the integration says
+   ``adopt_ownerless = False`` (:class:`OwnerlessObjects`; Job and JobSet, as their upstream
+   controllers): then it is left alone, the reconcile fails and is retried with backoff (a
+   ``FailedWorkloadCreate`` event for a Workload) until the name is free, and so is one
+   controlled by someone else; for the other integrations that one is left alone with a
+   ``Warning`` event;
 5. the plan's minCount patches (elastic resize) for the objects whose live ``minCount``
    differs;
 6. objects the owner controls that the plan no longer has are deleted;
@@ -67,10 +71,12 @@ __all__ = [
     "CONDITION_GANG_SCHEDULED",
     "CONDITION_INITIALLY_SCHEDULED",
     "EVENT_FAILED_COMPILATION",
+    "EVENT_FAILED_WORKLOAD_CREATE",
     "EVENT_GANG_PREEMPTED",
     "EVENT_GANG_SCHEDULED",
     "EVENT_GANG_UNSCHEDULABLE",
     "OwnerConditions",
+    "OwnerlessObjects",
     "ReconcileResult",
     "Reconciler",
 ]
@@ -85,6 +91,8 @@ EVENT_GANG_UNSCHEDULABLE = "GangUnschedulable"
 EVENT_GANG_PREEMPTED = "GangPreempted"
 EVENT_FAILED_COMPILATION = "FailedWorkloadCompilation"
 EVENT_NAME_CONFLICT = "SchedulingObjectConflict"
+#: kube-controller-manager's reason when its Workload's name is taken (or creation failed)
+EVENT_FAILED_WORKLOAD_CREATE = "FailedWorkloadCreate"
 #: the owner condition written for integrations that declare a ``conditions_path``
 CONDITION_GANG_SCHEDULED = "GangScheduled"
 
@@ -98,6 +106,23 @@ class OwnerConditions(Protocol):
     not, ``Unknown`` before the scheduler has tried)."""
 
     conditions_path: str
+
+
+@runtime_checkable
+class OwnerlessObjects(Protocol):
+    """An integration that says what its Reconciler does with an existing Workload, PodGroup
+    or CompositePodGroup of a planned name that has **no** controller.
+
+    ``adopt_ownerless = True`` (also the behaviour for integrations without the attribute):
+    the owner's controller reference is added and the object is used. ``False``: the object is
+    left alone, as kube-controller-manager v1.37.2's Job controller and the JobSet controller
+    do (a pre-created object is the user's, not theirs): nothing after it in the creation
+    order is created, the reconcile fails and is retried with the key's backoff until the
+    name is free, a Workload's failure is reported with a ``FailedWorkloadCreate`` event on
+    the owner (the Job controller's reason and message), and the webhook links no pod to such
+    a PodGroup. An object controlled by another owner is then handled the same way."""
+
+    adopt_ownerless: bool
 
 
 _OWNED_KINDS = ("Workload", "CompositePodGroup", "PodGroup")
@@ -236,6 +261,10 @@ class Reconciler:
                 f"{gvk}: conditions_path {integration.conditions_path!r} is not supported "  # type: ignore[attr-defined]
                 "(only 'status.conditions')"
             )
+        #: whether an existing object of a planned name without a controller is adopted
+        self.adopt_ownerless = (
+            bool(integration.adopt_ownerless) if isinstance(integration, OwnerlessObjects) else True
+        )
         self.plan_options = plan_options
         self.watch_pods = watch_pods
         self.component = component
@@ -291,7 +320,8 @@ class Reconciler:
 
     def _leftovers(self, key: str) -> list[KubeObject]:
         """What the gone owner ``key`` leaves behind: the objects it controls, the objects it
-        was seen to control that have no controller any more (orphaned), the Workloads whose
+        was seen to control that have no controller any more (orphaned), and -- for an
+        integration that adopts ownerless objects -- the Workloads whose
         ``spec.controllerRef`` names it and have no controller, and their uncontrolled
         groups."""
         ns, _, name = key.partition("/")
@@ -308,6 +338,10 @@ class Reconciler:
             if seen is not None and uncontrolled(seen):
                 found[k] = seen
         workloads: set[str] = set()
+        if not self.adopt_ownerless:
+            # never-controlled objects are not ours, even when they name the owner (a
+            # user's pre-created Workload): only what it controlled, or was seen to control
+            return list(found.values())
         for (kind, n, wl_name), o in self.objects.items():
             if kind != "Workload" or n != ns or not isinstance(o, Workload):
                 continue
@@ -637,6 +671,9 @@ class Reconciler:
                 raise Conflict(
                     f"{desired.kind} {ns}/{name} belongs to an earlier {controller.kind}"
                 )
+            if not self.adopt_ownerless:
+                # the upstream controllers do not tell "someone else's" from "nobody's"
+                await self._name_taken(desired, owner, out)
             await self._event(
                 owner,
                 EVENT_NAME_CONFLICT,
@@ -648,6 +685,8 @@ class Reconciler:
             return None
         if deleting:
             raise Conflict(f"{desired.kind} {ns}/{name} is being deleted")
+        if not self.adopt_ownerless:
+            await self._name_taken(desired, owner, out)
         # adopt: add our controller reference, guarded by the version we read
         ours = [to_dict(r) for r in desired.metadata.owner_references]
         existing = (
@@ -672,6 +711,29 @@ class Reconciler:
         out.adopted.append((desired.kind, ns, name))
         self._store((desired.kind, ns, name), patched)
         return patched
+
+    async def _name_taken(
+        self,
+        desired: Workload | PodGroup | CompositePodGroup,
+        owner: Mapping[str, Any],
+        out: _Outcome,
+    ) -> None:
+        """An object we do not control holds ``desired``'s name and is not adopted:
+        report it (a Workload: the Job controller's ``FailedWorkloadCreate`` event) and fail
+        the reconcile, so that it is retried with backoff until the name is free."""
+        name = desired.metadata.name or ""
+        resource = resource_info(desired.kind)
+        message = f'{resource.plural}.{resource.group} "{name}" already exists'
+        if desired.kind == "Workload":
+            await self._event(
+                owner,
+                EVENT_FAILED_WORKLOAD_CREATE,
+                f"Failed to create Workload for {self.resource.kind} "
+                f"{self._owner_name(owner)}: {message}",
+                "Warning",
+                out,
+            )
+        raise AlreadyExists(f"{message} (no controller; not adopted)")
 
     @staticmethod
     def _owner_name(owner: Mapping[str, Any]) -> str:
@@ -757,7 +819,7 @@ class Reconciler:
         for key, plan in list(self.plans.items()):
             if key.startswith(prefix):
                 group = plan.pod_group_for(pod)
-                if group is not None:
+                if group is not None and not self._foreign(ns, group):
                     return group
         for key, owner in list(self.owners.items()):
             if not key.startswith(prefix) or key in self.plans:
@@ -773,10 +835,18 @@ class Reconciler:
             if lazy is None:
                 continue
             group = lazy.pod_group_for(pod)
-            if group is not None:
+            if group is not None and not self._foreign(ns, group):
                 self.queue.add(key)
                 return group
         return None
+
+    def _foreign(self, ns: str, group: str) -> bool:
+        """True when the PodGroup ``group`` exists without a controller and is not adopted
+        (then it is not ours to link pods to)."""
+        if self.adopt_ownerless:
+            return False
+        live = self.objects.get(("PodGroup", ns, group))
+        return live is not None and not any(r.controller for r in _meta_of(live)[4])
 
     # ---- status and events -------------------------------------------------------------
 

@@ -156,6 +156,7 @@ class ControlPlane:
         run_dir: Path | str | None = None,
         *,
         with_controller_manager: bool = False,
+        defer_controller_manager: bool = False,
         with_scheduler: bool = False,
         controllers: Sequence[str] = DEFAULT_CONTROLLERS,
         bin_dir: Path | str | None = None,
@@ -166,6 +167,8 @@ class ControlPlane:
         keep_run_dir: bool | None = None,
     ) -> None:
         self.with_controller_manager = with_controller_manager
+        #: with ``with_controller_manager``: start it only in :meth:`start_controller_manager`
+        self.defer_controller_manager = defer_controller_manager
         self.with_scheduler = with_scheduler
         self.controllers = tuple(controllers)
         gates = dict.fromkeys(WAS_FEATURE_GATES, True)
@@ -418,6 +421,63 @@ class ControlPlane:
         path.chmod(0o600)
         return path.absolute()
 
+    def _controller_manager_steps(self) -> Generator[_Wait, bool | None, None]:
+        run_dir = self.run_dir
+        pki: Pki = self._need(self._pki, "pki")
+        kubeconfig = str(self._need(self._kubeconfig, "kubeconfig"))
+        gates = ",".join(f"{k}={'true' if v else 'false'}" for k, v in self.feature_gates.items())
+        insecure = ssl.create_default_context()
+        insecure.check_hostname = False
+        insecure.verify_mode = ssl.CERT_NONE
+        for attempt in range(_PORT_ATTEMPTS):
+            port = _free_port()
+            proc = self._spawn(
+                "kube-controller-manager",
+                [
+                    f"--kubeconfig={kubeconfig}",
+                    f"--authentication-kubeconfig={kubeconfig}",
+                    f"--authorization-kubeconfig={kubeconfig}",
+                    "--leader-elect=false",
+                    "--use-service-account-credentials=false",
+                    f"--controllers={','.join(self.controllers)}",
+                    f"--feature-gates={gates}",
+                    "--bind-address=127.0.0.1",
+                    f"--secure-port={port}",
+                    f"--cert-dir={run_dir / 'kcm-certs'}",
+                    f"--root-ca-file={pki.ca_cert}",
+                    f"--service-account-private-key-file={pki.sa_key}",
+                    "--kube-api-qps=500",
+                    "--kube-api-burst=1000",
+                    "--v=2",
+                ],
+            )
+            if (yield _Wait(proc=proc, probe=_https_probe(port, "/healthz", insecure))):
+                break
+            self._retry_or_raise(proc, attempt)
+
+    def start_controller_manager(self) -> None:
+        """Start kube-controller-manager now, on a plane made with
+        ``with_controller_manager=True, defer_controller_manager=True`` (so that a test can
+        create objects before the controllers first see them), and wait until it is
+        healthy."""
+        if not self._started:
+            raise ControlPlaneError("the control plane is not started")
+        if not (self.with_controller_manager and self.defer_controller_manager):
+            raise ControlPlaneError(
+                "start_controller_manager needs with_controller_manager=True and "
+                "defer_controller_manager=True"
+            )
+        if any(p.name == "kube-controller-manager" for p in self._procs):
+            raise ControlPlaneError("kube-controller-manager is already running")
+        steps = self._controller_manager_steps()
+        result: bool | None = None
+        while True:
+            try:
+                wait = steps.send(result)
+            except StopIteration:
+                return
+            result = self._wait_sync(wait)
+
     # ------------------------------------------------------------------ start steps
     def _start_steps(self) -> Generator[_Wait, bool | None, None]:
         if self._requested_run_dir is not None:
@@ -505,32 +565,8 @@ class ControlPlane:
         insecure.verify_mode = ssl.CERT_NONE
         kubeconfig = str(self._kubeconfig)
 
-        if self.with_controller_manager:
-            for attempt in range(_PORT_ATTEMPTS):
-                port = _free_port()
-                proc = self._spawn(
-                    "kube-controller-manager",
-                    [
-                        f"--kubeconfig={kubeconfig}",
-                        f"--authentication-kubeconfig={kubeconfig}",
-                        f"--authorization-kubeconfig={kubeconfig}",
-                        "--leader-elect=false",
-                        "--use-service-account-credentials=false",
-                        f"--controllers={','.join(self.controllers)}",
-                        f"--feature-gates={gates}",
-                        "--bind-address=127.0.0.1",
-                        f"--secure-port={port}",
-                        f"--cert-dir={run_dir / 'kcm-certs'}",
-                        f"--root-ca-file={pki.ca_cert}",
-                        f"--service-account-private-key-file={pki.sa_key}",
-                        "--kube-api-qps=500",
-                        "--kube-api-burst=1000",
-                        "--v=2",
-                    ],
-                )
-                if (yield _Wait(proc=proc, probe=_https_probe(port, "/healthz", insecure))):
-                    break
-                self._retry_or_raise(proc, attempt)
+        if self.with_controller_manager and not self.defer_controller_manager:
+            yield from self._controller_manager_steps()
 
         if self.with_scheduler:
             config = run_dir / "kube-scheduler.yaml"
