@@ -717,4 +717,10 @@ class ScheduleOne:
                 if leaf_ok and diag is not None:
                     self.status.pod_failed(p, REASON_UNSCHEDULABLE, diag.pod_message())
         self.queue.done(e, "success")
+        if self._preemption() is not None and any(p.key not in placed for p in pending):
+            # As for a flat group (schedule_group): pods of a tree whose cycle succeeded
+            # without them (a leaf left out above the root's quorum, a leaf's pods above its
+            # minCount, a leaf that grew) are retried at once; that cycle places nothing new,
+            # fails and preempts for them, as kube-scheduler v1.37.2's next attempt does.
+            self.queue.move(e.key)
         self.enqueuer.refresh_tree(ref, None)

@@ -20,7 +20,9 @@ by the integration (``group_for`` is the Reconciler's ``pod_group_for``, i.e. th
   a Job (the child Job objects themselves are not created; pods are owned by the parent and
   join the PodGroup their pod template names).
 * **LeaderWorkerSet**: the pods of :func:`workloadbuilder.kinds.lws.lws_pods` (no
-  StatefulSets; pods are owned by the LeaderWorkerSet).
+  StatefulSets; pods are owned by the LeaderWorkerSet). A preempted pod comes back alone or
+  with its whole replica group, as ``spec.leaderWorkerTemplate.restartPolicy`` says
+  (:func:`lws_restart`).
 """
 
 from __future__ import annotations
@@ -47,9 +49,11 @@ from workloadbuilder.kinds import (
 from workloadbuilder.kinds.job import job_pod_metadata
 
 __all__ = [
+    "LWS_RESTART_POLICIES",
     "JobRun",
     "Planned",
     "controls",
+    "lws_restart",
     "plan_object",
     "played_integrations",
     "pod_controller",
@@ -218,6 +222,32 @@ def _job_run(
         owner_ref=owner_ref,
         group_for=group_for,
     )
+
+
+#: ``spec.leaderWorkerTemplate.restartPolicy`` values of LeaderWorkerSet v1 (the CRD's enum);
+#: unset means ``RecreateGroupOnPodRestart`` (the CRD default).
+LWS_RESTART_POLICIES = ("RecreateGroupOnPodRestart", "RecreateGroupAfterStart", "None", "Default")
+
+
+def lws_restart(lws: Mapping[str, Any], pod: Mapping[str, Any]) -> tuple[str, str] | None:
+    """How the LeaderWorkerSet controller replaces ``pod`` (one of ``lws``'s) when it is
+    preempted: ``(policy, group index)`` when the whole replica group (leader and workers) is
+    recreated -- ``RecreateGroupOnPodRestart`` (the default) always,
+    ``RecreateGroupAfterStart`` only when no pod of the group is pending (the caller checks)
+    -- or None when the pod alone is recreated (``None``, or the deprecated ``Default``), as
+    its StatefulSet would. The real controller deletes the leader with foreground
+    propagation, which takes the worker StatefulSet and its pods with it, and the leader
+    StatefulSet recreates the group."""
+    from workloadbuilder.kinds.lws import GROUP_INDEX_LABEL
+
+    spec = lws.get("spec") or {}
+    lwt = (spec.get("leaderWorkerTemplate") or {}) if isinstance(spec, Mapping) else {}
+    policy = str(lwt.get("restartPolicy") or "RecreateGroupOnPodRestart")
+    if policy not in ("RecreateGroupOnPodRestart", "RecreateGroupAfterStart"):
+        return None
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    index = labels.get(GROUP_INDEX_LABEL)
+    return (policy, str(index)) if index is not None else None
 
 
 def played_integrations() -> dict[str, Integration]:

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import attrs
 
 from simulator._clock import VirtualClock
-from simulator._controllers import JobRun, played_integrations, pod_controller
+from simulator._controllers import JobRun, lws_restart, played_integrations, pod_controller
 from simulator._dra import ClaimLedger
 from simulator._preemption import (
     PreemptionRecord,
@@ -886,9 +886,10 @@ class Simulation:
 
     async def _preempted(self, victims: dict[Preemptor, list[_PodState]], t: float) -> None:
         """Record the preemptions at ``t``, check their invariants, and let the pods'
-        controllers replace them (a Job makes a new pod with the same completion index, a
-        LeaderWorkerSet's StatefulSet the same pod; a scenario's own pods are not
-        replaced)."""
+        controllers replace them (a Job makes a new pod with the same completion index; a
+        LeaderWorkerSet recreates the victim's whole replica group with
+        ``RecreateGroupOnPodRestart``, the default, or the same pod alone with ``None``; a
+        scenario's own pods are not replaced)."""
         resolver = UnitResolver(self.cluster)
         labels = {n: r.labels for n, r in self._nodes.items()}
         for preemptor, states in victims.items():
@@ -917,13 +918,53 @@ class Simulation:
                     if not g.preempted_at or g.preempted_at[-1] != t:
                         g.preempted_at.append(t)
             self._check_preemption(rec, t)
+        restarted: set[tuple[str, str, str]] = set()
         for states in victims.values():
             for st in states:
                 if st.doc is None or st.origin is None or not st.origin.controlled:
                     continue
+                if st.origin.kind == "LeaderWorkerSet" and await self._restart_lws_group(
+                    st, t, restarted
+                ):
+                    continue
                 run = st.run
                 pod = run.pod_deleted(st.doc) if run is not None else copy.deepcopy(st.doc)
                 await self._create_pod(st.origin, pod, t, owner=st.owner, run=run)
+
+    async def _restart_lws_group(
+        self, st: _PodState, t: float, restarted: set[tuple[str, str, str]]
+    ) -> bool:
+        """The LeaderWorkerSet's group restart for its preempted pod ``st``: every other pod
+        of the replica group is deleted and the whole group (leader first) created again,
+        each pod with a new uid, so that the scheduler places it again as a gang. False when
+        the policy recreates the pod alone (``None``, ``Default``; ``RecreateGroupAfterStart``
+        while a pod of the group is still pending)."""
+        assert st.origin is not None and st.doc is not None
+        got = lws_restart(st.origin.manifest, st.doc)
+        if got is None:
+            return False
+        policy, index = got
+        key = (st.namespace, st.owner, index)
+        if key in restarted:
+            return True  # the group is already being recreated
+        group = [
+            m
+            for m in self._pods.values()
+            if m.owner == st.owner
+            and m.namespace == st.namespace
+            and m.doc is not None
+            and lws_restart(st.origin.manifest, m.doc) == got
+            and (m.deleted is None or m.preempted == t)
+        ]
+        pending = any(m.node is None and m.deleted is None for m in group)
+        if policy == "RecreateGroupAfterStart" and pending:
+            return False
+        restarted.add(key)
+        await self._delete_pods([m for m in group if m.deleted is None], t)
+        for m in sorted(group, key=lambda m: m.created):
+            assert m.origin is not None and m.doc is not None
+            await self._create_pod(m.origin, copy.deepcopy(m.doc), t, owner=m.owner, run=None)
+        return True
 
     def _check_preemption(self, rec: PreemptionRecord, t: float) -> None:
         """No victim of priority >= its preemptor's; no ``disruptionMode: all`` unit left

@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from simulator._controllers import controls
+from simulator._controllers import LWS_RESTART_POLICIES, controls
 from simulator._dra import DeviceShorthandError, node_slices, parse_devices
 from simulator._units import parse_duration, parse_quantity
 from workloadbuilder.api import (
@@ -566,6 +566,13 @@ def _check_kind(doc: dict[str, Any]) -> None:
         replicas = _int_field(spec, "replicas", "spec.replicas", default=1, minimum=0)
         lwt = _mapping(spec, "leaderWorkerTemplate", required=True)
         size = _int_field(lwt, "size", "spec.leaderWorkerTemplate.size", default=1, minimum=1)
+        policy = lwt.get("restartPolicy")
+        if policy is not None and policy not in LWS_RESTART_POLICIES:
+            supported = ", ".join(f'"{v}"' for v in LWS_RESTART_POLICIES)
+            raise _DocError(
+                "spec.leaderWorkerTemplate.restartPolicy",
+                f'Unsupported value: "{policy}": supported values: {supported}',
+            )
         _at_most(replicas, "spec.replicas")
         _at_most(size, "spec.leaderWorkerTemplate.size")
         _at_most((replicas or 0) * (size or 1), "spec.replicas")

@@ -11,8 +11,6 @@ printed (``pytest -s``), not compared.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -26,23 +24,23 @@ if sys.path[:1] != [_ROOT]:
 if getattr(sys.modules.get("scheduler"), "__file__", "") is None:
     del sys.modules["scheduler"]
 
-from waits import priority_class_admitted  # noqa: E402
-
-from scheduler import Scheduler, SchedulerConfig  # noqa: E402
+from controlplane._parity import (  # noqa: E402
+    UPSTREAM,
+    ParitySide,
+    both,
+    parity_plane,
+    parity_sides,
+    until,
+)
 from workloadbuilder.api import PodGroup, from_dict  # noqa: E402
-from workloadbuilder.cluster import KubeCluster  # noqa: E402
-from workloadbuilder.errors import NotFound  # noqa: E402
 from workloadbuilder.testing import ControlPlane  # noqa: E402
 from workloadbuilder.testing.builders import (  # noqa: E402
-    make_node,
     make_pod,
     make_pod_group,
-    make_priority_class,
 )
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.controllermanager]
 
-UPSTREAM = "default-scheduler"
 OURS = "wb-dra-parity"
 DRIVER = "gpu.example.com"
 V1 = "resource.k8s.io/v1"
@@ -53,80 +51,27 @@ _T = TypeVar("_T")
 @pytest.fixture(scope="module")
 def upstream_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
     """kube-scheduler and kube-controller-manager (resourceclaim controller)."""
-    with ControlPlane(
-        bin_dir=control_plane.bin_dir, with_scheduler=True, with_controller_manager=True
-    ) as plane:
+    with parity_plane(control_plane, upstream=True, controller_manager=True) as plane:
         yield plane
 
 
 @pytest.fixture(scope="module")
 def our_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
     """kube-controller-manager only: our scheduler runs in process."""
-    with ControlPlane(bin_dir=control_plane.bin_dir, with_controller_manager=True) as plane:
+    with parity_plane(control_plane, upstream=False, controller_manager=True) as plane:
         yield plane
 
 
 async def _until(probe: Callable[[], Awaitable[_T | None]], what: str) -> _T:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + TIMEOUT
-    while True:
-        value = await probe()
-        if value:
-            return value
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.2)
+    return await until(probe, what, timeout=TIMEOUT, interval=0.2)
 
 
-class Side:
-    """One scheduler: its plane, a namespace, and cluster-scoped objects prefixed by it."""
+class Side(ParitySide):
+    """One scheduler: its plane, a namespace, and cluster-scoped objects prefixed by it
+    (nodes and PriorityClasses from :class:`ParitySide`)."""
 
     def __init__(self, name: str, plane: ControlPlane, scheduler_name: str) -> None:
-        self.name = name
-        self.scheduler_name = scheduler_name
-        self.namespace = plane.create_namespace(f"dra-{name}-")
-        self.cluster = KubeCluster.from_kubeconfig(plane.kubeconfig)
-        self.created: list[tuple[str, str]] = []
-        self.scheduler: Scheduler | None = None
-        self._task: asyncio.Task[None] | None = None
-
-    async def start_ours(self) -> None:
-        # preemption on, as kube-scheduler's default (no test but the preemption case has
-        # priorities, so it changes nothing elsewhere)
-        self.scheduler = Scheduler(
-            self.cluster, SchedulerConfig(scheduler_name=OURS, preemption=True)
-        )
-        await self.scheduler.start()
-        self._task = asyncio.create_task(self.scheduler.run())
-
-    async def close(self) -> None:
-        if self.scheduler is not None:
-            await self.scheduler.stop()
-        if self._task is not None:
-            await self._task
-        for pod in (await self.cluster.list("Pod", self.namespace)).items:
-            assert isinstance(pod, dict)
-            with contextlib.suppress(NotFound):
-                await self.cluster.delete(
-                    "Pod", pod["metadata"]["name"], self.namespace, grace_period_seconds=0
-                )
-        for kind, name in reversed(self.created):
-            with contextlib.suppress(NotFound):
-                await self.cluster.delete(kind, name)
-        await self.cluster.close()
-
-    def full(self, name: str) -> str:
-        return f"{self.namespace}-{name}"
-
-    async def node(self, name: str, *, cpu: str = "4", labels: dict[str, str] | None = None) -> str:
-        full = self.full(name)
-        node = make_node(full).label("kubernetes.io/hostname", full).labels(labels or {})
-        obj = node.resources({"cpu": cpu, "memory": "16Gi", "pods": "110"}).ready().obj()
-        status = obj.pop("status")
-        await self.cluster.create(obj)
-        self.created.append(("Node", full))
-        await self.cluster.patch("Node", full, {"status": status}, subresource="status")
-        return full
+        super().__init__(name, plane, scheduler_name, "dra")
 
     async def device_class(self, name: str, *more: str) -> str:
         full = self.full(name)
@@ -139,7 +84,7 @@ class Side:
                 "spec": {"selectors": [{"cel": {"expression": e}} for e in exprs]},
             }
         )
-        self.created.append(("DeviceClass", full))
+        self.track("DeviceClass", full)
         return full
 
     async def slice(self, name: str, where: dict[str, Any], devices: list[dict[str, Any]]) -> str:
@@ -157,7 +102,7 @@ class Side:
                 },
             }
         )
-        self.created.append(("ResourceSlice", full))
+        self.track("ResourceSlice", full)
         return full
 
     async def node_with_gpus(self, name: str, count: int, **node: Any) -> str:
@@ -189,13 +134,6 @@ class Side:
                 "spec": self._spec(cls, count, selectors),
             }
         )
-
-    async def priority_class(self, name: str, value: int) -> str:
-        full = self.full(name)
-        await self.cluster.create(make_priority_class(full, value).obj())
-        self.created.append(("PriorityClass", full))
-        await priority_class_admitted(self.cluster, self.namespace, full)
-        return full
 
     async def template(self, name: str, cls: str, count: int = 1) -> None:
         await self.cluster.create(
@@ -245,10 +183,6 @@ class Side:
         await self.cluster.create(from_dict(pg.obj(), PodGroup))
 
     # ---- reading -----------------------------------------------------------------------
-
-    async def pods(self) -> dict[str, dict[str, Any]]:
-        items = (await self.cluster.list("Pod", self.namespace)).items
-        return {str(p["metadata"]["name"]): p for p in items if isinstance(p, dict)}
 
     async def outcome(self) -> dict[str, Any]:
         """Bound pods, PodScheduled reasons, and per claim (named by its pod claim entry and
@@ -306,15 +240,8 @@ async def sides(
 ) -> AsyncIterator[tuple[Side, Side]]:
     upstream = Side("upstream", upstream_plane, UPSTREAM)
     ours = Side("ours", our_plane, OURS)
-    try:
-        await ours.start_ours()
-        yield upstream, ours
-    finally:
-        await asyncio.gather(upstream.close(), ours.close())
-
-
-async def _both(sides: tuple[Side, Side], scenario: Callable[[Side], Awaitable[_T]]) -> list[_T]:
-    return list(await asyncio.gather(*(scenario(s) for s in sides)))
+    async with parity_sides(upstream, ours) as pair:
+        yield pair
 
 
 def _shared(o: dict[str, Any]) -> dict[str, Any]:
@@ -364,7 +291,7 @@ async def test_pod_claims_on_node_local_devices(sides: tuple[Side, Side]) -> Non
             await s.pod(f"p{i}", claims={"gpu": f"c{i}"})
         return await _settle(s, _decided(4))
 
-    up, ours = await _both(sides, scenario)
+    up, ours = await both(sides, scenario)
     _report("pod claims on node-local devices (3 devices, 4 pods)", up, ours)
     assert len(up["bound"]) == 3
     assert _shared(up) == _shared(ours)
@@ -381,7 +308,7 @@ async def test_claim_for_two_devices_and_a_missing_claim(sides: tuple[Side, Side
         await s.pod("p-missing", claims={"gpu": "missing"})
         return await _settle(s, _decided(3, held=("p-missing",)))
 
-    up, ours = await _both(sides, scenario)
+    up, ours = await both(sides, scenario)
     _report("two devices per claim; a missing claim", up, ours)
     assert len(up["bound"]) == 1
     assert up["pending"]["p-missing"] == (None, None)  # held by PreEnqueue, no condition
@@ -391,7 +318,7 @@ async def test_claim_for_two_devices_and_a_missing_claim(sides: tuple[Side, Side
         await s.claim("missing", "gpu", count=1)
         return await _settle(s, lambda o: "p-missing" in o["bound"])
 
-    up, ours = await _both(sides, later)
+    up, ours = await both(sides, later)
     _report("the missing claim created", up, ours)
     assert _shared(up)["claims"] == _shared(ours)["claims"]
 
@@ -407,7 +334,7 @@ async def test_gang_with_template_claims_all_or_nothing(sides: tuple[Side, Side]
             await s.pod(f"train-{i}", group="train", templates={"gpu": "one-gpu"})
         return await _settle(s, _decided(3))
 
-    up, ours = await _both(sides, scenario)
+    up, ours = await both(sides, scenario)
     _report("gang of 3 with per-pod template claims, 2 devices", up, ours)
     assert up["bound"] == {}
     assert _shared(up) == _shared(ours)
@@ -416,7 +343,7 @@ async def test_gang_with_template_claims_all_or_nothing(sides: tuple[Side, Side]
         await s.node_with_gpus("c", 1)
         return await _settle(s, lambda o: len(o["bound"]) == 3)
 
-    up, ours = await _both(sides, grow)
+    up, ours = await both(sides, grow)
     _report("a third device arrives", up, ours)
     assert _shared(up) == _shared(ours)
 
@@ -453,7 +380,7 @@ async def test_group_claim_on_a_rack_wide_device(sides: tuple[Side, Side]) -> No
         o["racks"] = sorted(racks)
         return o
 
-    up, ours = await _both(sides, scenario)
+    up, ours = await both(sides, scenario)
     _report("a PodGroup claim on a rack-wide device", up, ours)
     assert _shared(up) == _shared(ours)
 
@@ -471,7 +398,7 @@ async def test_one_claim_shared_by_two_pods(sides: tuple[Side, Side]) -> None:
         o["same_node"] = len(nodes) == 1
         return o
 
-    up, ours = await _both(sides, scenario)
+    up, ours = await both(sides, scenario)
     _report("one claim shared by two pods", up, ours)
     assert len(up["bound"]) == 2 and up["same_node"]
     # which of the two equal nodes is a tie-break (upstream's is random): not compared
@@ -526,7 +453,7 @@ async def test_claim_reservations_through_the_pods_lifecycle(sides: tuple[Side, 
         steps.append(await _until(group_released, f"{s.name}: the PodGroup's claim released"))
         return steps
 
-    up, ours = await _both(sides, scenario)
+    up, ours = await both(sides, scenario)
     for i, (u, o) in enumerate(zip(up, ours, strict=True)):
         print(f"\n== lifecycle step {i}\n  upstream: {u}\n  ours:     {o}")
     assert up[0]["for-group"] == (True, [("podgroups", "pg")])
@@ -575,7 +502,7 @@ async def test_cel_selectors_over_attributes_and_capacity(sides: tuple[Side, Sid
         o["devices"] = sorted(devices)
         return o
 
-    up, ours = await _both(sides, scenario)
+    up, ours = await both(sides, scenario)
     _report("CEL selectors over an attribute (class) and a capacity (request)", up, ours)
     assert up["devices"] == [("a-gpus", "gpu-2"), ("b-gpus", "gpu-0")]
     assert len(up["bound"]) == 2 and len(up["pending"]) == 1
@@ -604,7 +531,7 @@ async def test_single_pod_preemption_frees_no_devices(sides: tuple[Side, Side]) 
         o["nominated"] = (pods["urgent"].get("status") or {}).get("nominatedNodeName")
         return o
 
-    up, ours = await _both(sides, scenario)
+    up, ours = await both(sides, scenario)
     _report("a single pod does not preempt for a device", up, ours)
     assert up["pending"] == {"urgent": ("False", "Unschedulable")}
     assert not up["holder_deleting"] and not up["nominated"]

@@ -36,7 +36,6 @@ both are printed (``pytest -s``) and the differences are listed in ``docs/schedu
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -55,14 +54,18 @@ if getattr(sys.modules.get("scheduler"), "__file__", "") is None:
 
 from waits import priority_class_admitted  # noqa: E402
 
-from scheduler import Scheduler, SchedulerConfig  # noqa: E402
+from controlplane._parity import (  # noqa: E402
+    UPSTREAM,
+    ParitySide,
+    both,
+    parity_plane,
+    parity_sides,
+    until,
+)
 from workloadbuilder.api import PodGroup  # noqa: E402
-from workloadbuilder.cluster import KubeCluster  # noqa: E402
-from workloadbuilder.errors import NotFound  # noqa: E402
 from workloadbuilder.testing import ControlPlane  # noqa: E402
 from workloadbuilder.testing.builders import (  # noqa: E402
     make_composite_pod_group,
-    make_node,
     make_pod,
     make_pod_group,
     make_priority_class,
@@ -70,7 +73,6 @@ from workloadbuilder.testing.builders import (  # noqa: E402
 
 pytestmark = [pytest.mark.controlplane]
 
-UPSTREAM = "default-scheduler"
 OURS = "wb-parity"
 TIMEOUT = 30.0
 
@@ -83,14 +85,14 @@ _T = TypeVar("_T")
 @pytest.fixture(scope="module")
 def upstream_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
     """A private plane with the upstream kube-scheduler."""
-    with ControlPlane(bin_dir=control_plane.bin_dir, with_scheduler=True) as plane:
+    with parity_plane(control_plane, upstream=True) as plane:
         yield plane
 
 
 @pytest.fixture(scope="module")
 def our_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
     """A private plane without a scheduler: ours runs in process against it."""
-    with ControlPlane(bin_dir=control_plane.bin_dir) as plane:
+    with parity_plane(control_plane, upstream=False) as plane:
         yield plane
 
 
@@ -128,84 +130,17 @@ async def _until(
     probe: Callable[[], Awaitable[_T | None]], what: str, timeout: float = TIMEOUT
 ) -> _T:
     """Poll ``probe`` until it returns something truthy (a deadline, no fixed sleeps)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        value = await probe()
-        if value:
-            return value
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.1)
+    return await until(probe, what, timeout=timeout, interval=0.1)
 
 
-class Side:
-    """One scheduler under test: its plane's cluster, a namespace and object builders."""
+class Side(ParitySide):
+    """One scheduler under test: its plane's cluster, a namespace and object builders (the
+    shared ones, nodes and PriorityClasses, from :class:`ParitySide`)."""
 
     def __init__(self, name: str, plane: ControlPlane, scheduler_name: str) -> None:
-        self.name = name
-        self.scheduler_name = scheduler_name
-        self.namespace = plane.create_namespace(f"parity-{name}-")
-        self.cluster = KubeCluster.from_kubeconfig(plane.kubeconfig)
-        self.nodes: list[str] = []
-        self.priority_classes: list[str] = []
-        self.scheduler: Scheduler | None = None
-        self._task: asyncio.Task[None] | None = None
-
-    async def start_ours(self) -> None:
-        """Run our scheduler in the background, as ``workloadbuilder scheduler`` would."""
-        self.scheduler = Scheduler(
-            self.cluster, SchedulerConfig(scheduler_name=OURS, preemption=True)
-        )
-        await self.scheduler.start()
-        self._task = asyncio.create_task(self.scheduler.run())
-
-    async def close(self) -> None:
-        """Stop our scheduler; delete the pods (grace 0), Nodes and PriorityClasses."""
-        if self.scheduler is not None:
-            await self.scheduler.stop()
-        if self._task is not None:
-            await self._task
-        for pod in (await self.cluster.list("Pod", self.namespace)).items:
-            assert isinstance(pod, dict)
-            with contextlib.suppress(NotFound):
-                await self.cluster.delete(
-                    "Pod", pod["metadata"]["name"], self.namespace, grace_period_seconds=0
-                )
-        for node in self.nodes:
-            with contextlib.suppress(NotFound):
-                await self.cluster.delete("Node", node)
-        for pc in self.priority_classes:
-            with contextlib.suppress(NotFound):
-                await self.cluster.delete("PriorityClass", pc)
-        await self.cluster.close()
+        super().__init__(name, plane, scheduler_name, "parity")
 
     # ---- builders ----------------------------------------------------------------------
-
-    async def node(
-        self,
-        name: str,
-        *,
-        cpu: str = "4",
-        memory: str = "16Gi",
-        labels: dict[str, str] | None = None,
-    ) -> None:
-        """A fake Node like scheduler_perf's: allocatable cpu/memory/pods, Ready."""
-        full = f"{self.namespace}-{name}"
-        node = make_node(full).label("kubernetes.io/hostname", full).labels(labels or {})
-        obj = node.resources({"cpu": cpu, "memory": memory, "pods": "110"}).ready().obj()
-        status = obj.pop("status")
-        await self.cluster.create(obj)
-        self.nodes.append(full)
-        await self.cluster.patch("Node", full, {"status": status}, subresource="status")
-
-    async def priority_class(self, name: str, value: int) -> str:
-        """A PriorityClass, once the Priority admission plugin knows it."""
-        full = f"{self.namespace}-{name}"
-        await self.cluster.create(make_priority_class(full, value).obj())
-        self.priority_classes.append(full)
-        await priority_class_admitted(self.cluster, self.namespace, full)
-        return full
 
     async def pod_group(
         self,
@@ -268,10 +203,6 @@ class Side:
 
     # ---- reading -----------------------------------------------------------------------
 
-    async def pods(self) -> dict[str, dict[str, Any]]:
-        items = (await self.cluster.list("Pod", self.namespace)).items
-        return {str(p["metadata"]["name"]): p for p in items if isinstance(p, dict)}
-
     async def bound(self, name: str) -> bool:
         pod = await self.cluster.get("Pod", name, self.namespace)
         assert isinstance(pod, dict)
@@ -332,16 +263,8 @@ async def sides(
     """(upstream, ours) for one scenario, cleaned up afterwards."""
     upstream = Side("upstream", upstream_plane, UPSTREAM)
     ours = Side("ours", our_plane, OURS)
-    try:
-        await ours.start_ours()
-        yield upstream, ours
-    finally:
-        await asyncio.gather(upstream.close(), ours.close())
-
-
-async def _both(sides: tuple[Side, Side], scenario: Callable[[Side], Awaitable[_T]]) -> list[_T]:
-    """Run ``scenario`` on both sides at once; returns [upstream's result, ours]."""
-    return list(await asyncio.gather(*(scenario(s) for s in sides)))
+    async with parity_sides(upstream, ours) as pair:
+        yield pair
 
 
 def _report(title: str, upstream: GroupView, ours: GroupView) -> None:
@@ -385,7 +308,7 @@ async def test_gang_that_fits_binds_all(sides: tuple[Side, Side]) -> None:
             ),
         )
 
-    upstream, ours = await _both(sides, scenario)
+    upstream, ours = await both(sides, scenario)
     _report("gang that fits", upstream, ours)
     assert upstream.condition == ("True", "Scheduled")
     assert upstream.shared() == ours.shared()
@@ -413,7 +336,7 @@ async def test_gang_below_min_count_waits(sides: tuple[Side, Side]) -> None:
         await _witness(s)
         return await s.view("gang")
 
-    upstream, ours = await _both(sides, scenario)
+    upstream, ours = await both(sides, scenario)
     _report("gang below minCount", upstream, ours)
     assert upstream.bound == 0
     assert upstream.shared() == ours.shared()
@@ -431,7 +354,7 @@ async def test_gang_that_cannot_fit(sides: tuple[Side, Side]) -> None:
             "gang", lambda v: v.condition is not None and _failed(v, "Unschedulable")
         )
 
-    upstream, ours = await _both(sides, scenario)
+    upstream, ours = await both(sides, scenario)
     _report("gang that cannot fit", upstream, ours)
     assert upstream.bound == 0
     assert upstream.condition == ("False", "Unschedulable")
@@ -460,7 +383,7 @@ async def test_basic_group_partly_fits(sides: tuple[Side, Side]) -> None:
             ),
         )
 
-    upstream, ours = await _both(sides, scenario)
+    upstream, ours = await both(sides, scenario)
     _report("basic group partly fits", upstream, ours)
     assert upstream.bound == 2
     assert upstream.shared() == ours.shared()
@@ -485,7 +408,7 @@ async def test_min_count_lowered_then_schedules(sides: tuple[Side, Side]) -> Non
         )
         return before, after
 
-    (up_before, up_after), (our_before, our_after) = await _both(sides, scenario)
+    (up_before, up_after), (our_before, our_after) = await both(sides, scenario)
     _report("minCount lowered: before", up_before, our_before)
     _report("minCount lowered: after", up_after, our_after)
     assert up_before.bound == 0 and up_after.bound == 2
@@ -505,7 +428,7 @@ async def test_priority_mismatch_is_scheduler_error(sides: tuple[Side, Side]) ->
             "gang", lambda v: v.condition is not None and _failed(v, "SchedulerError")
         )
 
-    upstream, ours = await _both(sides, scenario)
+    upstream, ours = await both(sides, scenario)
     _report("priority mismatch", upstream, ours)
     assert upstream.condition == ("False", "SchedulerError")
     assert upstream.shared() == ours.shared()
@@ -538,7 +461,7 @@ async def test_pods_before_their_pod_group(sides: tuple[Side, Side]) -> None:
         )
         return before, after
 
-    (up_before, upstream), (our_before, ours) = await _both(sides, scenario)
+    (up_before, upstream), (our_before, ours) = await both(sides, scenario)
     _report("pods before their PodGroup", upstream, ours)
     assert up_before == {"late-0": (False, None), "late-1": (False, None)}
     assert our_before == up_before
@@ -572,7 +495,7 @@ async def test_mixed_scheduler_names_with_a_bound_pod(sides: tuple[Side, Side]) 
             ),
         )
 
-    upstream, ours = await _both(sides, scenario)
+    upstream, ours = await both(sides, scenario)
     _report("mixed scheduler names, foreign pod bound", upstream, ours)
     assert upstream.condition == ("False", "SchedulerError")
     assert upstream.pods["mixed-1"].scheduled == ("False", "SchedulerError")
@@ -598,7 +521,7 @@ async def test_mixed_scheduler_names_with_a_pending_pod(sides: tuple[Side, Side]
             ),
         )
 
-    upstream, ours = await _both(sides, scenario)
+    upstream, ours = await both(sides, scenario)
     _report("mixed scheduler names, foreign pod pending", upstream, ours)
     assert upstream.condition == ("True", "Scheduled")
     assert upstream.pods["mixed-1"].bound and not upstream.pods["mixed-0"].bound
@@ -648,7 +571,7 @@ async def test_topology_gang_lands_in_the_one_rack_that_fits(sides: tuple[Side, 
         v = await s.view_when("g", lambda v: v.bound == 4 and _events_in(v))
         return v, await s.domains("g", RACK)
 
-    (upstream, up_dom), (ours, our_dom) = await _both(sides, scenario)
+    (upstream, up_dom), (ours, our_dom) = await both(sides, scenario)
     _report("topology: the one rack that fits", upstream, ours)
     assert set(up_dom.values()) == {"r2"}
     assert up_dom == our_dom
@@ -668,7 +591,7 @@ async def test_topology_gang_not_split_across_racks(sides: tuple[Side, Side]) ->
             "g", lambda v: v.condition is not None and _failed(v, "Unschedulable")
         )
 
-    upstream, ours = await _both(sides, scenario)
+    upstream, ours = await both(sides, scenario)
     _report("topology: not split across racks", upstream, ours)
     assert upstream.bound == 0
     assert upstream.condition == ("False", "Unschedulable")
@@ -688,7 +611,7 @@ async def test_topology_fuller_rack_that_fits(sides: tuple[Side, Side]) -> None:
         v = await s.view_when("g", lambda v: v.bound == 2 and _events_in(v))
         return v, await s.domains("g", RACK)
 
-    (upstream, up_dom), (ours, our_dom) = await _both(sides, scenario)
+    (upstream, up_dom), (ours, our_dom) = await both(sides, scenario)
     _report(f"topology: fuller rack (upstream {up_dom}, ours {our_dom})", upstream, ours)
     assert len(set(up_dom.values())) == 1
     assert up_dom == our_dom
@@ -709,7 +632,7 @@ async def test_topology_bound_member_holds_the_group(sides: tuple[Side, Side]) -
         v = await s.view_when("g", lambda v: v.bound >= 2 and _settled(v))
         return v, await s.domains("g", RACK)
 
-    (upstream, up_dom), (ours, our_dom) = await _both(sides, scenario)
+    (upstream, up_dom), (ours, our_dom) = await both(sides, scenario)
     _report("topology: bound member holds the group", upstream, ours)
     assert set(up_dom.values()) == {"r1"}
     assert up_dom == our_dom
@@ -724,7 +647,7 @@ async def test_topology_no_labelled_node(sides: tuple[Side, Side]) -> None:
         await s.gang("g", 2, 2, topology=RACK)
         return await s.view_when("g", lambda v: v.condition is not None and _settled(v))
 
-    upstream, ours = await _both(sides, scenario)
+    upstream, ours = await both(sides, scenario)
     _report("topology: no labelled node", upstream, ours)
     assert upstream.bound == 0
     assert upstream.condition == ours.condition
@@ -750,7 +673,7 @@ async def test_topology_basic_group_never_spills_over(sides: tuple[Side, Side]) 
         v = await s.view("g")
         return v, await s.domains("g", RACK)
 
-    (upstream, up_dom), (ours, our_dom) = await _both(sides, scenario)
+    (upstream, up_dom), (ours, our_dom) = await both(sides, scenario)
     _report("topology: basic group never spills over", upstream, ours)
     assert set(up_dom.values()) == {"r1"}
     assert set(our_dom.values()) == {"r1"}
@@ -817,7 +740,7 @@ async def test_composite_tree_that_fits(sides: tuple[Side, Side]) -> None:
         w = await s.view_when("t-worker", lambda v: v.bound == 2 and _events_in(v))
         return m, w, await _composite_condition(s, "t")
 
-    (um, uw, uc), (om, ow, oc) = await _both(sides, scenario)
+    (um, uw, uc), (om, ow, oc) = await both(sides, scenario)
     _print_tree("composite: tree that fits", uc, oc)
     _report("composite: master", um, om)
     _report("composite: worker", uw, ow)
@@ -843,7 +766,7 @@ async def test_composite_tree_that_does_not_fit(sides: tuple[Side, Side]) -> Non
         )
         return m, w, await _composite_condition(s, "t")
 
-    (um, uw, uc), (om, ow, oc) = await _both(sides, scenario)
+    (um, uw, uc), (om, ow, oc) = await both(sides, scenario)
     _print_tree("composite: tree that does not fit", uc, oc)
     _report("composite: master", um, om)
     _report("composite: worker", uw, ow)
@@ -869,7 +792,7 @@ async def test_composite_tree_waits_for_quorum(sides: tuple[Side, Side]) -> None
             await _composite_condition(s, "t"),
         )
 
-    (um, uw, uc), (om, ow, oc) = await _both(sides, scenario)
+    (um, uw, uc), (om, ow, oc) = await both(sides, scenario)
     _print_tree("composite: tree waits for quorum", uc, oc)
     assert um.bound == uw.bound == 0
     assert um.shared() == om.shared()
@@ -899,7 +822,7 @@ async def test_composite_top_down_block_then_racks(sides: tuple[Side, Side]) -> 
         racks = {**await s.domains("t-a", RACK), **await s.domains("t-b", RACK)}
         return a.bound + b.bound, blocks, racks
 
-    (ub, ublocks, uracks), (ob, oblocks, oracks) = await _both(sides, scenario)
+    (ub, ublocks, uracks), (ob, oblocks, oracks) = await both(sides, scenario)
     _print_tree("composite: block then racks", (ub, ublocks, uracks), (ob, oblocks, oracks))
     assert ub == ob
     assert set(ublocks.values()) == set(oblocks.values())
@@ -927,7 +850,7 @@ async def test_composite_greedy_miss_is_an_intentional_difference(
         b = await s.view_when("t-b", lambda v: v.condition is not None and _settled(v))
         return a.bound + b.bound, await _composite_condition(s, "t")
 
-    (ub, uc), (ob, oc) = await _both(sides, scenario)
+    (ub, uc), (ob, oc) = await both(sides, scenario)
     _print_tree("composite: greedy miss", (ub, uc), (ob, oc))
     assert ub == 0
     assert ob == 4
@@ -995,7 +918,7 @@ async def test_preemption_high_gang_evicts_low_gang(sides: tuple[Side, Side]) ->
         await _until(lambda: _gone(s, "low-"), f"{s.name}: low gone")
         return v, await _left(s, "low-")
 
-    (up, up_left), (ours, ours_left) = await _both(sides, scenario)
+    (up, up_left), (ours, ours_left) = await both(sides, scenario)
     _report("W1 high gang evicts low gang", up, ours)
     print(f"  low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
     assert up.bound == ours.bound == 2
@@ -1046,7 +969,7 @@ async def test_preemption_single_mode_takes_the_fewest_pods(sides: tuple[Side, S
         await _until(two_left, f"{s.name}: two low pods left")
         return v, await _left(s, "low-")
 
-    (up, up_left), (ours, ours_left) = await _both(sides, scenario)
+    (up, up_left), (ours, ours_left) = await both(sides, scenario)
     _report("W2 single-mode victims", up, ours)
     print(f"  low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
     assert up.bound == ours.bound == 2
@@ -1070,7 +993,7 @@ async def test_preemption_not_when_the_quorum_still_does_not_fit(
         await _no_victims(s)
         return await s.view("high"), await _left(s, "low-")
 
-    (up, up_left), (ours, ours_left) = await _both(sides, scenario)
+    (up, up_left), (ours, ours_left) = await both(sides, scenario)
     _report("W3 quorum still does not fit", up, ours)
     assert up.bound == ours.bound == 0
     assert up.condition == ours.condition == ("False", "Unschedulable")
@@ -1080,7 +1003,7 @@ async def test_preemption_not_when_the_quorum_still_does_not_fit(
 async def _never(s: Side) -> str:
     never = f"{s.namespace}-high-never"
     await s.cluster.create(make_priority_class(never, 1000).preemption_policy("Never").obj())
-    s.priority_classes.append(never)
+    s.track("PriorityClass", never)
     await priority_class_admitted(s.cluster, s.namespace, never)
     return never
 
@@ -1100,7 +1023,7 @@ async def test_preemption_policy_never(sides: tuple[Side, Side]) -> None:
         await _no_victims(s)
         return await s.view("high"), await _left(s, "low-")
 
-    (up, up_left), (ours, ours_left) = await _both(sides, scenario)
+    (up, up_left), (ours, ours_left) = await both(sides, scenario)
     _report("W4 preemptionPolicy Never", up, ours)
     print(f"  low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
     assert up.bound == ours.bound == 0
@@ -1126,7 +1049,7 @@ async def test_preemption_policy_of_group_and_pods_must_agree(sides: tuple[Side,
         await _no_victims(s)
         return await s.view("high"), await _left(s, "low-")
 
-    (up, up_left), (ours, ours_left) = await _both(sides, scenario)
+    (up, up_left), (ours, ours_left) = await both(sides, scenario)
     _report("W5 policies disagree", up, ours)
     assert up.bound == ours.bound == 0
     assert up.condition == ours.condition == ("False", "SchedulerError")
@@ -1165,7 +1088,7 @@ async def test_preemption_topology_constrained_gang(sides: tuple[Side, Side]) ->
         await _no_victims(s)
         return await s.view("high"), await _left(s, "low-"), await s.domains("high", rack)
 
-    (up, up_left, up_dom), (ours, ours_left, ours_dom) = await _both(sides, scenario)
+    (up, up_left, up_dom), (ours, ours_left, ours_dom) = await both(sides, scenario)
     _report("W6 topology-constrained preemptor", up, ours)
     print(f"  low left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
     print(f"  racks: upstream={up_dom} ours={ours_dom}")
@@ -1194,7 +1117,7 @@ async def test_preemption_single_pod_takes_one_pod_of_a_single_mode_gang(
 ) -> None:
     """W7: a high-priority single pod (1 cpu) on a node full of a low gang (single mode):
     one low pod is preempted."""
-    (up_b, up_left), (ours_b, ours_left) = await _both(
+    (up_b, up_left), (ours_b, ours_left) = await both(
         sides, lambda s: _single_pod_preempts(s, None)
     )
     print(f"\n== W7 low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
@@ -1206,7 +1129,7 @@ async def test_preemption_single_pod_takes_a_disruption_mode_all_gang_whole(
     sides: tuple[Side, Side],
 ) -> None:
     """W8: the same with the low gang's disruptionMode all: the whole gang goes."""
-    (up_b, up_left), (ours_b, ours_left) = await _both(
+    (up_b, up_left), (ours_b, ours_left) = await both(
         sides, lambda s: _single_pod_preempts(s, "all")
     )
     print(f"\n== W8 low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
@@ -1220,10 +1143,10 @@ async def test_preemption_single_pod_takes_a_disruption_mode_all_gang_whole(
 @pytest.fixture(scope="module")
 def upstream_kcm_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
     """A private plane with the upstream kube-scheduler and the disruption controller."""
-    with ControlPlane(
-        bin_dir=control_plane.bin_dir,
-        with_scheduler=True,
-        with_controller_manager=True,
+    with parity_plane(
+        control_plane,
+        upstream=True,
+        controller_manager=True,
         controllers=("disruption-controller",),
     ) as plane:
         yield plane
@@ -1232,9 +1155,10 @@ def upstream_kcm_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
 @pytest.fixture(scope="module")
 def our_kcm_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
     """A private plane with the disruption controller only: our scheduler runs in process."""
-    with ControlPlane(
-        bin_dir=control_plane.bin_dir,
-        with_controller_manager=True,
+    with parity_plane(
+        control_plane,
+        upstream=False,
+        controller_manager=True,
         controllers=("disruption-controller",),
     ) as plane:
         yield plane
@@ -1247,11 +1171,8 @@ async def kcm_sides(
     """(upstream, ours) on the planes with the disruption controller."""
     upstream = Side("upstream", upstream_kcm_plane, UPSTREAM)
     ours = Side("ours", our_kcm_plane, OURS)
-    try:
-        await ours.start_ours()
-        yield upstream, ours
-    finally:
-        await asyncio.gather(upstream.close(), ours.close())
+    async with parity_sides(upstream, ours) as pair:
+        yield pair
 
 
 async def _labelled_pod(
@@ -1346,7 +1267,7 @@ async def test_preemption_pdb_protected_pods_are_reprieved_first(
         await _until(two_left, f"{s.name}: two low pods left")
         return v, await _left(s, "low-")
 
-    (up, up_left), (ours, ours_left) = await _both(kcm_sides, scenario)
+    (up, up_left), (ours, ours_left) = await both(kcm_sides, scenario)
     _report("P1 PDB-protected pods reprieved first", up, ours)
     print(f"  low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
     assert up.bound == ours.bound == 2
@@ -1377,7 +1298,7 @@ async def test_preemption_single_pod_prefers_the_node_without_pdb_violations(
         await _until(bound, f"{s.name}: hp bound")
         return await s.bound("hp"), await _left(s, "low-")
 
-    (up_b, up_left), (ours_b, ours_left) = await _both(kcm_sides, scenario)
+    (up_b, up_left), (ours_b, ours_left) = await both(kcm_sides, scenario)
     print(f"\n== P2 low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
     assert up_b and ours_b
     assert up_left == ours_left == {"low-a"}
@@ -1423,7 +1344,7 @@ async def test_preemption_pdb_with_an_empty_selector(kcm_sides: tuple[Side, Side
         await _until(two_left, f"{s.name}: two low pods left")
         return await _left(s, "low-")
 
-    up_left, ours_left = await _both(kcm_sides, scenario)
+    up_left, ours_left = await both(kcm_sides, scenario)
     print(f"\n== P3 low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
     assert up_left == ours_left == {"low-0", "low-1"}
 
@@ -1484,7 +1405,7 @@ async def test_preemption_composite_tree_preemptor(sides: tuple[Side, Side]) -> 
         await _until(both, f"{s.name}: the tree bound")
         return await _left(s, "low-")
 
-    up_left, ours_left = await _both(sides, scenario)
+    up_left, ours_left = await both(sides, scenario)
     print(f"\n== CW1 low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
     assert up_left == ours_left == set()
 
@@ -1510,7 +1431,7 @@ async def test_preemption_composite_tree_takes_the_fewest_pods(sides: tuple[Side
         await _until(two_left, f"{s.name}: two low pods left")
         return await _left(s, "low-")
 
-    up_left, ours_left = await _both(sides, scenario)
+    up_left, ours_left = await both(sides, scenario)
     print(f"\n== CW2 low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
     assert len(up_left) == len(ours_left) == 2
 
@@ -1533,7 +1454,7 @@ async def test_preemption_composite_victim_unit(sides: tuple[Side, Side]) -> Non
         await s.view_when("high", lambda v: v.bound == 1)
         return await _left(s, "lt-")
 
-    up_left, ours_left = await _both(sides, scenario)
+    up_left, ours_left = await both(sides, scenario)
     print(f"\n== CW3 low tree pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
     assert up_left == ours_left == set()
 
@@ -1563,7 +1484,7 @@ async def test_preemption_pdb_makes_a_disruption_mode_all_unit_violating(
         await _no_victims(s)
         return await _left(s, "a-"), await _left(s, "b-")
 
-    (up_a, up_b), (ours_a, ours_b) = await _both(kcm_sides, scenario)
+    (up_a, up_b), (ours_a, ours_b) = await both(kcm_sides, scenario)
     print(
         f"\n== P4 left: upstream a={sorted(up_a)} b={sorted(up_b)} "
         f"ours a={sorted(ours_a)} b={sorted(ours_b)}"
@@ -1606,7 +1527,7 @@ async def test_preemption_single_pod_node_choice_by_offset_sum(sides: tuple[Side
         await _no_victims(s)
         return str(node).removeprefix(f"{s.namespace}-"), await _left(s, "a-")
 
-    (up_node, up_a), (ours_node, ours_a) = await _both(sides, scenario)
+    (up_node, up_a), (ours_node, ours_a) = await both(sides, scenario)
     print(f"\n== W9 hp on: upstream={up_node} ours={ours_node}; a left {sorted(up_a)}")
     assert up_node == ours_node == "b"
     assert up_a == ours_a == {"a-5", "a-0", "a-0b"}
@@ -1645,7 +1566,7 @@ async def test_preemption_topology_constrained_composite_tree(sides: tuple[Side,
         racks = {**await s.domains("t-a", rack), **await s.domains("t-b", rack)}
         return await _bound_prefix(s, "t-"), await _left(s, "low-"), set(racks.values())
 
-    (ub, uleft, uracks), (ob, oleft, oracks) = await _both(sides, scenario)
+    (ub, uleft, uracks), (ob, oleft, oracks) = await both(sides, scenario)
     print(
         f"\n== CW4 upstream left={sorted(uleft)} racks={uracks}; ours left={sorted(oleft)} {oracks}"
     )
@@ -1685,9 +1606,162 @@ async def test_preemption_policy_of_a_tree_and_its_pods_must_agree(
         await _no_victims(s)
         return await s.view("t-a"), await _left(s, "low-")
 
-    (up, up_left), (ours, ours_left) = await _both(sides, scenario)
+    (up, up_left), (ours, ours_left) = await both(sides, scenario)
     _report("CW5 tree and pod policies disagree", up, ours)
     print(f"  low pods left: upstream={sorted(up_left)} ours={sorted(ours_left)}")
     assert up.bound == ours.bound == 0
     assert up.condition == ours.condition == ("False", "SchedulerError")
     assert len(up_left) == len(ours_left) == 4
+
+
+async def _prio_tree_leaves(
+    s: Side, name: str, min_group_count: int, leaves: dict[str, tuple[int, int]], cls: str
+) -> None:
+    """A CompositePodGroup of ``min_group_count`` over gang leaves ``{leaf: (pods,
+    minCount)}`` (1 cpu per pod), every level and pod of class ``cls``."""
+    cpg = make_composite_pod_group(name, s.namespace).gang(min_group_count).priority_class(cls)
+    await s.cluster.create(cpg.obj())
+    for leaf, (size, min_count) in leaves.items():
+        pg = make_pod_group(leaf, s.namespace).parent(name).workload_ref(name, leaf)
+        await s.cluster.create(pg.gang(min_count).priority_class(cls).obj())
+        for i in range(size):
+            pod = make_pod(f"{leaf}-{i}", s.namespace).scheduler_name(s.scheduler_name)
+            pod.pod_group(leaf).priority_class(cls).request("cpu", "1").request("memory", "1Gi")
+            obj = pod.obj()
+            obj["spec"]["terminationGracePeriodSeconds"] = 0
+            await s.cluster.create(obj)
+
+
+async def _tree_left_behind(s: Side, leaves: dict[str, tuple[int, int]]) -> tuple[int, set[str]]:
+    """A 4-cpu node running three low pods (one cpu free); a high tree of minGroupCount 1
+    over ``leaves``: its first cycle succeeds with one pod; the rest need preemption."""
+    low, high = await _classes(s)
+    await s.node("n1", cpu="4")
+    await _prio_gang(s, "low", 3, 1, low)
+    await _running(s, "low", 3)
+    await _prio_tree_leaves(s, "t", 1, leaves, high)
+    want = sum(size for size, _ in leaves.values())
+
+    async def all_bound() -> bool:
+        return await _bound_prefix(s, "t-") == want
+
+    await _until(all_bound, f"{s.name}: every pod of the tree bound")
+    await _no_victims(s)
+    return await _bound_prefix(s, "t-"), await _left(s, "low-")
+
+
+async def test_preemption_tree_leaf_left_out_by_a_successful_cycle(
+    sides: tuple[Side, Side],
+) -> None:
+    """CW6: the tree's cycle places t-a (1 pod) and succeeds (minGroupCount 1) without the
+    gang t-b (2 pods). v1.37.2's next attempt preempts two low pods for t-b; ours retries
+    the tree at once and does the same."""
+
+    async def scenario(s: Side) -> tuple[int, set[str]]:
+        return await _tree_left_behind(s, {"t-a": (1, 1), "t-b": (2, 2)})
+
+    (ub, uleft), (ob, oleft) = await both(sides, scenario)
+    print(f"\n== CW6 upstream bound={ub} left={sorted(uleft)}; ours {ob} left={sorted(oleft)}")
+    assert ub == ob == 3
+    assert len(uleft) == len(oleft) == 1
+
+
+async def test_preemption_tree_leaf_above_its_min_count_is_a_difference(
+    sides: tuple[Side, Side],
+) -> None:
+    """CW7 (a recorded difference): a leaf of 3 pods with minCount 1 in a tree of
+    minGroupCount 1; the cycle binds t-a-0 and succeeds. v1.37.2 then preempts one or two low
+    pods for the others, nominates them and leaves them unbound (seen for 120 s; in one run
+    t-a-2 got no condition at all), while a flat gang above its quorum in the same place binds all
+    three. Ours treats the leaf as the flat gang: the two left behind preempt two low pods
+    and all three bind."""
+
+    async def upstream_side(s: Side) -> tuple[int, set[str], str | None]:
+        low, high = await _classes(s)
+        await s.node("n1", cpu="4")
+        await _prio_gang(s, "low", 3, 1, low)
+        await _running(s, "low", 3)
+        await _prio_tree_leaves(s, "t", 1, {"t-a": (3, 1)}, high)
+
+        async def nominated() -> str | None:
+            pod = (await s.pods()).get("t-a-1") or {}
+            return (pod.get("status") or {}).get("nominatedNodeName")
+
+        node = await _until(nominated, f"{s.name}: t-a-1 nominated")
+        await _no_victims(s)
+        return await _bound_prefix(s, "t-"), await _left(s, "low-"), node
+
+    async def ours_side(s: Side) -> tuple[int, set[str], str | None]:
+        bound, left = await _tree_left_behind(s, {"t-a": (3, 1)})
+        return bound, left, None
+
+    upstream, ours = sides
+    (ub, uleft, unode), (ob, oleft, _) = await asyncio.gather(
+        upstream_side(upstream), ours_side(ours)
+    )
+    pods = await upstream.pods()  # read after ours finished too
+    ub = await _bound_prefix(upstream, "t-")
+    print(
+        f"\n== CW7 upstream bound={ub} left={sorted(uleft)} t-a-1 nominated to {unode} "
+        f"t-a-2 status={pods['t-a-2'].get('status')}; ours bound={ob} left={sorted(oleft)}"
+    )
+    assert ub == 1 and len(uleft) in (1, 2) and not pods["t-a-1"]["spec"].get("nodeName")
+    assert ob == 3 and len(oleft) == 1
+
+
+async def test_preemption_tree_basic_leaf_grows_is_a_difference(
+    sides: tuple[Side, Side],
+) -> None:
+    """CW8 (a recorded difference, as CW7): the tree form of basic-group-grows. A 3-cpu node
+    runs three low pods; a high tree (minGroupCount 1) of a basic leaf t-a gets one pod,
+    which preempts one low pod; two more pods arrive once it is nominated or bound. v1.37.2
+    binds t-a-0, preempts the two other low pods for t-a-1 and t-a-2, nominates them and
+    leaves them unbound (seen for 60 s), while the flat basic group binds all three
+    (conformance preemption/basic-group-grows). Ours binds all three."""
+
+    async def scenario(s: Side) -> tuple[int, set[str], dict[str, Any]]:
+        low, high = await _classes(s)
+        await s.node("n1", cpu="3")
+        await _prio_gang(s, "low", 3, 1, low)
+        await _running(s, "low", 3)
+        cpg = make_composite_pod_group("t", s.namespace).gang(1).priority_class(high)
+        await s.cluster.create(cpg.obj())
+        pg = make_pod_group("t-a", s.namespace).parent("t").workload_ref("t", "t-a")
+        await s.cluster.create(pg.priority_class(high).obj())
+
+        async def pod(i: int) -> None:
+            p = make_pod(f"t-a-{i}", s.namespace).scheduler_name(s.scheduler_name)
+            p.pod_group("t-a").priority_class(high).request("cpu", "1").request("memory", "1Gi")
+            obj = p.obj()
+            obj["spec"]["terminationGracePeriodSeconds"] = 0
+            await s.cluster.create(obj)
+
+        def placed(p: dict[str, Any]) -> bool:
+            return bool(
+                p["spec"].get("nodeName") or (p.get("status") or {}).get("nominatedNodeName")
+            )
+
+        async def first() -> bool:
+            return placed((await s.pods()).get("t-a-0") or {"spec": {}})
+
+        await pod(0)
+        await _until(first, f"{s.name}: t-a-0 nominated or bound")
+        for i in (1, 2):
+            await pod(i)
+
+        async def done() -> bool:
+            pods = await s.pods()
+            if s is sides[0]:  # upstream: the two late pods nominated
+                return all(placed(pods.get(f"t-a-{i}") or {"spec": {}}) for i in (1, 2))
+            return await _bound_prefix(s, "t-a-") == 3
+
+        await _until(done, f"{s.name}: t-a's late pods placed")
+        await _no_victims(s)
+        return await _bound_prefix(s, "t-"), await _left(s, "low-"), await s.pods()
+
+    (ub, uleft, _), (ob, oleft, _) = await both(sides, scenario)
+    upods = await sides[0].pods()  # read after ours finished too
+    ub = await _bound_prefix(sides[0], "t-")
+    print(f"\n== CW8 upstream bound={ub} left={sorted(uleft)}; ours {ob} left={sorted(oleft)}")
+    assert ub == 1 and not any(upods[f"t-a-{i}"]["spec"].get("nodeName") for i in (1, 2))
+    assert ob == 3 and oleft == set()

@@ -389,3 +389,41 @@ async def test_mixed_scheduler_names_in_a_tree_are_an_error(env: Env) -> None:
     cond = await env.group_condition("t-master")
     assert (cond.status, cond.reason) == ("False", "SchedulerError")
     assert "pods of composite pod group 't' have different scheduler names" in cond.message
+
+
+async def test_pods_left_behind_by_a_successful_tree_cycle_are_told_and_requeued(
+    env: Env,
+) -> None:
+    """Without preemption: a tree of minGroupCount 1 succeeds with t-a's quorum; t-a's third
+    pod (above its minCount 1) and the gang t-b find no node. Each of them says why
+    (``PodScheduled=False/Unschedulable``, a FailedScheduling message), t-b's PodGroup is
+    ``False/Unschedulable``, the tree stays queued (never dropped), and a node added later
+    binds them."""
+    await env.node("a", cpu="4")
+    await _cpg(env, "t", 1)
+    await _child(env, "t-a", "t", 3, 1, cpu="2")  # 3 x 2 cpu, minCount 1: two fit on a
+    await _child(env, "t-b", "t", 1, cpu="1")  # a gang of 1: nothing left for it
+    s = env.scheduler()
+    await s.start()
+
+    async def told() -> bool:
+        conds = [await env.pod_condition(n) for n in ("t-a-2", "t-b-0")]
+        return all(c is not None and c["status"] == "False" for c in conds)
+
+    await env.until(s, told)
+    assert set(await env.bound("t-")) == {"t-a-0", "t-a-1"}
+    for name, says in (("t-a-2", "Insufficient cpu"), ("t-b-0", 'pod group "t-b"')):
+        pc = await env.pod_condition(name)
+        assert pc is not None and pc["reason"] == "Unschedulable", (name, pc)
+        assert says in pc["message"], (name, pc["message"])
+    ca, cb = await env.group_condition("t-a"), await env.group_condition("t-b")
+    assert (ca.status, ca.reason) == ("True", "Scheduled")
+    assert (cb.status, cb.reason) == ("False", "Unschedulable")
+    states = {e.key: e.state for e in s.queue}
+    assert states.get(("CompositePodGroup", env.namespace, "t")) == "unschedulable"
+    await env.node("b", cpu="4")
+
+    async def all_bound() -> bool:
+        return len(await env.bound("t-")) == 4
+
+    await env.until(s, all_bound)

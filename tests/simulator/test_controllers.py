@@ -43,3 +43,26 @@ def test_plan_object_uses_the_given_registry() -> None:
     generic = {"apiVersion": "workloadbuilder.io/v1alpha1", "kind": "GenericWorkload"}
     with pytest.raises(ValueError, match="no controller for kind 'GenericWorkload'"):
         plan_object(generic)
+
+
+def test_lws_restart_follows_the_restart_policy() -> None:
+    """The replica group (its ``group-index``) is recreated with RecreateGroupOnPodRestart
+    (also when unset, the LWS v1 default) and RecreateGroupAfterStart; the pod alone with
+    None and the deprecated Default."""
+    from simulator._controllers import lws_restart
+    from workloadbuilder.kinds.lws import lws_pods
+    from workloadbuilder.testing.builders import make_lws, make_pod_template
+
+    lws = make_lws("serve").replicas(2).size(2)
+    obj = lws.worker_template(make_pod_template().container_name("c")).obj()
+    pod = next(p for p in lws_pods(obj) if p["metadata"]["name"] == "serve-1-1")
+    assert lws_restart(obj, pod) == ("RecreateGroupOnPodRestart", "1")
+    lwt = obj["spec"]["leaderWorkerTemplate"]
+    for policy, want in (
+        ("RecreateGroupOnPodRestart", ("RecreateGroupOnPodRestart", "1")),
+        ("RecreateGroupAfterStart", ("RecreateGroupAfterStart", "1")),
+        ("None", None),
+        ("Default", None),
+    ):
+        lwt["restartPolicy"] = policy
+        assert lws_restart(obj, pod) == want, policy

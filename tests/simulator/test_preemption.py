@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from sim_helpers import gang, nodes, scenario
 
-from simulator import ScenarioError, Simulation, parse_scenario, render_table
+from simulator import ScenarioError, Simulation, SimulationResult, parse_scenario, render_table
 from workloadbuilder.cli import main
-from workloadbuilder.cluster import Cluster
+from workloadbuilder.cluster import Cluster, ClusterProxy, KubeObject, MemoryCluster
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "simulations"
 RACK = "example.com/rack"
@@ -251,3 +251,101 @@ async def test_preempted_lws_and_jobset_pods_come_back() -> None:
     assert all((live[n].bound or 0) >= 121.0 for n in ("serve-0", "serve-0-1"))
     learners = {n: x.bound for n, x in live.items() if n.startswith("rl-learner")}
     assert learners == {"rl-learner-0-2": 121.0, "rl-learner-0-3": 121.0}  # new pods
+
+
+class _Uids(ClusterProxy):
+    """Records the uid of every pod created, by name (a name created twice has two)."""
+
+    def __init__(self, inner: Cluster) -> None:
+        super().__init__(inner)
+        self.uids: dict[str, list[str]] = {}
+
+    async def create(self, obj: KubeObject, namespace: str | None = None, **kw: Any) -> KubeObject:
+        out = await super().create(obj, namespace, **kw)
+        if isinstance(out, dict) and out.get("kind") == "Pod":
+            meta = out["metadata"]
+            self.uids.setdefault(str(meta["name"]), []).append(str(meta["uid"]))
+        return out
+
+
+async def _lws_loses_a_pod(
+    restart_policy: str | None,
+) -> tuple[SimulationResult, dict[str, list[str]], str]:
+    """Four 4-cpu nodes run a low LeaderWorkerSet of 2 replicas of 2 pods (a gang each); at
+    1m a high Job of one 4-cpu pod preempts one LWS pod. Returns the result, the uids of
+    each pod name and the replica index that lost the pod."""
+    import yaml
+
+    from workloadbuilder.testing.builders import make_lws, make_pod_template, make_scheduling
+
+    b = make_lws("serve").replicas(2).size(2).scheduling(make_scheduling().gang())
+    b.worker_template(
+        make_pod_template().container_name("c").request("cpu", "4").priority_class("low")
+    )
+    lws = b.obj()
+    if restart_policy is not None:
+        lws["spec"]["leaderWorkerTemplate"]["restartPolicy"] = restart_policy
+    lws["metadata"]["annotations"] = {"sim.workloadbuilder.io/duration": "10m"}
+    text = scenario(
+        *CLASSES,
+        nodes(4, "4"),
+        yaml.safe_dump(lws),
+        _job("high", 1, "4", "high", arrival="1m", duration="1m"),
+    )
+    box: list[_Uids] = []
+
+    def factory(clock: Any) -> Cluster:
+        box.append(_Uids(MemoryCluster(clock=clock)))
+        return box[0]
+
+    result = await Simulation(parse_scenario(text), cluster_factory=factory).run()
+    assert result.violations == (), [v.text for v in result.violations]
+    (p,) = result.preemptions
+    (victim,) = p.victims
+    assert victim.kind == "Pod" and victim.name.startswith("serve-")
+    return result, box[0].uids, victim.name.split("-")[1]
+
+
+@pytest.mark.parametrize("policy", [None, "RecreateGroupOnPodRestart", "RecreateGroupAfterStart"])
+async def test_an_lws_group_is_recreated_whole_when_one_pod_is_preempted(
+    policy: str | None,
+) -> None:
+    """``RecreateGroupOnPodRestart`` (the LWS default; ``RecreateGroupAfterStart`` too once
+    every pod of the group started): the preempted pod's whole replica group (leader and
+    worker) is deleted and recreated, every pod with a new uid, and the group is placed
+    again as a gang once the high Job is done; the other replica is left alone."""
+    result, uids, g = await _lws_loses_a_pod(policy)
+    group = {f"serve-{g}", f"serve-{g}-1"}
+    other = {"serve-0", "serve-0-1", "serve-1", "serve-1-1"} - group
+    assert all(len(uids[n]) == 2 and len(set(uids[n])) == 2 for n in group), uids
+    assert all(len(uids[n]) == 1 for n in other), uids
+    live = {x.name: x for x in result.pods if x.deleted is None and x.name.startswith("serve-")}
+    assert set(live) == group | other
+    rebound = {live[n].bound for n in group}
+    assert len(rebound) == 1 and (rebound.pop() or 0) >= 120.0  # together, as a gang
+    assert all(live[n].bound == 0.0 for n in other)
+    assert result.pods and all(x.node is not None for x in live.values())
+
+
+async def test_an_lws_with_restart_policy_none_recreates_the_pod_alone() -> None:
+    """``restartPolicy: None``: only the preempted pod is recreated (its StatefulSet's
+    behaviour); its group-mate keeps running with its uid."""
+    result, uids, g = await _lws_loses_a_pod("None")
+    lost = {n for n, u in uids.items() if len(u) > 1}
+    assert len(lost) == 1 and lost <= {f"serve-{g}", f"serve-{g}-1"}, uids
+    live = {x.name: x for x in result.pods if x.deleted is None and x.name.startswith("serve-")}
+    (mate,) = {f"serve-{g}", f"serve-{g}-1"} - lost
+    assert live[mate].bound == 0.0
+    assert (live[lost.pop()].bound or 0) >= 120.0
+
+
+def test_an_unknown_lws_restart_policy_is_refused() -> None:
+    import yaml
+
+    from workloadbuilder.testing.builders import make_lws, make_pod_template
+
+    lws = make_lws("serve").worker_template(make_pod_template().container_name("c")).obj()
+    lws["spec"]["leaderWorkerTemplate"]["restartPolicy"] = "Sometimes"
+    text = scenario(yaml.safe_dump(lws))
+    with pytest.raises(ScenarioError, match=r"spec\.leaderWorkerTemplate\.restartPolicy"):
+        parse_scenario(text)

@@ -171,6 +171,10 @@ class _Scenario:
                 cpg.gang(int(spec["minGroupCount"]))
             if spec.get("topology"):
                 cpg.topology(str(spec["topology"]))
+            if spec.get("priorityClass"):
+                cpg.priority_class(self.pc_name(str(spec["priorityClass"])))
+            if spec.get("disruptionMode"):
+                cpg.disruption_mode(str(spec["disruptionMode"]))
             return [self._mark(cpg.obj())]
         if kind == "node":
             return self.node_objects([spec])
