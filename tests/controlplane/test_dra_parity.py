@@ -393,7 +393,10 @@ async def test_one_claim_shared_by_two_pods(sides: tuple[Side, Side]) -> None:
         await s.claim("shared", "gpu")
         for n in ("p", "q"):
             await s.pod(n, claims={"gpu": "shared"})
-        o = await _settle(s, _decided(2))
+        # both must end bound; upstream may first mark the second pod Unschedulable (the
+        # claim's allocation not yet seen) and bind it on the retry, so wait for the end
+        # state rather than the first decided one
+        o = await _settle(s, lambda o: len(o["bound"]) == 2)
         nodes = {p["spec"].get("nodeName") for p in (await s.pods()).values()}
         o["same_node"] = len(nodes) == 1
         return o
