@@ -34,7 +34,8 @@ from urllib.parse import quote
 import aiohttp
 import yaml
 
-try:  # optional: a faster JSON codec for request and response bodies
+try:  # optional: a faster JSON encoder for request bodies (decoding stays with json: orjson
+    # reads integers beyond 64 bits as floats)
     import orjson as _orjson
 except ImportError:  # pragma: no cover - depends on the installation
     _orjson = None  # type: ignore[assignment]
@@ -495,7 +496,7 @@ class KubeCluster:
             if not data or not decode:
                 return {}
             try:
-                decoded = _loads(data)
+                decoded = json.loads(data)
             except ValueError as e:
                 raise ApiError(f"{method} {path}: response is not JSON", status=status) from e
             return decoded if isinstance(decoded, dict) else {"items": decoded}
@@ -879,17 +880,6 @@ def _dumps(body: Any) -> bytes:
         except TypeError:
             pass  # what orjson refuses (e.g. integers beyond 64 bits), json may take
     return json.dumps(body, default=_json_default).encode()
-
-
-def _loads(data: bytes) -> Any:
-    """A response body decoded: orjson when installed, else ``json`` (also json for what
-    orjson refuses, e.g. integers beyond 64 bits)."""
-    if _orjson is not None:
-        try:
-            return _orjson.loads(data)
-        except ValueError:
-            pass
-    return json.loads(data)
 
 
 def _json_default(value: Any) -> Any:

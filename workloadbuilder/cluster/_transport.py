@@ -22,7 +22,9 @@ typed so the caller can tell whether the request may have reached the server:
 * :class:`ConnectError` -- no connection could be made (nothing was sent);
 * :class:`TLSError` -- the TLS handshake failed (certificate verification and the like);
 * :class:`Disconnected` -- the connection closed or broke after the request may have been
-  sent;
+  sent (an idempotent request -- GET, HEAD, OPTIONS, TRACE, PUT, DELETE -- whose
+  connection breaks before the response head arrives is first sent once more, at once, on
+  another connection, as aiohttp does);
 * :class:`ProtocolError` -- the server's response is not valid HTTP/1.1;
 * the builtin ``TimeoutError`` -- the connect or whole-request deadline passed.
 
@@ -49,6 +51,10 @@ __all__ = [
     "TransportError",
 ]
 
+#: methods sent a second time, at once, when the connection breaks before the response head
+#: arrives (RFC 9112 section 9.3.1; aiohttp does the same for the same methods)
+_IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
+
 #: the most bytes a response head (status line and headers) may take
 _MAX_HEAD = 256 * 1024
 
@@ -68,7 +74,12 @@ class TLSError(TransportError):
 
 
 class Disconnected(TransportError):
-    """The connection closed or broke while a request was in flight: it may have run."""
+    """The connection closed or broke while a request was in flight: it may have run.
+    ``head_received``: whether the response's status line and headers had arrived."""
+
+    def __init__(self, message: str, *, head_received: bool = False) -> None:
+        super().__init__(message)
+        self.head_received = head_received
 
 
 class ProtocolError(TransportError):
@@ -168,10 +179,11 @@ class _Connection(asyncio.Protocol):
             self._buf.clear()
             self._finish(bytes(self._body))
             return
+        head = self._headers is not None
         if exc is None:
-            self._fail(Disconnected("the server closed the connection"))
+            self._fail(Disconnected("the server closed the connection", head_received=head))
         else:
-            err = Disconnected(f"connection lost: {exc}")
+            err = Disconnected(f"connection lost: {exc}", head_received=head)
             err.__cause__ = exc
             self._fail(err)
 
@@ -442,16 +454,26 @@ class HttpTransport:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         data = self._encode(method, target, headers, body)
+        resend = method in _IDEMPOTENT
         async with sem:
-            conn = self._take_idle()
-            if conn is None:
-                conn = await self._connect(loop, min(deadline, loop.time() + connect_timeout))
-            try:
-                resp = await conn.send(data, head_only=method == "HEAD", deadline=deadline)
-            except BaseException:
-                conn.close()
-                self._open.discard(conn)
-                raise
+            while True:
+                conn = self._take_idle()
+                if conn is None:
+                    conn = await self._connect(loop, min(deadline, loop.time() + connect_timeout))
+                try:
+                    resp = await conn.send(data, head_only=method == "HEAD", deadline=deadline)
+                except Disconnected as e:
+                    conn.close()
+                    self._open.discard(conn)
+                    if resend and not e.head_received:
+                        resend = False
+                        continue
+                    raise
+                except BaseException:
+                    conn.close()
+                    self._open.discard(conn)
+                    raise
+                break
             if conn.usable() and not self._closed:
                 conn.idle_since = time.monotonic()
                 self._idle.append(conn)
