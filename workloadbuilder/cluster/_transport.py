@@ -480,7 +480,7 @@ class HttpTransport:
             else:
                 conn.close()
                 self._open.discard(conn)
-        encoding = resp.headers.get("content-encoding")
+        encoding = resp.headers._items.get("content-encoding")
         if encoding and encoding.lower() != "identity":
             resp.body = _decompress(resp.body, encoding)
         return resp
