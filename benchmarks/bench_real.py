@@ -16,7 +16,8 @@ Contenders:
 * ``ceiling``: a plain client (this file with ``--ceiling-worker``) that issues exactly the
   writes parity requires -- per pod the binding and the ``Scheduled`` event, per group one
   status patch -- with bounded concurrency (``--ceiling-concurrency``, default 64) and a
-  trivial node choice. No scheduler can beat it on this API server.
+  trivial node choice, on the same lean HTTP/1.1 client as ours' requests
+  (``--ceiling-transport=aiohttp`` for aiohttp). No scheduler can beat it on this API server.
 
 Reported per run: seconds from the contender's start to all pods bound, pods/s (pods / that
 time) and the binding-phase rate (pods / (last bind - first bind)), time to first bind,
@@ -68,7 +69,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import aiohttp
 import yaml
@@ -96,8 +97,10 @@ _CLK = os.sysconf("SC_CLK_TCK")
 class Api(AsyncRestClient):
     """The benchmark's admin client: no environment lookups, no retries."""
 
-    def __init__(self, kubeconfig: Path, limit: int = 64) -> None:
-        super().__init__(kubeconfig, limit=limit)
+    def __init__(
+        self, kubeconfig: Path, limit: int = 64, transport: Literal["aiohttp", "lean"] = "aiohttp"
+    ) -> None:
+        super().__init__(kubeconfig, limit=limit, transport=transport)
 
 
 async def _bounded(n: int, jobs: list[Callable[[], Any]]) -> None:
@@ -391,6 +394,7 @@ def spawn(
             f"--namespace={ns}",
             f"--nodes={args.nodes}",
             f"--ceiling-concurrency={args.ceiling_concurrency}",
+            f"--ceiling-transport={args.ceiling_transport}",
         ]
     return subprocess.Popen(
         argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -509,7 +513,8 @@ async def ceiling_worker(args: argparse.Namespace) -> int:
     """List the pending pods and groups once, then bind every pod, record its ``Scheduled``
     event and write each group's status once: the writes upstream parity needs, nothing else.
     Then wait (bounded) to be stopped, reporting its CPU and peak RSS when it is."""
-    async with Api(Path(args.kubeconfig), limit=args.ceiling_concurrency) as api:
+    limit, transport = args.ceiling_concurrency, args.ceiling_transport
+    async with Api(Path(args.kubeconfig), limit=limit, transport=transport) as api:
         ns = args.namespace
         pods = (await api.call("GET", PODS_PATH.format(ns=ns)))["items"]
         groups: dict[str, list[dict[str, Any]]] = {}
@@ -982,6 +987,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per contender")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--ceiling-concurrency", type=int, default=64)
+    p.add_argument(
+        "--ceiling-transport",
+        choices=("lean", "aiohttp"),
+        default="lean",
+        help="the ceiling client's HTTP client: the lean transport KubeCluster uses for its "
+        "unary requests (default), or aiohttp",
+    )
     p.add_argument(
         "--ours-arg", action="append", default=[], help="extra flag for workloadbuilder scheduler"
     )

@@ -3,6 +3,8 @@
 :class:`MemoryCluster` is the embedded, in-process cluster. :class:`KubeCluster` (a real
 API server through kubernetes-asyncio and aiohttp) and :class:`KubeConfigError` are imported
 on first access, so programs that only use ``MemoryCluster`` never load the HTTP stack.
+:class:`HttpTransport` is the lean keep-alive HTTP/1.1 client that carries ``KubeCluster``'s
+unary requests (benchmarks use it for their plain clients too).
 """
 
 from __future__ import annotations
@@ -40,11 +42,13 @@ from workloadbuilder.cluster._retry import RetryPolicy
 
 if TYPE_CHECKING:
     from workloadbuilder.cluster._kube import KubeCluster, KubeConfigError
+    from workloadbuilder.cluster._transport import HttpTransport, TransportError
 
 __all__ = [
     "Cluster",
     "ClusterProxy",
     "EventHandler",
+    "HttpTransport",
     "IndexFunc",
     "Informer",
     "KubeCluster",
@@ -57,6 +61,7 @@ __all__ = [
     "PropagationPolicy",
     "ResourceInfo",
     "RetryPolicy",
+    "TransportError",
     "WatchEvent",
     "WatchEventType",
     "groups_by_workload",
@@ -73,6 +78,8 @@ __all__ = [
 _LAZY = {
     "KubeCluster": "workloadbuilder.cluster._kube",
     "KubeConfigError": "workloadbuilder.cluster._kube",
+    "HttpTransport": "workloadbuilder.cluster._transport",
+    "TransportError": "workloadbuilder.cluster._transport",
 }
 
 

@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import socket
+import ssl
 import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -32,6 +33,12 @@ from urllib.parse import quote
 
 import aiohttp
 import yaml
+
+try:  # optional: a faster JSON encoder for request bodies (decoding stays with json: orjson
+    # reads integers beyond 64 bits as floats)
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - depends on the installation
+    _orjson = None  # type: ignore[assignment]
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config import ConfigException
 from kubernetes_asyncio.config.incluster_config import load_incluster_config
@@ -56,6 +63,7 @@ from workloadbuilder.cluster._retry import (
     is_retryable,
     retry_call,
 )
+from workloadbuilder.cluster._transport import HttpTransport, TransportError
 from workloadbuilder.errors import (
     AlreadyExists,
     ApiError,
@@ -100,6 +108,12 @@ _USER_AGENT = "workloadbuilder/0.1 (kubernetes-asyncio)"
 
 ConfigSource = Callable[[Configuration], Awaitable[None]]
 
+#: which HTTP client carries the unary requests (see ``KubeCluster``'s ``transport``)
+TransportChoice = Literal["auto", "lean", "aiohttp"]
+
+#: the environment variable that sets the default ``transport``
+TRANSPORT_ENV = "WORKLOADBUILDER_KUBE_TRANSPORT"
+
 
 class KubeConfigError(WorkloadBuilderError):
     """The kubeconfig (or in-cluster service account) cannot be used: missing file, unknown
@@ -116,7 +130,13 @@ class KubeCluster:
     Options: ``retry`` (a :class:`RetryPolicy`), ``request_timeout`` (seconds for a whole
     non-watch request), ``connect_timeout``, ``watch_idle_timeout`` (a watch that receives
     nothing for this long ends, like a dropped connection; the caller resumes from its last
-    resourceVersion), ``max_connections`` (the pool size, watches included).
+    resourceVersion), ``max_connections`` (the pool size: of the unary requests' pool, and
+    of the watches' aiohttp pool), ``transport``: ``"auto"`` (the default; also read from
+    ``$WORKLOADBUILDER_KUBE_TRANSPORT``) sends unary requests (get, list, create, update,
+    patch, delete, bind, evict, events) on the lean keep-alive HTTP/1.1 client of
+    ``_transport.py`` unless a proxy is configured, where they stay on aiohttp;
+    ``"aiohttp"`` sends everything through aiohttp; ``"lean"`` is ``"auto"`` that refuses a
+    proxy. Watches always use aiohttp.
     """
 
     def __init__(
@@ -129,6 +149,7 @@ class KubeCluster:
         watch_idle_timeout: float = 300.0,
         max_connections: int = 100,
         user_agent: str = _USER_AGENT,
+        transport: TransportChoice | None = None,
         _source: ConfigSource | None = None,
         _description: str = "",
     ) -> None:
@@ -143,6 +164,12 @@ class KubeCluster:
         self.watch_idle_timeout = watch_idle_timeout
         self.max_connections = max_connections
         self.user_agent = user_agent
+        if transport is None:
+            transport = os.environ.get(TRANSPORT_ENV) or "auto"  # type: ignore[assignment]
+        if transport not in ("auto", "lean", "aiohttp"):
+            raise ValueError(f"transport must be auto, lean or aiohttp, not {transport!r}")
+        self.transport: TransportChoice = transport
+        self._http: HttpTransport | None = None
         self._api: ApiClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock: asyncio.Lock | None = None
@@ -249,6 +276,9 @@ class KubeCluster:
         for resp in list(self._streams):
             resp.close()
         self._streams.clear()
+        http, self._http = self._http, None
+        if http is not None:
+            await http.close()
         api, self._api = self._api, None
         if api is not None:
             await api.close()
@@ -290,15 +320,96 @@ class KubeCluster:
                     raise KubeConfigError(f"cannot set up TLS for {cfg.host}: {e}") from e
                 api.user_agent = self.user_agent
                 _without_environment(api, cfg)
+                http = self._lean_transport(cfg, api)
                 if self._closed:  # closed while we were loading
                     await api.close()
                     raise RuntimeError("KubeCluster is closed")
+                self._http = http
                 self._api = api
                 self._loop = loop
         assert self._api is not None
         return self._api
 
+    def _lean_transport(self, cfg: Configuration, api: ApiClient) -> HttpTransport | None:
+        """The lean client for unary requests, or None (``transport="aiohttp"``, a proxy)."""
+        if self.transport == "aiohttp":
+            return None
+        rest = api.rest_client
+        if rest.proxy:
+            if self.transport == "lean":
+                raise KubeConfigError(
+                    f"transport 'lean' does not support proxies ({rest.proxy}); use 'auto'"
+                )
+            return None
+        try:
+            return HttpTransport(
+                str(cfg.host),
+                ssl_context=_ssl_context(cfg) if str(cfg.host).startswith("https:") else None,
+                server_hostname=rest.server_hostname or None,
+                max_connections=self.max_connections,
+            )
+        except (OSError, ValueError) as e:  # ssl.SSLError is an OSError
+            raise KubeConfigError(f"cannot set up the connection to {cfg.host}: {e}") from e
+
     # ------------------------------------------------------------------ transport
+
+    async def _headers(self, api: ApiClient, content_type: str) -> dict[str, str]:
+        """The request headers: ``Accept``, ``Content-Type``, ``User-Agent`` and the bearer
+        token, read through the configuration every time (exec plugins and rotated
+        service-account tokens refresh it)."""
+        cfg = api.configuration
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        headers.update(api.default_headers)  # User-Agent
+        if "BearerToken" in cfg.api_key:
+            token = await cfg.get_api_key_with_prefix("BearerToken")
+            if token:
+                headers["authorization"] = token
+        return headers
+
+    async def _exchange(
+        self,
+        method: str,
+        path: str,
+        query: Sequence[tuple[str, str]],
+        data: bytes | None,
+        content_type: str,
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        """One attempt of a unary request: (status, headers, body). Transport failures
+        become ``RetryableTransportError`` (or a final ``ApiError``), as on aiohttp."""
+        api = await self._client()
+        http = self._http
+        if http is None:
+            resp = await self._send(method, path, query=query, body=data, content_type=content_type)
+            try:
+                body = await resp.read()
+            except (aiohttp.ClientError, TimeoutError) as e:
+                resp.close()
+                marker = classify_transport_error(e)
+                if marker is not None:
+                    raise marker from e
+                raise ApiError(f"{method} {path}: {e}", status=0, reason="ClientError") from e
+            finally:
+                resp.release()
+            return resp.status, resp.headers, body
+        headers = await self._headers(api, content_type)
+        target = path
+        if query:
+            target += "?" + urllib.parse.urlencode(list(query))
+        try:
+            r = await http.request(
+                method,
+                target,
+                headers.items(),
+                data,
+                timeout=self.request_timeout,
+                connect_timeout=self.connect_timeout,
+            )
+        except (TransportError, TimeoutError) as e:
+            marker = classify_transport_error(e)
+            if marker is not None:
+                raise marker from e
+            raise ApiError(f"{method} {path}: {e}", status=0, reason="ClientError") from e
+        return r.status, r.headers, r.body
 
     async def _send(
         self,
@@ -322,12 +433,7 @@ class KubeCluster:
             timeout = self._timeout
         cfg = api.configuration
         rest = api.rest_client
-        headers = {"Accept": "application/json", "Content-Type": content_type}
-        headers.update(api.default_headers)  # User-Agent
-        if "BearerToken" in cfg.api_key:  # the token (exec plugins / rotated files refresh it)
-            token = await cfg.get_api_key_with_prefix("BearerToken")
-            if token:
-                headers["authorization"] = token
+        headers = await self._headers(api, content_type)
         url = f"{cfg.host}{path}"
         if query:
             url += "?" + urllib.parse.urlencode(list(query))
@@ -338,7 +444,7 @@ class KubeCluster:
             options["proxy_headers"] = rest.proxy_headers
         if rest.server_hostname:
             options["server_hostname"] = rest.server_hostname
-        data = None if body is None else json.dumps(body, default=_json_default)
+        data = body if body is None or isinstance(body, bytes) else _dumps(body)
         try:
             # the pooled session directly (what kubernetes-asyncio's ApiClient.call_api ends
             # in, without its per-request sanitising of headers, query and body)
@@ -370,6 +476,7 @@ class KubeCluster:
         transport failure after sending, a 5xx) means that attempt did the work: ``{}``.
         ``decode=False``: a successful response's body is read but not decoded (``{}``)."""
         may_have_run = False
+        payload = None if body is None else _dumps(body)
 
         async def attempt() -> dict[str, Any]:
             nonlocal may_have_run
@@ -381,27 +488,17 @@ class KubeCluster:
                 raise
 
         async def attempt_once() -> dict[str, Any]:
-            resp = await self._send(method, path, query=query, body=body, content_type=content_type)
-            try:
-                data = await resp.read()
-            except (aiohttp.ClientError, TimeoutError) as e:
-                resp.close()
-                marker = classify_transport_error(e)
-                if marker is not None:
-                    raise marker from e
-                raise ApiError(f"{method} {path}: {e}", status=0, reason="ClientError") from e
-            finally:
-                resp.release()
-            if resp.status >= 400:
-                if resp.status == 404 and retried_not_found_ok and may_have_run:
+            status, headers, data = await self._exchange(method, path, query, payload, content_type)
+            if status >= 400:
+                if status == 404 and retried_not_found_ok and may_have_run:
                     return {}
-                raise error_from_status(resp.status, data, resp.headers, what=f"{method} {path}")
+                raise error_from_status(status, data, headers, what=f"{method} {path}")
             if not data or not decode:
                 return {}
             try:
                 decoded = json.loads(data)
             except ValueError as e:
-                raise ApiError(f"{method} {path}: response is not JSON", status=resp.status) from e
+                raise ApiError(f"{method} {path}: response is not JSON", status=status) from e
             return decoded if isinstance(decoded, dict) else {"items": decoded}
 
         try:
@@ -755,6 +852,34 @@ def _without_environment(api: ApiClient, cfg: Configuration) -> None:
         proxy = _environment_proxy(str(cfg.host))
         if proxy:
             rest.proxy = proxy
+
+
+def _ssl_context(cfg: Configuration) -> ssl.SSLContext:
+    """The TLS context kubernetes-asyncio builds for its connector, from the same settings:
+    the CA, the client certificate and key, ``verify_ssl`` and strict verification."""
+    ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
+    if cfg.cert_file:
+        ctx.load_cert_chain(cfg.cert_file, keyfile=cfg.key_file)
+    if not cfg.verify_ssl:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    if cfg.disable_strict_ssl_verification:
+        ctx.verify_flags &= ~ssl.VERIFY_X509_STRICT
+    return ctx
+
+
+def _dumps(body: Any) -> bytes:
+    """A request body as JSON (dates as ISO 8601): orjson when installed, else ``json``."""
+    if _orjson is not None:
+        try:
+            return _orjson.dumps(
+                body,
+                default=_json_default,
+                option=_orjson.OPT_PASSTHROUGH_DATETIME | _orjson.OPT_NON_STR_KEYS,
+            )
+        except TypeError:
+            pass  # what orjson refuses (e.g. integers beyond 64 bits), json may take
+    return json.dumps(body, default=_json_default).encode()
 
 
 def _json_default(value: Any) -> Any:

@@ -81,10 +81,20 @@ class RetryableTransportError(Exception):
 
 
 def classify_transport_error(exc: BaseException) -> RetryableTransportError | None:
-    """Map an aiohttp/asyncio failure to a :class:`RetryableTransportError`, or None when it
-    is not a transport failure worth retrying (e.g. a TLS verification error)."""
+    """Map an aiohttp, asyncio or lean-transport failure to a :class:`RetryableTransportError`,
+    or None when it is not a transport failure worth retrying (e.g. a TLS verification
+    error, a malformed response)."""
     import aiohttp  # only KubeCluster has transport errors; MemoryCluster never loads aiohttp
 
+    from workloadbuilder.cluster import _transport as lean
+
+    # the lean transport's failures, classified as their aiohttp counterparts are below
+    if isinstance(exc, lean.ConnectError):
+        return RetryableTransportError(exc, not_sent=True)
+    if isinstance(exc, lean.Disconnected):
+        return RetryableTransportError(exc, not_sent=False)
+    if isinstance(exc, lean.TransportError):  # TLSError, ProtocolError: final
+        return None
     if isinstance(exc, (aiohttp.ClientSSLError, aiohttp.InvalidURL)):
         return None
     if isinstance(exc, aiohttp.ClientConnectorError):

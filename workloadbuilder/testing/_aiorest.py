@@ -1,7 +1,9 @@
 """A small asyncio JSON client for a kubeconfig with a client certificate (the harness's admin
 kubeconfig): one pooled aiohttp session, no environment lookups (``trust_env=False``), optional
 bounded retries. Benchmarks and fault tests use it where the SDK's ``KubeCluster`` would
-add its own behaviour to what is being measured."""
+add its own behaviour to what is being measured. ``transport="lean"`` sends :meth:`call`'s
+requests on :class:`~workloadbuilder.cluster.HttpTransport` (the client ``KubeCluster`` uses
+for its unary requests) instead; :attr:`session` stays aiohttp's (for streams)."""
 
 from __future__ import annotations
 
@@ -9,10 +11,12 @@ import asyncio
 import json
 import ssl
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import aiohttp
 import yaml
+
+from workloadbuilder.cluster import HttpTransport, TransportError
 
 __all__ = ["AsyncRestClient"]
 
@@ -23,11 +27,19 @@ class AsyncRestClient:
     """``async with AsyncRestClient(kubeconfig) as api: await api.call("GET", path)``.
 
     ``limit`` bounds the connections of the pool; ``attempts`` (per client, or per call) is how
-    many times a connection error or a 429/5xx is tried, 0.5 s apart (1: no retry).
+    many times a connection error or a 429/5xx is tried, 0.5 s apart (1: no retry);
+    ``transport``: ``"aiohttp"`` or ``"lean"`` (:class:`~workloadbuilder.cluster.HttpTransport`)
+    for :meth:`call`.
     """
 
     def __init__(
-        self, kubeconfig: Path | str, *, limit: int = 64, attempts: int = 1, timeout: float = 60.0
+        self,
+        kubeconfig: Path | str,
+        *,
+        limit: int = 64,
+        attempts: int = 1,
+        timeout: float = 60.0,
+        transport: Literal["aiohttp", "lean"] = "aiohttp",
     ) -> None:
         doc = yaml.safe_load(Path(kubeconfig).read_text())
         cluster = doc["clusters"][0]["cluster"]
@@ -40,6 +52,11 @@ class AsyncRestClient:
         self._attempts = max(1, attempts)
         self._timeout = timeout
         self._session: aiohttp.ClientSession | None = None
+        self._lean = (
+            HttpTransport(self.server, ssl_context=ctx, max_connections=limit)
+            if transport == "lean"
+            else None
+        )
 
     async def __aenter__(self) -> AsyncRestClient:
         self._session = aiohttp.ClientSession(
@@ -53,6 +70,8 @@ class AsyncRestClient:
         if self._session is not None:
             await self._session.close()
             self._session = None
+        if self._lean is not None:
+            await self._lean.close()
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -79,6 +98,20 @@ class AsyncRestClient:
             if i:
                 await asyncio.sleep(0.5)
             try:
+                if self._lean is not None:
+                    got = await self._lean.request(
+                        method,
+                        path,
+                        (("Content-Type", content_type), ("Accept", "application/json")),
+                        data,
+                        timeout=self._timeout,
+                    )
+                    if got.status in ok:
+                        return json.loads(got.body) if got.body else {}
+                    if got.status not in _RETRIED_STATUSES or tries == 1:
+                        raise RuntimeError(f"{method} {path}: {got.status} {got.body[:300]!r}")
+                    last = str(got.status)
+                    continue
                 async with self.session.request(
                     method,
                     self.server + path,
@@ -92,7 +125,7 @@ class AsyncRestClient:
                     if resp.status not in _RETRIED_STATUSES or tries == 1:
                         raise RuntimeError(f"{method} {path}: {resp.status} {raw[:300]!r}")
                     last = str(resp.status)
-            except (aiohttp.ClientError, TimeoutError, ConnectionError) as e:
+            except (aiohttp.ClientError, TimeoutError, ConnectionError, TransportError) as e:
                 if tries == 1:
                     raise
                 last = repr(e)

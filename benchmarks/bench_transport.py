@@ -1,0 +1,134 @@
+"""KubeCluster's client CPU per request on a real kube-apiserver: the lean HTTP/1.1 transport
+vs aiohttp, alternating in one process on one API server.
+
+Per round and transport: ``--pods`` pending pods are created (by an untimed admin client),
+then ``KubeCluster`` (``transport="auto"`` = lean, or ``"aiohttp"``) binds each and records
+its ``Scheduled`` event -- the two writes a scheduler makes per pod -- with ``--concurrency``
+pods in flight. Reported: this process's CPU (``time.process_time``) per request and per pod,
+and requests/s. The scheduler and the watch are not involved: this is the request path alone.
+
+    WORKLOADBUILDER_BIN_DIR=... .venv/bin/python benchmarks/bench_transport.py --rounds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from workloadbuilder.cluster import KubeCluster
+from workloadbuilder.testing import AsyncRestClient, ControlPlane
+from workloadbuilder.testing.builders import make_pod
+
+
+async def _bounded(n: int, jobs: list[Any]) -> None:
+    sem = asyncio.Semaphore(n)
+
+    async def one(job: Any) -> None:
+        async with sem:
+            await job()
+
+    await asyncio.gather(*(one(j) for j in jobs))
+
+
+async def one_round(
+    plane: ControlPlane, admin: AsyncRestClient, transport: str, ns: str, args: argparse.Namespace
+) -> dict[str, Any]:
+    names = [f"p{i:05d}" for i in range(args.pods)]
+
+    async def create(name: str) -> None:
+        pod = make_pod(name).scheduler_name("bench-transport").request("cpu", "1").obj()
+        await admin.call("POST", f"/api/v1/namespaces/{ns}/pods", pod)
+
+    await _bounded(32, [lambda n=n: create(n) for n in names])
+    cluster = KubeCluster.from_kubeconfig(plane.kubeconfig, transport=transport)  # type: ignore[arg-type]
+    async with cluster as kube:
+        await kube.get("Namespace", ns)  # connect, load credentials: not timed
+
+        async def place(name: str) -> None:
+            await kube.bind(ns, name, "node-x")
+            await kube.create_event(
+                namespace=ns,
+                involved_object={"apiVersion": "v1", "kind": "Pod", "name": name},
+                reason="Scheduled",
+                message=f"Successfully assigned {ns}/{name} to node-x",
+            )
+
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        await _bounded(args.concurrency, [lambda n=n: place(n) for n in names])
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    requests = 2 * args.pods
+    return {
+        "transport": "lean" if transport == "auto" else transport,
+        "pods": args.pods,
+        "requests": requests,
+        "cpu_s": round(cpu, 3),
+        "cpu_us_per_request": round(cpu / requests * 1e6, 1),
+        "cpu_ms_per_pod": round(cpu / args.pods * 1e3, 3),
+        "requests_per_s": round(requests / wall, 1),
+        "load_avg_1m": round(os.getloadavg()[0], 2),
+    }
+
+
+async def run(plane: ControlPlane, args: argparse.Namespace) -> list[dict[str, Any]]:
+    results = []
+    async with AsyncRestClient(plane.kubeconfig, limit=32, transport="lean") as admin:
+        for r in range(args.rounds):
+            for transport in ("aiohttp", "auto"):
+                ns = f"bench-transport-{r}-{'lean' if transport == 'auto' else transport}"
+                await admin.call(
+                    "POST",
+                    "/api/v1/namespaces",
+                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+                )
+                res = await one_round(plane, admin, transport, ns, args)
+                print(
+                    f"# round {r + 1} {res['transport']:7s} {res['cpu_us_per_request']:7.1f} us CPU"
+                    f"/request  {res['requests_per_s']:7.1f} req/s  load {res['load_avg_1m']}",
+                    file=sys.stderr,
+                )
+                results.append(res)
+                await admin.call("DELETE", f"/api/v1/namespaces/{ns}")
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the flags, run the rounds, print a table (or JSON)."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--pods", type=int, default=2000)
+    p.add_argument("--concurrency", type=int, default=16)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--bin-dir", default=None)
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    with ControlPlane(bin_dir=args.bin_dir) as plane:
+        results = asyncio.run(run(plane, args))
+    if args.json:
+        report = {
+            "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+            "command": " ".join(["benchmarks/bench_transport.py", *(argv or sys.argv[1:])]),
+            "results": results,
+        }
+        print(json.dumps(report, indent=2))
+        return 0
+    print(
+        f"{'round':>5} {'transport':9} {'us CPU/request':>14} {'ms CPU/pod':>10} {'req/s':>8} load"
+    )
+    for i, res in enumerate(results):
+        print(
+            f"{i // 2 + 1:>5} {res['transport']:9} {res['cpu_us_per_request']:>14} "
+            f"{res['cpu_ms_per_pod']:>10} {res['requests_per_s']:>8} {res['load_avg_1m']}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,586 @@
+"""The lean HTTP/1.1 transport (``workloadbuilder/cluster/_transport.py``) against scripted
+asyncio servers on 127.0.0.1: keep-alive reuse, idle connections the server closed, framing
+(content-length, chunked, read-to-close, 1xx, 204, gzip), large bodies, timeouts, the
+failure types, TLS with a client certificate, and ``KubeCluster``'s error semantics
+(401/409/429 + Retry-After, retries) being the same on the lean path and on aiohttp."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import socket
+import ssl
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes_asyncio.client import Configuration
+
+from workloadbuilder.cluster import HttpTransport, KubeCluster, RetryPolicy
+from workloadbuilder.cluster._retry import classify_transport_error
+from workloadbuilder.cluster._transport import (
+    ConnectError,
+    Disconnected,
+    ProtocolError,
+    TLSError,
+)
+from workloadbuilder.errors import ApiError, Conflict, TooManyRequests, Unauthorized
+
+Reply = Callable[["Request", asyncio.StreamWriter], Awaitable[bool]]
+
+
+class Request:
+    """One request as the scripted server read it."""
+
+    def __init__(self, line: str, headers: dict[str, str], body: bytes, conn: int) -> None:
+        self.method, self.target, _ = line.split(" ", 2)
+        self.headers = headers
+        self.body = body
+        self.conn = conn
+
+
+class Server:
+    """A raw HTTP/1.1 server: ``replies`` are consumed in order (one per request; when empty,
+    ``default``); each writes its bytes and returns whether to keep the connection open."""
+
+    def __init__(self) -> None:
+        self.requests: list[Request] = []
+        self.replies: list[Reply] = []
+        self.default: Reply = ok(b'{"ok":true}')
+        self.connections = 0
+        self.open = 0
+        self.url = ""
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    async def start(self, ssl_context: ssl.SSLContext | None = None) -> str:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=ssl_context)
+        port = self._server.sockets[0].getsockname()[1]
+        self.url = f"{'https' if ssl_context else 'http'}://127.0.0.1:{port}"
+        return self.url
+
+    async def stop(self) -> None:
+        for w in list(self._writers):
+            w.close()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    async def close_idle(self) -> None:
+        """Close every open connection from the server side."""
+        for w in list(self._writers):
+            w.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        self.open += 1
+        conn = self.connections
+        self._writers.add(writer)
+        try:
+            while True:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                lines = head.decode("latin-1").split("\r\n")
+                headers = {}
+                for line in lines[1:]:
+                    if line:
+                        name, _, value = line.partition(":")
+                        headers[name.strip().lower()] = value.strip()
+                body = await reader.readexactly(int(headers.get("content-length", "0")))
+                request = Request(lines[0], headers, body, conn)
+                self.requests.append(request)
+                reply = self.replies.pop(0) if self.replies else self.default
+                if not await reply(request, writer):
+                    return
+        except (ConnectionError, ssl.SSLError):
+            return
+        finally:
+            self.open -= 1
+            self._writers.discard(writer)
+            writer.close()
+
+
+def ok(body: bytes, *, status: str = "200 OK", headers: str = "") -> Reply:
+    async def reply(request: Request, writer: asyncio.StreamWriter) -> bool:
+        writer.write(
+            f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n{headers}"
+            f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        await writer.drain()
+        return True
+
+    return reply
+
+
+def raw(*parts: bytes, keep: bool = True, pause: float = 0.0) -> Reply:
+    """Write ``parts`` one by one (``pause`` seconds apart), then keep or close."""
+
+    async def reply(request: Request, writer: asyncio.StreamWriter) -> bool:
+        for part in parts:
+            writer.write(part)
+            await writer.drain()
+            if pause:
+                await asyncio.sleep(pause)
+        return keep
+
+    return reply
+
+
+def hang(release: asyncio.Event) -> Reply:
+    async def reply(request: Request, writer: asyncio.StreamWriter) -> bool:
+        await release.wait()
+        return False
+
+    return reply
+
+
+async def eventually(cond: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.01)
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[Server]:
+    s = Server()
+    await s.start()
+    try:
+        yield s
+    finally:
+        await s.stop()
+
+
+@pytest.fixture
+async def client(server: Server) -> AsyncIterator[HttpTransport]:
+    t = HttpTransport(server.url, max_connections=4)
+    try:
+        yield t
+    finally:
+        await t.close()
+
+
+# ------------------------------------------------------------------ keep-alive and the pool
+
+
+async def test_sequential_requests_reuse_one_connection(
+    server: Server, client: HttpTransport
+) -> None:
+    for i in range(5):
+        resp = await client.request("POST", f"/x/{i}", [("X-N", str(i))], b'{"i":1}')
+        assert (resp.status, resp.body) == (200, b'{"ok":true}')
+    assert server.connections == 1
+    assert [r.target for r in server.requests] == [f"/x/{i}" for i in range(5)]
+    first = server.requests[0]
+    assert first.headers["host"] == server.url.removeprefix("http://")
+    assert first.headers["content-length"] == "7"
+    assert first.headers["x-n"] == "0"
+    assert first.headers["accept-encoding"] == "gzip"
+    assert first.body == b'{"i":1}'
+
+
+async def test_concurrency_is_bounded_by_the_pool(server: Server, client: HttpTransport) -> None:
+    async def slow(request: Request, writer: asyncio.StreamWriter) -> bool:
+        await asyncio.sleep(0.05)
+        return await ok(b"{}")(request, writer)
+
+    server.default = slow
+    await asyncio.gather(*(client.request("GET", "/") for _ in range(12)))
+    assert len(server.requests) == 12
+    assert server.connections == 4  # max_connections: more requests waited, none opened more
+    assert client.connections == 4
+
+
+async def test_connection_the_server_closed_while_idle_is_not_reused(
+    server: Server, client: HttpTransport
+) -> None:
+    await client.request("GET", "/a")
+    await server.close_idle()
+    await eventually(lambda: server.open == 0)
+    await asyncio.sleep(0.05)  # the client's loop sees the EOF
+    resp = await client.request("POST", "/b", body=b"{}")  # not a retry: a fresh connection
+    assert resp.status == 200
+    assert server.connections == 2
+    assert [r.target for r in server.requests] == ["/a", "/b"]
+
+
+async def test_connection_close_header_and_idle_timeout_end_reuse(server: Server) -> None:
+    server.replies = [ok(b"{}", headers="Connection: close\r\n")]
+    t = HttpTransport(server.url, idle_timeout=0.0)
+    try:
+        await t.request("GET", "/1")  # the server asked to close
+        await t.request("GET", "/2")  # kept alive by the server, but idle_timeout is 0
+        await t.request("GET", "/3")
+    finally:
+        await t.close()
+    assert server.connections == 3
+    t2 = HttpTransport(server.url, idle_timeout=60.0)
+    try:
+        await t2.request("GET", "/4")
+        await t2.request("GET", "/5")
+    finally:
+        await t2.close()
+    assert server.connections == 4
+
+
+async def test_base_url_path_prefixes_targets(server: Server) -> None:
+    t = HttpTransport(server.url + "/k8s/clusters/c1/")
+    try:
+        await t.request("GET", "/api/v1/pods?limit=1")
+    finally:
+        await t.close()
+    assert server.requests[0].target == "/k8s/clusters/c1/api/v1/pods?limit=1"
+
+
+# ------------------------------------------------------------------ framing
+
+
+async def test_chunked_body_in_pieces_with_extensions_and_trailers(
+    server: Server, client: HttpTransport
+) -> None:
+    server.replies = [
+        raw(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 1\r\n",
+            b"X-A: 2\r\n\r\n5;ext=1\r\nhel",
+            b"lo\r\n",
+            b"6\r\n wor",
+            b"ld\r\n0\r\nTrailer: x\r\n\r\n",
+            pause=0.01,
+        )
+    ]
+    resp = await client.request("GET", "/")
+    assert resp.body == b"hello world"
+    assert resp.headers["x-a"] == "1, 2"
+    assert resp.headers.get("Transfer-Encoding") == "chunked"  # lookups ignore case
+    again = await client.request("GET", "/")  # the connection is still usable
+    assert again.body == b'{"ok":true}'
+    assert server.connections == 1
+
+
+async def test_content_length_body_split_across_writes(
+    server: Server, client: HttpTransport
+) -> None:
+    server.replies = [
+        raw(b"HTTP/1.1 201 Created\r\nContent-Len", b"gth: 10\r\n\r\n0123", b"456789", pause=0.01)
+    ]
+    resp = await client.request("POST", "/", body=b"")
+    assert (resp.status, resp.reason, resp.body) == (201, "Created", b"0123456789")
+    assert server.requests[0].headers["content-length"] == "0"
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+async def test_large_bodies_both_ways(server: Server, client: HttpTransport, chunked: bool) -> None:
+    big = json.dumps({"items": [{"n": i, "pad": "x" * 100} for i in range(40_000)]}).encode()
+    assert len(big) > 4_000_000
+    if chunked:
+        pieces = [big[i : i + 65_536] for i in range(0, len(big), 65_536)]
+        framed = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n"
+        server.replies = [raw(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", framed)]
+    else:
+        server.replies = [ok(big)]
+    resp = await client.request("PUT", "/big", body=big, timeout=30)
+    assert resp.body == big
+    assert server.requests[0].body == big
+
+
+async def test_gzip_read_to_close_1xx_and_204(server: Server, client: HttpTransport) -> None:
+    zipped = gzip.compress(b'{"zipped":true}')
+    server.replies = [
+        ok(zipped, headers="Content-Encoding: gzip\r\n"),
+        raw(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"),
+        raw(b"HTTP/1.1 204 No Content\r\n\r\n"),
+        raw(b"HTTP/1.1 200 OK\r\n\r\nuntil", b" the end", keep=False, pause=0.01),
+    ]
+    assert (await client.request("GET", "/")).body == b'{"zipped":true}'
+    assert (await client.request("GET", "/")).body == b"{}"
+    assert (await client.request("DELETE", "/")).status == 204
+    assert (await client.request("GET", "/")).body == b"until the end"
+    assert server.connections == 1
+    await client.request("GET", "/")  # read-to-close: that connection was not kept
+    assert server.connections == 2
+
+
+# ------------------------------------------------------------------ failures
+
+
+async def test_whole_request_timeout(server: Server, client: HttpTransport) -> None:
+    release = asyncio.Event()
+    server.replies = [hang(release)]
+    start = time.monotonic()
+    with pytest.raises(TimeoutError):
+        await client.request("GET", "/slow", timeout=0.2)
+    assert 0.15 < time.monotonic() - start < 2.0
+    release.set()
+    assert client.connections == 0  # a timed-out connection is never reused
+    assert (await client.request("GET", "/")).status == 200
+    marker = classify_transport_error(TimeoutError())
+    assert marker is not None and not marker.not_sent  # as aiohttp's timeouts
+
+
+async def test_connect_timeout_when_the_tls_handshake_never_completes() -> None:
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(1)  # accepts TCP, never speaks TLS
+    try:
+        t = HttpTransport(f"https://127.0.0.1:{silent.getsockname()[1]}")
+        start = time.monotonic()
+        with pytest.raises(TimeoutError):
+            await t.request("GET", "/", timeout=5.0, connect_timeout=0.2)
+        assert time.monotonic() - start < 2.0
+        await t.close()
+    finally:
+        silent.close()
+
+
+async def test_refused_connection_is_connect_error_not_sent() -> None:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()  # nothing listens there now
+    t = HttpTransport(f"http://127.0.0.1:{port}")
+    with pytest.raises(ConnectError) as info:
+        await t.request("POST", "/", body=b"{}")
+    marker = classify_transport_error(info.value)
+    assert marker is not None and marker.not_sent  # a POST may be retried: it was not sent
+    await t.close()
+
+
+async def test_server_closing_without_an_answer_is_disconnected(
+    server: Server, client: HttpTransport
+) -> None:
+    server.replies = [
+        raw(keep=False),
+        raw(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", keep=False),
+        raw(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", keep=False),
+    ]
+    for _ in range(3):
+        with pytest.raises(Disconnected) as info:
+            await client.request("POST", "/", body=b"{}")
+        marker = classify_transport_error(info.value)
+        assert marker is not None and not marker.not_sent  # it may have run: no blind re-send
+    assert len(server.requests) == 3
+    # an idempotent request is sent once more when no response head arrived, only once
+    server.replies = [raw(keep=False), ok(b"{}")]
+    assert (await client.request("GET", "/")).body == b"{}"
+    server.replies = [raw(keep=False), raw(keep=False)]
+    with pytest.raises(Disconnected):
+        await client.request("PUT", "/", body=b"{}")
+    server.replies = [raw(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", keep=False)]
+    with pytest.raises(Disconnected) as cut:
+        await client.request("GET", "/")  # the head had arrived: not sent again
+    assert cut.value.head_received
+    assert len(server.requests) == 3 + 2 + 2 + 1
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        b"SSH-2.0-OpenSSH\r\n\r\n",
+        b"HTTP/1.1 abc OK\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 1\r\n\r\nx",
+        b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 3\r\n\r\nxyz",
+    ],
+)
+async def test_malformed_responses_are_protocol_errors(
+    server: Server, client: HttpTransport, response: bytes
+) -> None:
+    server.replies = [raw(response, keep=False)]
+    with pytest.raises(ProtocolError) as info:
+        await client.request("GET", "/")
+    assert classify_transport_error(info.value) is None  # final, like a bad aiohttp response
+
+
+async def test_header_injection_is_refused(client: HttpTransport) -> None:
+    with pytest.raises(ValueError, match="invalid header"):
+        await client.request("GET", "/", [("X-A", "1\r\nX-B: 2")])
+    with pytest.raises(ValueError, match="invalid request target"):
+        await client.request("GET", "/a b")
+    with pytest.raises(ValueError, match="not an http"):
+        HttpTransport("ftp://example.com")
+
+
+async def test_cancelled_request_drops_its_connection(
+    server: Server, client: HttpTransport
+) -> None:
+    release = asyncio.Event()
+    server.replies = [hang(release)]
+    task = asyncio.create_task(client.request("GET", "/slow"))
+    await eventually(lambda: len(server.requests) == 1)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    release.set()
+    assert client.connections == 0
+    assert (await client.request("GET", "/")).status == 200
+
+
+# ------------------------------------------------------------------ TLS
+
+
+async def test_tls_with_client_certificate_and_server_hostname(tmp_path: Path) -> None:
+    from workloadbuilder.testing._pki import Pki
+
+    pki = Pki(tmp_path / "pki")
+    serving = pki.serving("server")  # valid for 127.0.0.1 and localhost
+    alice = pki.client("alice", ("team",))
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(pki.ca_cert))
+    server_ctx.load_cert_chain(str(serving.cert), str(serving.key))
+    server_ctx.verify_mode = ssl.CERT_REQUIRED
+    peers: list[Any] = []
+    s = Server()
+
+    async def who(request: Request, writer: asyncio.StreamWriter) -> bool:
+        peers.append(writer.get_extra_info("peercert"))
+        return await ok(b"{}")(request, writer)
+
+    s.default = who
+    url = await s.start(server_ctx)
+    try:
+        ctx = ssl.create_default_context(cafile=str(pki.ca_cert))
+        ctx.load_cert_chain(str(alice.cert), str(alice.key))
+        t = HttpTransport(url, ssl_context=ctx)
+        for _ in range(3):
+            assert (await t.request("GET", "/")).status == 200
+        await t.close()
+        assert s.connections == 1  # keep-alive over TLS too
+        subject = dict(x[0] for x in peers[0]["subject"])
+        assert subject["commonName"] == "alice"
+        # the certificate is checked against server_hostname (SNI), not the URL's host
+        named = HttpTransport(url, ssl_context=ctx, server_hostname="localhost")
+        assert (await named.request("GET", "/")).status == 200
+        await named.close()
+        wrong = HttpTransport(url, ssl_context=ctx, server_hostname="not-the-server.example")
+        with pytest.raises(TLSError) as info:
+            await wrong.request("GET", "/")
+        assert classify_transport_error(info.value) is None  # final, as aiohttp's TLS errors
+        await wrong.close()
+        # an unknown CA does not verify
+        stranger = HttpTransport(url, ssl_context=ssl.create_default_context())
+        with pytest.raises(TLSError):
+            await stranger.request("GET", "/")
+        await stranger.close()
+    finally:
+        await s.stop()
+
+
+# ------------------------------------------------------------------ KubeCluster on both paths
+
+
+def _kube(url: str, transport: str, sleeps: list[float]) -> KubeCluster:
+    async def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+
+    return KubeCluster(
+        Configuration(host=url),
+        retry=RetryPolicy(max_attempts=3, initial_backoff=0.01, max_backoff=0.02, sleep=sleep),
+        request_timeout=2.0,
+        transport=transport,  # type: ignore[arg-type]
+    )
+
+
+def _status(code: int, reason: str) -> bytes:
+    return json.dumps(
+        {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason, "code": code}
+    ).encode()
+
+
+@pytest.mark.parametrize("transport", ["auto", "aiohttp"])
+async def test_kube_cluster_error_semantics_on_both_transports(
+    server: Server, transport: str
+) -> None:
+    sleeps: list[float] = []
+    async with _kube(server.url, transport, sleeps) as kube:
+        assert (kube._http is not None) == (transport == "auto")
+        server.replies = [ok(_status(401, "Unauthorized"), status="401 Unauthorized")]
+        with pytest.raises(Unauthorized):
+            await kube.get("Pod", "p", "ns")
+        server.replies = [ok(_status(409, "Conflict"), status="409 Conflict")]
+        with pytest.raises(Conflict) as conflict:
+            await kube.bind("ns", "p", "n")
+        assert conflict.value.status == 409 and conflict.value.reason == "Conflict"
+        # 429 with Retry-After: waited (at least what was asked), then retried, even a POST
+        server.replies = [
+            ok(_status(429, "TooManyRequests"), status="429 Too Many", headers="retry-after: 3\r\n")
+        ]
+        await kube.bind("ns", "p", "n")
+        assert len(sleeps) == 1 and sleeps[0] >= 3.0
+        # a 429 whose Retry-After exceeds the bound fails at once
+        server.replies = [
+            ok(
+                _status(429, "TooManyRequests"),
+                status="429 Too Many",
+                headers="Retry-After: 99\r\n",
+            )
+        ]
+        with pytest.raises(TooManyRequests) as throttled:
+            await kube.get("Pod", "p", "ns")
+        assert throttled.value.retry_after == 99.0
+        # a connection dropped before the answer: a GET is sent again at once (by the
+        # transport, as aiohttp does), then by the retry policy; a POST is not re-sent
+        sleeps.clear()
+        server.replies = [raw(keep=False)]
+        await kube.get("Pod", "p", "ns")
+        assert sleeps == []
+        server.replies = [raw(keep=False), raw(keep=False)]
+        await kube.get("Pod", "p", "ns")
+        assert len(sleeps) == 1
+        server.replies = [raw(keep=False)]
+        with pytest.raises(ApiError) as dropped:
+            await kube.bind("ns", "p", "n")
+        assert dropped.value.status == 0 and dropped.value.reason == "ConnectionError"
+        assert len(sleeps) == 1
+    bound = [r for r in server.requests if r.method == "POST"]
+    assert len(bound) == 4  # 409, 429 + its retry, the dropped one (not re-sent)
+    assert {r.headers["content-type"] for r in bound} == {"application/json"}
+    assert all(r.headers["user-agent"].startswith("workloadbuilder/") for r in bound)
+    assert json.loads(bound[0].body)["target"] == {"apiVersion": "v1", "kind": "Node", "name": "n"}
+
+
+async def test_transport_choice_and_proxy_fallback(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ValueError, match="transport must be"):
+        KubeCluster(Configuration(host=server.url), transport="h2")  # type: ignore[arg-type]
+    monkeypatch.setenv("WORKLOADBUILDER_KUBE_TRANSPORT", "aiohttp")
+    async with KubeCluster(Configuration(host=server.url)) as kube:
+        assert kube.transport == "aiohttp" and kube._http is None
+        await kube.get("Pod", "p", "ns")
+    monkeypatch.delenv("WORKLOADBUILDER_KUBE_TRANSPORT")
+    cfg = Configuration(host="http://apiserver.invalid:6443")
+    cfg.proxy = server.url  # a kubeconfig proxy-url: the request goes through aiohttp
+    async with KubeCluster(cfg) as kube:
+        assert kube._http is None
+        await kube.get("Pod", "p", "ns")
+    assert server.requests[-1].target.startswith("http://apiserver.invalid:6443/api/v1/")
+    cfg2 = Configuration(host="http://apiserver.invalid:6443")
+    cfg2.proxy = server.url
+    from workloadbuilder.cluster import KubeConfigError
+
+    with pytest.raises(KubeConfigError, match="does not support proxies"):
+        await KubeCluster(cfg2, transport="lean").open()
+
+
+async def test_json_bodies_with_and_without_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
+    import datetime
+
+    from workloadbuilder.cluster import _kube
+
+    when = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
+    doc = {"a": when, "b": [1, 2.5, None], 3: "x"}
+    fast = _kube._dumps(doc)  # orjson
+    big = _kube._dumps({"b": [2**70]})  # orjson refuses integers beyond 64 bits: json
+    assert json.loads(big) == {"b": [2**70]}
+    monkeypatch.setattr(_kube, "_orjson", None)
+    slow = _kube._dumps(doc)
+    expected = {"a": when.isoformat(), "b": [1, 2.5, None], "3": "x"}
+    assert json.loads(fast) == json.loads(slow) == expected
