@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from workloadbuilder.cluster._backoff import Backoff
 from workloadbuilder.cluster._informer import (
     EventHandler,
     IndexFunc,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from workloadbuilder.cluster._kube import KubeCluster, KubeConfigError
 
 __all__ = [
+    "Backoff",
     "Cluster",
     "ClusterProxy",
     "EventHandler",
