@@ -237,3 +237,15 @@ async def test_an_informer_resumes_a_stalled_watch_and_misses_nothing(script: Sc
     assert 300 <= float(script.watch_queries[0]["timeoutSeconds"]) < 600
     assert cluster.watch_stalls == {"/api/v1/namespaces/ns/configmaps": 1}
     assert took < 3.0, took
+
+
+async def test_a_watch_without_bookmarks_ends_quietly_after_the_idle_timeout(
+    script: Script,
+) -> None:
+    script.watches.append(hold(script.release))
+    cluster = kube(script.url, 60.0, watch_idle_timeout=0.3)
+    try:
+        got = [e async for e in cluster.watch("ConfigMap", "ns", allow_bookmarks=False)]
+    finally:
+        await cluster.close()
+    assert got == [] and cluster.watch_stalls == {}  # silence is normal there: not a stall

@@ -529,6 +529,9 @@ class KubeCluster:
                 if event is not None:
                     yield event
         except _WatchStalled as e:
+            if not allow_bookmarks:  # silence is normal without bookmarks: end quietly
+                logger.debug("%s: idle for %.0fs; ending the watch", what, e.seconds)
+                return
             self.watch_stalls[path] = self.watch_stalls.get(path, 0) + 1
             logger.warning(
                 "%s: nothing received for %.0fs (no event, no bookmark): the watch is stalled;"
