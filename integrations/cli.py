@@ -14,13 +14,15 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from integrations import KINDS, integration_for
-from workloadbuilder.cluster import Cluster
+from workloadbuilder.cluster import Cluster, ResourceInfo, resource_info
 from workloadbuilder.errors import ApiError
 from workloadbuilder.runtime import (
     HealthServer,
     LeaderElector,
     Reconciler,
     add_kube_flags,
+    check_access,
+    credential_source,
     kube_cluster,
 )
 
@@ -110,6 +112,11 @@ def _kinds(value: str) -> list[str]:
     return names
 
 
+def _owner_kind(kind: str) -> ResourceInfo:
+    gvk = integration_for(kind).gvk
+    return resource_info(gvk.kind, gvk.api_version)
+
+
 async def detect_native_job_integration(cluster: Cluster, namespace: str = "default") -> bool:
     """True when the API server keeps ``spec.scheduling`` of a Job (the ``WorkloadWithJob``
     gate is on; a server-side dry run, nothing is stored)."""
@@ -184,7 +191,7 @@ async def run_integrations(
 ) -> int:
     """Run one Reconciler per kind (while leading, with ``elector``) and the webhook
     (always: a standby answers reviews from its own caches) until ``stop``; 1 when the lease
-    was lost."""
+    was lost. ``stop`` is honoured during start-up too (informers still listing)."""
     reconcilers = [Reconciler(cluster, integration_for(k), component=COMPONENT) for k in kinds]
     if webhook is not None:
         webhook.resolvers = list(reconcilers)
@@ -200,12 +207,23 @@ async def run_integrations(
     tasks: list[asyncio.Task[Any]] = []
     code = 0
     try:
-        for r in reconcilers:
-            await r.start()
-        if webhook is not None and webhook_address is not None:
-            await webhook.start(*webhook_address)
         stopper = asyncio.create_task(stop.wait())
         tasks.append(stopper)
+
+        async def start() -> None:
+            for r in reconcilers:
+                await r.start()
+            if webhook is not None and webhook_address is not None:
+                await webhook.start(*webhook_address)
+
+        starting = asyncio.create_task(start())
+        done, _ = await asyncio.wait({starting, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        if starting not in done:  # stopped while the informers were still listing
+            starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await starting
+            return 0
+        starting.result()
         if elector is not None:
             acquire = asyncio.create_task(elector.acquire())
             done, _ = await asyncio.wait({acquire, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -241,6 +259,17 @@ async def _run_command(args: argparse.Namespace) -> int:
     if args.webhook_port is not None and not (args.self_signed or (args.tls_cert and args.tls_key)):
         raise SystemExit("error: --webhook-port needs --tls-cert and --tls-key, or --self-signed")
     cluster = kube_cluster(args)
+    try:  # rejected credentials or no right to read what the reconcilers read: stop now
+        await check_access(
+            cluster,
+            ["Workload", "PodGroup", "Pod", *(_owner_kind(k) for k in kinds)],
+            source=credential_source(args),
+            component="integrations run",
+            rbac="examples/deploy/integrations/clusterrole.yaml",
+        )
+    except BaseException:
+        await cluster.close()
+        raise
     if "job" in kinds and args.job_mode != "opt-in":
         native = args.job_mode == "native" or await detect_native_job_integration(cluster)
         if native:

@@ -29,6 +29,8 @@ from workloadbuilder.runtime import (
     LeaderElector,
     RateLimitedCluster,
     add_kube_flags,
+    check_access,
+    credential_source,
     kube_cluster,
 )
 
@@ -476,6 +478,17 @@ async def _scheduler_command(args: argparse.Namespace) -> int:
         args.kubeconfig = loaded.client_connection.kubeconfig
     kube = kube_cluster(args)
     cluster = _rate_limited(kube, loaded)
+    try:  # rejected credentials or no right to read nodes and pods: stop now, say why
+        await check_access(
+            cluster,
+            ("Node", "Pod"),
+            source=credential_source(args),
+            component="the scheduler",
+            rbac="examples/deploy/scheduler/clusterrole.yaml",
+        )
+    except BaseException:
+        await cluster.close()
+        raise
     config = loaded.scheduler
     scheduler = Scheduler(cluster, config, framework=loaded.framework)
     stop = asyncio.Event()

@@ -414,8 +414,8 @@ def _proxy_kubeconfig(path: Path, url: str) -> Path:
 
 
 #: 5 % of requests get a fault (2 % 429, 1.5 % 500/503, 1 % reset, 0.5 % stall), and every
-#: watch is cut after 20-400 events. (A watch that stalls silently instead is only noticed
-#: after the client's ``watch_idle_timeout``, 300 s by default: see docs/reliability.md.)
+#: watch is cut after 20-400 events. (A watch that stalls silently instead is noticed after
+#: twice the bookmark interval, 2 minutes: test_watch_stall.py injects such stalls.)
 FIVE_PERCENT = FaultPlan(
     p_429=0.02,
     retry_after=(0, 1),

@@ -10,7 +10,9 @@ it may inject, at random with the configured probabilities:
 * a reset: the connection is dropped without an answer (not forwarded);
 
 and on watch streams: cut the connection after a random number of events (mid-line), or
-stall (stop relaying without closing). :meth:`FaultProxy.drop_watches` cuts every open watch.
+stall (stop relaying without closing). :meth:`FaultProxy.drop_watches` cuts every open watch;
+:meth:`FaultProxy.stall_watches` makes the open watches of a path stall at once (the
+connection stays open and nothing more is relayed: a silent stall).
 Non-idempotent requests (POST, JSON patch) only get faults that a server would also give
 before running them (429, resets before forwarding), so a retried create cannot run twice.
 ``counts`` tallies what was injected.
@@ -23,6 +25,7 @@ import collections
 import contextlib
 import random
 import ssl
+import time
 from pathlib import Path
 
 import aiohttp
@@ -84,6 +87,9 @@ class FaultProxy:
         self._runner: web.AppRunner | None = None
         self._watches: set[web.StreamResponse] = set()
         self._watch_requests: dict[web.StreamResponse, web.Request] = {}
+        self._stalled: set[web.StreamResponse] = set()
+        #: every request: (monotonic time, method, path, query) -- what a client asked when
+        self.log: list[tuple[float, str, str, dict[str, str]]] = []
         self._release = asyncio.Event()
         self.url = ""
 
@@ -122,6 +128,27 @@ class FaultProxy:
         self.counts["watch_dropped"] += n
         return n
 
+    def stall_watches(self, path: str) -> int:
+        """Make every open watch whose request path ends with ``path`` stall: nothing more
+        is relayed, the connection stays open (until the client gives up or the proxy
+        stops). Returns how many."""
+        n = 0
+        for resp, request in list(self._watch_requests.items()):
+            if request.path.endswith(path) and resp not in self._stalled:
+                self._stalled.add(resp)
+                n += 1
+        self.counts["watch_stall"] += n
+        return n
+
+    async def _hold(self, request: web.Request) -> None:
+        """Relay nothing until the proxy stops or the client closes the connection."""
+        while not self._release.is_set():
+            transport = request.transport
+            if transport is None or transport.is_closing():
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._release.wait(), 0.2)
+
     def _chance(self, p: float) -> bool:
         return p > 0 and self._rng.random() < p
 
@@ -133,6 +160,7 @@ class FaultProxy:
             request.method == "PATCH" and "json-patch" not in content_type
         )
         self.counts["requests"] += 1
+        self.log.append((time.monotonic(), request.method, request.path, dict(request.query)))
         if self._chance(plan.p_429):
             self.counts["429"] += 1
             return _status(
@@ -197,6 +225,11 @@ class FaultProxy:
                     buf += chunk
                     while (i := buf.find(b"\n")) >= 0:
                         line, buf = buf[: i + 1], buf[i + 1 :]
+                        if resp in self._stalled:
+                            await self._hold(request)
+                            if request.transport is not None:
+                                request.transport.abort()
+                            return resp
                         if cut_after is not None and lines >= cut_after:
                             if stall:
                                 self.counts["watch_stall"] += 1
@@ -215,6 +248,7 @@ class FaultProxy:
         finally:
             self._watches.discard(resp)
             self._watch_requests.pop(resp, None)
+            self._stalled.discard(resp)
         return resp
 
 

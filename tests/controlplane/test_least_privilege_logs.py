@@ -3,7 +3,8 @@ own ServiceAccounts from ``examples/deploy/`` (a real token from the TokenReques
 the most verbose log level, do their job, and stop; their whole output must not contain the
 token (nor its signature part), an ``Authorization``/``Bearer`` header, or private-key
 material. Also with a token the API server rejects (the error path, where clients tend to
-echo what they sent): a clean error, non-zero exit, and no token in the output.
+echo what they sent): a clean error naming where the credentials came from, non-zero exit,
+and no token in the output; the same with a valid token that may read nothing (403).
 
 (That the roles suffice and are minimal is checked by test_deploy_rbac.py and
 test_integrations_deploy.py.)
@@ -295,11 +296,56 @@ def test_a_rejected_token_is_not_echoed(
         text=True,
     )
     with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(30 if component == "scheduler" else 8)  # the integrations keep retrying
+        proc.wait(90)  # both stop at start-up (the integrations used to retry forever)
     code, out = _stop(proc)
-    if component == "scheduler":
-        assert code != 0, out[-3000:]
+    assert code == 1, out[-3000:]
     if not verbosity:  # stack traces only at debug level
         assert "Traceback" not in out, out[-3000:]
-    assert "401" in out or "Unauthorized" in out, out[-3000:]
+    assert "401 Unauthorized" in out, out[-3000:]
+    # the message names where the credentials came from (never the credential)
+    assert f"rejected the credentials from kubeconfig {kubeconfig}" in out, out[-3000:]
+    _assert_no_secrets(out, token)
+
+
+@pytest.mark.parametrize("component", ["scheduler", "integrations"])
+def test_a_token_without_rights_stops_with_the_rule_to_grant(
+    control_plane: ControlPlane, tmp_path: Path, component: str
+) -> None:
+    """A valid token of a ServiceAccount with no role: 403 on the first kind the component
+    must read; it exits 1 naming the kind and its role file, without echoing the token."""
+    ns = control_plane.create_namespace("lp-norole-")
+    with control_plane.client() as api:
+        sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "nobody"}}
+        assert api.create(f"/api/v1/namespaces/{ns}/serviceaccounts", sa).ok
+        resp = api.create(
+            f"/api/v1/namespaces/{ns}/serviceaccounts/nobody/token",
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+        )
+    assert resp.status == 201, resp.message
+    token = str(resp.body["status"]["token"])
+    kubeconfig = _kubeconfig(control_plane, tmp_path / "nobody.kubeconfig", token)
+    args = (
+        ["scheduler", "--metrics-port=0"]  # with leader election (the default) too
+        if component == "scheduler"
+        else ["integrations", "run", "--kinds=lws", "--metrics-port=0", "--leader-elect"]
+    )
+    proc = subprocess.Popen(
+        [CLI, *args, f"--kubeconfig={kubeconfig}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(90)  # it exits at once; a loaded machine starts it slowly
+    code, out = _stop(proc)
+    assert code == 1, out[-3000:]
+    assert "Traceback" not in out, out[-3000:]
+    kind, role = (
+        ("nodes", "examples/deploy/scheduler/clusterrole.yaml")
+        if component == "scheduler"
+        else ("workloads.scheduling.k8s.io", "examples/deploy/integrations/clusterrole.yaml")
+    )
+    assert f"not allowed to list {kind} with the credentials from kubeconfig" in out, out
+    assert "403 Forbidden" in out and role in out, out
+    assert f"system:serviceaccount:{ns}:nobody" in out, out
     _assert_no_secrets(out, token)

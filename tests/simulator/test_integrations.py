@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from sim_helpers import job, nodes, scenario
+from sim_helpers import gang, job, nodes, scenario
 
 from simulator import ScenarioError, Simulation, SimulationResult, parse_scenario
 from workloadbuilder.cluster import Cluster, ClusterProxy, KubeObject, MemoryCluster, ResourceInfo
@@ -173,3 +173,29 @@ def test_other_updates_of_played_kinds_are_refused(
     with pytest.raises(ScenarioError) as e:
         parse_scenario(scenario(nodes(1), doc, _later(doc, "1m", **change)))
     assert "are not simulated" in str(e.value) and words in str(e.value)
+
+
+async def test_events_expire_on_the_simulated_clock() -> None:
+    """MemoryCluster expires Events an hour after their last write (kube-apiserver's
+    ``--event-ttl``) on the simulator's virtual clock: at the end of a run that lasts three
+    hours, the Events of the first gang are gone and those of the last one are still there."""
+    box: list[MemoryCluster] = []
+
+    def factory(clock: Callable[[], float]) -> Cluster:
+        box.append(MemoryCluster(clock=clock))
+        return box[0]
+
+    text = scenario(
+        nodes(2, "8"),
+        gang("early", 2, "1", arrival="0s", duration="5m"),
+        gang("late", 2, "1", arrival="3h", duration="5m"),
+    )
+    result = await Simulation(parse_scenario(text), cluster_factory=factory).run()
+    assert not result.violations
+    about = {
+        str(e["involvedObject"]["name"])
+        for e in (await box[0].list("Event")).items
+        if isinstance(e, dict)
+    }
+    assert about, "the late gang's Events are younger than an hour"
+    assert all(name.startswith("late") for name in about), about

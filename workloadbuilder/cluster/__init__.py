@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from workloadbuilder.cluster._backoff import Backoff
 from workloadbuilder.cluster._informer import (
     EventHandler,
     IndexFunc,
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from workloadbuilder.cluster._transport import HttpTransport, TransportError
 
 __all__ = [
+    "Backoff",
     "Cluster",
     "ClusterProxy",
     "EventHandler",

@@ -16,11 +16,13 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import random
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import attrs
 
+from workloadbuilder.cluster._backoff import Backoff
 from workloadbuilder.cluster._protocol import Cluster, KubeObject, ResourceInfo, resource_info
 from workloadbuilder.errors import Gone
 
@@ -125,8 +127,15 @@ class Informer:
     ``indexers`` maps index names to :data:`IndexFunc` s (for example
     ``{"node": pods_by_node}``); query them with :meth:`by_index`. Handlers receive
     ``on_add(obj)``, ``on_update(old, new)``, ``on_delete(obj)``; exceptions in handlers are
-    logged and do not stop the informer. ``relist_backoff`` is the pause (seconds) after an
-    unexpected error before the informer lists again.
+    logged and do not stop the informer.
+
+    Each watch asks the server to end it after a random time in ``[watch_timeout,
+    2 * watch_timeout)`` seconds (client-go's reflector: 5 to 10 minutes), with bookmarks,
+    and is resumed from the last resourceVersion seen. ``relist_backoff`` is the pause before
+    listing or watching again after a failure (an error, or a watch that ends at once with
+    nothing): by default a :class:`Backoff` with client-go's schedule (0.8 s doubling to a
+    30 s cap, jitter, reset after 2 healthy minutes); a number is a fixed pause. ``sleep``
+    is the coroutine that waits (tests pass a manual clock's ``sleep``).
     """
 
     def __init__(
@@ -140,7 +149,8 @@ class Informer:
         indexers: Mapping[str, IndexFunc] | None = None,
         page_size: int | None = 500,
         watch_timeout: float | None = 300.0,
-        relist_backoff: float = 1.0,
+        relist_backoff: float | Backoff | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.cluster = cluster
         self.info = resource_info(kind)
@@ -153,13 +163,21 @@ class Informer:
         self._handlers: list[_Handler] = []
         self._page_size = page_size
         self._watch_timeout = watch_timeout
-        self._relist_backoff = relist_backoff
+        if relist_backoff is None:
+            relist_backoff = Backoff()
+        elif not isinstance(relist_backoff, Backoff):
+            relist_backoff = Backoff.constant(float(relist_backoff))
+        #: the pause schedule after failures (see the class docstring)
+        self.backoff: Backoff = relist_backoff
+        self._sleep = sleep
         self._synced = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._last_rv: str | None = None
         self._stopping = False
         #: number of times the informer listed (1 + relists); useful in tests and metrics
         self.list_count = 0
+        #: number of failed lists/watches (each followed by a backoff pause)
+        self.failures = 0
 
     # ------------------------------------------------------------------ public API
 
@@ -247,6 +265,7 @@ class Informer:
 
     async def _run(self) -> None:
         need_list = True
+        gone_in_a_row = 0
         while not self._stopping:
             try:
                 if need_list:
@@ -255,9 +274,11 @@ class Informer:
                 loop = asyncio.get_running_loop()
                 started = loop.time()
                 events = await self._watch()
+                gone_in_a_row = 0
                 if events == 0 and loop.time() - started < 1.0:
                     # a watch that ends at once with nothing (e.g. a closed cluster): back off
-                    await asyncio.sleep(self._relist_backoff)
+                    self.failures += 1
+                    await self._sleep(self.backoff.next())
                 else:
                     await asyncio.sleep(0)
             except asyncio.CancelledError:
@@ -265,12 +286,23 @@ class Informer:
             except Gone:
                 log.debug("informer %s: watch expired, relisting", self.info.plural)
                 need_list = True
+                gone_in_a_row += 1
+                if gone_in_a_row > 1:  # a fresh list's version expired at once: back off
+                    self.failures += 1
+                    await self._sleep(self.backoff.next())
             except Exception as e:
                 # one line per failure; the traceback only at debug level (a server that
                 # answers 401 for minutes must not fill the log with stack traces)
-                log.warning("informer %s: list/watch failed (%s); retrying", self.info.plural, e)
+                self.failures += 1
+                pause = self.backoff.next()
+                log.warning(
+                    "informer %s: list/watch failed (%s); retrying in %.1fs",
+                    self.info.plural,
+                    e,
+                    pause,
+                )
                 log.debug("informer %s: list/watch failure", self.info.plural, exc_info=True)
-                await asyncio.sleep(self._relist_backoff)
+                await self._sleep(pause)
                 need_list = need_list or self._last_rv is None
 
     async def _relist(self) -> None:
@@ -317,7 +349,11 @@ class Informer:
             label_selector=self.label_selector,
             field_selector=self.field_selector,
             allow_bookmarks=True,
-            timeout_seconds=self._watch_timeout,
+            timeout_seconds=(
+                None
+                if self._watch_timeout is None
+                else self._watch_timeout * (1.0 + random.random())
+            ),
         )
         count = 0
         try:

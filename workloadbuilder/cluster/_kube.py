@@ -137,6 +137,14 @@ class KubeCluster:
     ``_transport.py`` unless a proxy is configured, where they stay on aiohttp;
     ``"aiohttp"`` sends everything through aiohttp; ``"lean"`` is ``"auto"`` that refuses a
     proxy. Watches always use aiohttp.
+
+    A watch that asked for bookmarks is *stalled* when no byte (event or bookmark) arrives
+    for ``watch_stall_factor`` x ``watch_bookmark_interval`` seconds (one interval more
+    before its first byte): kube-apiserver sends a bookmark about every
+    ``watch_bookmark_interval`` (60 s; the first of a new watch after up to two intervals)
+    even when nothing changes. A stalled watch is dropped and ends like a dropped
+    connection; ``watch_stalls`` counts them per path. ``watch_idle_timeout`` bounds the
+    silence of every watch.
     """
 
     def __init__(
@@ -147,6 +155,8 @@ class KubeCluster:
         request_timeout: float = 30.0,
         connect_timeout: float = 10.0,
         watch_idle_timeout: float = 300.0,
+        watch_bookmark_interval: float = 60.0,
+        watch_stall_factor: float = 2.0,
         max_connections: int = 100,
         user_agent: str = _USER_AGENT,
         transport: TransportChoice | None = None,
@@ -162,6 +172,10 @@ class KubeCluster:
         self.request_timeout = request_timeout
         self.connect_timeout = connect_timeout
         self.watch_idle_timeout = watch_idle_timeout
+        self.watch_bookmark_interval = watch_bookmark_interval
+        self.watch_stall_factor = watch_stall_factor
+        #: watches dropped because they stalled (nothing within the bound), by request path
+        self.watch_stalls: dict[str, int] = {}
         self.max_connections = max_connections
         self.user_agent = user_agent
         if transport is None:
@@ -564,9 +578,9 @@ class KubeCluster:
         """Stream changes after ``resource_version``. Raises ``Gone`` when it is too old (a
         410 status or ERROR event); other ERROR events raise their ``ApiError``. Ends
         normally after ``timeout_seconds`` (server-side), when the connection drops, or
-        when nothing arrives for ``watch_idle_timeout``: resume from the last
-        resourceVersion seen. ``BOOKMARK`` objects are dicts (only metadata.resourceVersion
-        is meaningful)."""
+        when nothing arrives for the stall bound (with ``allow_bookmarks``, see the class)
+        or ``watch_idle_timeout``: resume from the last resourceVersion seen. ``BOOKMARK``
+        objects are dicts (only metadata.resourceVersion is meaningful)."""
         info = resource_info(kind)
         query: list[tuple[str, str]] = [("watch", "1")]
         if allow_bookmarks:
@@ -580,9 +594,13 @@ class KubeCluster:
         if timeout_seconds is not None:
             query.append(("timeoutSeconds", str(max(1, int(timeout_seconds)))))
         path = info.path(namespace) if info.namespaced and namespace else info.path()
-        timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=self.connect_timeout, sock_read=self.watch_idle_timeout
-        )
+        # no sock_read: _lines bounds the silence (a longer one before the first byte)
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.connect_timeout)
+        silent = self.watch_idle_timeout
+        first = silent
+        if allow_bookmarks and self.watch_bookmark_interval > 0:
+            silent = min(silent, self.watch_stall_factor * self.watch_bookmark_interval)
+            first = min(self.watch_idle_timeout, silent + self.watch_bookmark_interval)
         what = f"WATCH {path}"
 
         async def open_stream() -> aiohttp.ClientResponse:
@@ -603,10 +621,21 @@ class KubeCluster:
             raise _gave_up(what, e) from e.cause
         self._streams.add(resp)
         try:
-            async for line in _lines(resp):
+            async for line in _lines(resp, first=first, silent=silent):
                 event = _watch_event(line, info, what)
                 if event is not None:
                     yield event
+        except _WatchStalled as e:
+            if not allow_bookmarks:  # silence is normal without bookmarks: end quietly
+                logger.debug("%s: idle for %.0fs; ending the watch", what, e.seconds)
+                return
+            self.watch_stalls[path] = self.watch_stalls.get(path, 0) + 1
+            logger.warning(
+                "%s: nothing received for %.0fs (no event, no bookmark): the watch is stalled;"
+                " dropping it (resumed from the last resourceVersion)",
+                what,
+                e.seconds,
+            )
         finally:
             self._streams.discard(resp)
             resp.close()
@@ -961,12 +990,35 @@ def _decode(doc: dict[str, Any], info: ResourceInfo | None) -> KubeObject:
     return doc
 
 
-async def _lines(resp: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
-    """The response body split at newlines. A dropped connection or an idle timeout ends
-    the stream (the caller resumes from its last resourceVersion)."""
+class _WatchStalled(Exception):
+    """Nothing arrived on a watch within its bound."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"nothing received for {seconds:.0f}s")
+        self.seconds = seconds
+
+
+async def _lines(
+    resp: aiohttp.ClientResponse, *, first: float | None = None, silent: float | None = None
+) -> AsyncIterator[bytes]:
+    """The response body split at newlines. A dropped connection ends the stream (the
+    caller resumes from its last resourceVersion); no byte for ``first`` seconds at the
+    start or ``silent`` seconds later raises :class:`_WatchStalled`."""
     buf = b""
+    bound = first
     try:
-        async for chunk in resp.content.iter_any():
+        while True:
+            wait = asyncio.timeout(bound)
+            try:
+                async with wait:
+                    chunk = await resp.content.readany()
+            except TimeoutError:
+                if wait.expired():
+                    raise _WatchStalled(bound or 0.0) from None
+                raise
+            if not chunk:
+                break
+            bound = silent
             buf += chunk
             while True:
                 i = buf.find(b"\n")

@@ -166,6 +166,13 @@ register_resource(
     ),
     default=False,
 )
+# events.k8s.io/v1 Events (the newer shape of Events; ``resource_info("Event")`` stays core/v1).
+register_resource(
+    ResourceInfo(
+        group="events.k8s.io", version="v1", kind="Event", plural="events", has_status=False
+    ),
+    default=False,
+)
 
 
 def resource_info(kind: str | ResourceInfo, api_version: str | None = None) -> ResourceInfo:

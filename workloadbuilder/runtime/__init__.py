@@ -9,13 +9,17 @@
 * :class:`LeaderElector`: ``coordination.k8s.io/v1`` Lease leader election.
 * :class:`HealthServer`: ``/metrics``, ``/healthz``, ``/livez``, ``/readyz``.
 * :func:`add_kube_flags` / :func:`kube_cluster`: ``--kubeconfig --context`` to a
-  :class:`~workloadbuilder.cluster.KubeCluster` (in-cluster config inside a pod).
+  :class:`~workloadbuilder.cluster.KubeCluster` (in-cluster config inside a pod);
+  :func:`check_access` / :func:`credential_source`: stop at start-up with one clear line
+  (:class:`AccessError`) when the credentials are rejected (401) or a needed kind is
+  forbidden (403).
 * :class:`RateLimitedCluster` / :class:`TokenBucket`: client-side QPS and burst.
 * :class:`WorkQueue`: a rate-limited work queue (controller-runtime semantics).
 * :class:`Reconciler`: the generic integration controller (Plan -> cluster objects).
 * :func:`link_pod` / :func:`link_pod_template`: link pods an operator creates to their group.
 """
 
+from workloadbuilder.runtime._access import AccessError, check_access, credential_source
 from workloadbuilder.runtime._clock import Clock, ManualClock, WallClock
 from workloadbuilder.runtime._component import Component
 from workloadbuilder.runtime._feed import Feed, Handler, settle
@@ -47,6 +51,7 @@ __all__ = [
     "EVENT_GANG_PREEMPTED",
     "EVENT_GANG_SCHEDULED",
     "EVENT_GANG_UNSCHEDULABLE",
+    "AccessError",
     "Clock",
     "Component",
     "Feed",
@@ -63,6 +68,8 @@ __all__ = [
     "WallClock",
     "WorkQueue",
     "add_kube_flags",
+    "check_access",
+    "credential_source",
     "kube_cluster",
     "link_pod",
     "link_pod_template",

@@ -44,6 +44,10 @@ class MemoryCluster:
     of copies (faster fan-out; callers must then treat every returned dict as read-only).
     ``claim_controller`` runs kube-controller-manager's ResourceClaim controller (claims from
     templates for pods and PodGroups, released when their consumers are done).
+    ``event_ttl`` is how long an Event (core/v1 or events.k8s.io/v1) is kept after its last
+    write, in seconds of ``clock``, as kube-apiserver's ``--event-ttl`` (default 1 h);
+    expired Events are deleted (watchers see ``DELETED``) at the next call of any verb.
+    ``None`` keeps them forever.
     """
 
     def __init__(
@@ -57,10 +61,12 @@ class MemoryCluster:
         seed: int | None = 0,
         share_objects: bool = False,
         claim_controller: bool = True,
+        event_ttl: float | None = 3600.0,
     ) -> None:
         now = timestamp_clock(clock)
         gates = gates if gates is not None else FeatureGates()
-        self._storage = storage = Storage(history)
+        self._storage = storage = Storage(history, ttl=event_ttl, clock=clock)
+        self._expire = storage.expire
         lifecycle = Lifecycle(
             storage, now, pod_group_protection=admission, claim_controller=claim_controller
         )
@@ -111,6 +117,7 @@ class MemoryCluster:
         self, kind: str | ResourceInfo, name: str, namespace: str | None = None
     ) -> KubeObject:
         """Read one object."""
+        self._expire()
         return self._reads.get(info_of(kind), name, namespace)
 
     async def list(
@@ -127,6 +134,7 @@ class MemoryCluster:
 
         Continue tokens carry the last key; later pages read the current state (not a
         snapshot at the first page's resourceVersion as etcd does)."""
+        self._expire()
         return self._reads.list(
             info_of(kind),
             namespace,
@@ -150,6 +158,7 @@ class MemoryCluster:
         """Stream changes after ``resource_version`` (``None``/``"0"``: synthetic ADDED events
         for the current state first). Raises ``Gone`` when the version is older than the
         retained history."""
+        self._expire()
         return self._reads.watch(
             kind,
             namespace,
@@ -171,6 +180,7 @@ class MemoryCluster:
         field_manager: str | None = None,
     ) -> KubeObject:
         """Create an object; returns what was stored (defaults and server fields applied)."""
+        self._expire()
         info, doc = ingest(obj)
         return self._out(self._writes.create(info, doc, namespace, dry_run=dry_run), info)
 
@@ -179,6 +189,7 @@ class MemoryCluster:
     ) -> KubeObject:
         """Replace an object; a stale ``metadata.resourceVersion`` raises ``Conflict``.
         The status of kinds with a status subresource is kept."""
+        self._expire()
         info, doc = ingest(obj)
         rec = self._writes.update(
             info, doc, status_only=False, dry_run=dry_run, manager=field_manager
@@ -189,6 +200,7 @@ class MemoryCluster:
         self, obj: KubeObject, *, field_manager: str | None = None
     ) -> KubeObject:
         """Replace the status subresource (everything else is kept)."""
+        self._expire()
         info, doc = ingest(obj)
         rec = self._writes.update(info, doc, status_only=True, dry_run=False, manager=field_manager)
         return self._out(rec, info)
@@ -208,6 +220,7 @@ class MemoryCluster:
     ) -> KubeObject:
         """Patch an object or its ``status``: JSON merge (RFC 7386), JSON patch (RFC 6902),
         strategic merge (simplified) or server-side apply (simplified field ownership)."""
+        self._expire()
         info = info_of(kind)
         rec = self._writes.patch(
             info,
@@ -235,6 +248,7 @@ class MemoryCluster:
         """Delete an object; finalizers keep it (with a ``deletionTimestamp``) until removed.
         Dependents are garbage-collected at once (Background), before the owner goes away
         (Foreground) or orphaned (Orphan; the default for ``batch/v1`` Jobs)."""
+        self._expire()
         self._writes.delete(
             info_of(kind),
             name,
@@ -250,6 +264,7 @@ class MemoryCluster:
     ) -> None:
         """``pods/binding``: set ``spec.nodeName`` and ``PodScheduled=True``; ``Conflict`` when
         the pod is already bound, is being deleted, or ``pod_uid`` does not match."""
+        self._expire()
         self._binding.bind(namespace, pod_name, node_name, pod_uid)
 
     async def evict(
@@ -258,6 +273,7 @@ class MemoryCluster:
         """``policy/v1`` Eviction: pending and terminal pods are deleted at once; otherwise a
         matching PodDisruptionBudget must allow a disruption (``TooManyRequests`` if not); the
         budget is computed from the pods now and the PDB's status is not updated."""
+        self._expire()
         self._eviction.evict(namespace, pod_name)
 
     async def create_event(
@@ -271,6 +287,7 @@ class MemoryCluster:
         reporting_component: str = "workloadbuilder",
     ) -> None:
         """Record a core/v1 Event about ``involved_object``."""
+        self._expire()
         self._events.record(namespace, involved_object, reason, message, type, reporting_component)
 
     # ------------------------------------------------------------------ close, conveniences
@@ -287,4 +304,5 @@ class MemoryCluster:
 
     def count(self, kind: str | ResourceInfo, namespace: str | None = None) -> int:
         """Number of stored objects of a kind (in one namespace, or all)."""
+        self._expire()
         return self._storage.kind(info_of(kind)).count(namespace)

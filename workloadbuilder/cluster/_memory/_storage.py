@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import heapq
+import time
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from workloadbuilder.cluster._memory._common import (
@@ -33,6 +35,7 @@ from workloadbuilder.cluster._selectors import FieldRequirement, LabelRequiremen
 
 __all__ = [
     "COMMON_FIELDS",
+    "EXPIRING",
     "EXTRA_FIELDS",
     "INDEXED",
     "FieldReqs",
@@ -78,6 +81,9 @@ EXTRA_FIELDS: dict[tuple[str, str], frozenset[str]] = {
         }
     ),
 }
+#: (group, plural) of the kinds whose objects expire ``ttl`` seconds after their last write,
+#: as kube-apiserver's ``--event-ttl`` expires Events (both API groups)
+EXPIRING: frozenset[tuple[str, str]] = frozenset({("", "events"), ("events.k8s.io", "events")})
 #: (group, plural) -> field paths kept in an index (value -> keys)
 INDEXED: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "pods"): ("spec.nodeName", "spec.schedulingGroup.podGroupName"),
@@ -227,11 +233,24 @@ class KindStore:
 
 class Storage:
     """Every kind's :class:`KindStore`, the resourceVersion counter, the uid and owner
-    indexes, and the three writes (insert, replace, drop) that emit watch events."""
+    indexes, and the three writes (insert, replace, drop) that emit watch events.
 
-    def __init__(self, history: int) -> None:
+    Objects of the :data:`EXPIRING` kinds are dropped (DELETED) ``ttl`` seconds of ``clock``
+    after their last write, at the next :meth:`expire` (``ttl=None``: never)."""
+
+    def __init__(
+        self,
+        history: int,
+        *,
+        ttl: float | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.rv = 0
         self.closed = False
+        self.ttl = ttl if ttl is not None and ttl > 0 else None
+        self.clock = clock
+        #: (expiry time, resourceVersion of the write, store, key), earliest first
+        self._expiry: list[tuple[float, int, KindStore, Key]] = []
         self._history = max(1, history)
         self._kinds: dict[tuple[str, str], KindStore] = {}
         #: uid -> where the object is stored
@@ -302,6 +321,7 @@ class Storage:
             self.by_uid[uid] = (store, key)
         for owner in owner_uids(doc):
             self.dependents.setdefault(owner, set()).add((store, key))
+        self._expire_later(store, key, rv)
         self._emit(store, "ADDED", rec, None)
         return rec
 
@@ -325,8 +345,29 @@ class Storage:
                         del self.dependents[o]
             for o in new_owners:
                 self.dependents.setdefault(o, set()).add((store, key))
+        self._expire_later(store, key, rv)
         self._emit(store, "MODIFIED", rec, old)
         return rec
+
+    def _expire_later(self, store: KindStore, key: Key, rv: int) -> None:
+        if self.ttl is not None and store.key in EXPIRING:
+            heapq.heappush(self._expiry, (self.clock() + self.ttl, rv, store, key))
+
+    def expire(self) -> int:
+        """Drop the objects whose time to live has passed since their last write (each a
+        DELETED event, as etcd's lease expiry gives); returns how many."""
+        heap = self._expiry
+        if not heap or heap[0][0] > self.clock():
+            return 0
+        now = self.clock()
+        n = 0
+        while heap and heap[0][0] <= now:
+            _, rv, store, key = heapq.heappop(heap)
+            rec = store.get(*key)
+            if rec is not None and rec.rv == rv:  # not written again since
+                self.drop(store, key, rec)
+                n += 1
+        return n
 
     def drop(self, store: KindStore, key: Key, old: Record) -> Record:
         """Remove an object for good (DELETED); returns its final version."""
