@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import signal
 import socket
@@ -40,7 +41,7 @@ from integrations.job import SCHEDULING_ANNOTATION
 from integrations.rbac import LEADER_ELECTION_RULES
 from workloadbuilder.api import PodGroup
 from workloadbuilder.cluster import KubeCluster
-from workloadbuilder.errors import Forbidden
+from workloadbuilder.errors import Forbidden, NotFound
 from workloadbuilder.runtime import LeaderElector
 from workloadbuilder.testing import (
     ControlPlane,
@@ -123,6 +124,10 @@ async def test_rbac_is_sufficient_and_minimal(
     admin = KubeCluster.from_kubeconfig(control_plane.kubeconfig)
     rec = RecordingCluster(KubeCluster.from_kubeconfig(kubeconfig))
     try:
+        # a Lease left by an earlier test's integrations (same name) would make the elector
+        # only get/update it, and the role's `create` would look unused
+        with contextlib.suppress(NotFound):
+            await admin.delete("Lease", SA, NS)
         assert await detect_native_job_integration(rec, ns) is True
         stop = asyncio.Event()
         elector = LeaderElector(rec, identity="test", name=SA, namespace=NS, retry_period=0.2)
