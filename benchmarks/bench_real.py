@@ -829,7 +829,7 @@ async def run_queueing(
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await watcher
-        stop(proc)
+        stop(proc, signal.SIGINT if name == "ours" and args.ours_py_spy else signal.SIGTERM)
     await cleanup(api, ns, time.monotonic() + 300)
     for n in extra_nodes:
         await api.call("DELETE", f"/api/v1/nodes/{n}", ok=(200, 202, 404))

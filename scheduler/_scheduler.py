@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING
 
 from scheduler._binding import Binder
-from scheduler._cache import Cache
+from scheduler._cache import Cache, GroupInfo, PodInfo
 from scheduler._config import SchedulerConfig
 from scheduler._dra import DynamicResources
 from scheduler._enqueue import Enqueuer
@@ -80,6 +80,8 @@ class Scheduler:
         self.bound_total = 0
         self._tasks = Tasks()
         self.status = StatusWriter(cluster, self.config, self.clock, self._tasks)
+        self.status.pod_current = self._pod_waits
+        self.status.group_current = self._group_waits
         self.enqueuer = Enqueuer(self.cache, self.queue, self.framework, self.config)
         self.binder = Binder(
             cluster,
@@ -118,6 +120,14 @@ class Scheduler:
 
     def _count_bound(self) -> None:
         self.bound_total += 1
+
+    def _pod_waits(self, p: PodInfo) -> bool:
+        """A held-back explanation of ``p`` is still worth writing: the cache's pod, pending."""
+        return self.cache.pods.get(p.key) is p and not p.scheduled and not p.deleting
+
+    def _group_waits(self, g: GroupInfo) -> bool:
+        """A held-back PodGroup condition of ``g`` is still worth writing."""
+        return self.cache.groups.get(g.key) is g and g.pod_group is not None
 
     # ---- lifecycle (runtime.Component) -----------------------------------------------
 
@@ -210,11 +220,13 @@ class Scheduler:
         return self.bound_total - before
 
     def next_wakeup(self) -> float | None:
-        """Clock time at which a backoff expires or the unschedulable flush is due (None if
-        nothing is waiting; the current time if something is ready now)."""
+        """Clock time at which a backoff expires, the unschedulable flush or a held-back
+        explanation is due (None if nothing is waiting; the current time if something is
+        ready now)."""
         if self.queue.has_active():
             return self.clock.now()
-        return self.queue.next_wakeup()
+        times = [t for t in (self.queue.next_wakeup(), self.status.next_refresh()) if t is not None]
+        return min(times) if times else None
 
     # ---- driving ---------------------------------------------------------------------
 
@@ -224,7 +236,7 @@ class Scheduler:
 
     async def _round(self, *, wait: bool) -> bool:
         await self.sync()
-        progressed = False
+        progressed = self.status.refresh_due() > 0
         n = 0
         while (e := self.queue.pop()) is not None:
             self.schedule_one(e)
