@@ -6,8 +6,10 @@ on MemoryCluster, with a simulated API round trip, so the scheduler's own drain 
 has wait while ``--nodes`` other nodes exist; then nodes that fit them (32 cpu, 110 pods,
 the selector's label) are added in ``--steps`` bursts (each node: create, then its status,
 as a kubelet registers). Every write the scheduler makes (binding, status patch, Event)
-takes ``--latency`` seconds first. Per step: seconds until every pod that now fits is bound,
-pods/s, and the writes made during the step by kind; and the scheduler's attempts.
+takes ``--latency`` seconds first, at most ``--server-concurrency`` at a time (a
+saturated API server: the others wait their turn). Per step: seconds until every pod that
+now fits is bound, pods/s, when the bindings were sent (first, median, last), the writes
+made during the step by kind, and the scheduler's attempts.
 
     .venv/bin/python benchmarks/bench_drain.py                   # 2,000 gangs, 2 steps
     .venv/bin/python benchmarks/bench_drain.py --latency 0.05 --json
@@ -39,10 +41,18 @@ class SlowWrites:
     """Delegates to a cluster; every write of the scheduler waits ``latency`` first (an API
     round trip) and is counted by kind."""
 
-    def __init__(self, inner: Cluster, latency: float) -> None:
+    def __init__(self, inner: Cluster, latency: float, capacity: int) -> None:
         self._inner = inner
         self.latency = latency
         self.writes: dict[str, int] = {}
+        #: when each binding was sent (monotonic)
+        self.bind_sent: list[float] = []
+        #: writes the "server" serves at once (a saturated API server queues the rest)
+        self._server = asyncio.Semaphore(capacity)
+
+    async def _wait(self) -> None:
+        async with self._server:
+            await asyncio.sleep(self.latency)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
@@ -54,17 +64,18 @@ class SlowWrites:
         self, namespace: str, pod_name: str, node_name: str, *, pod_uid: str | None = None
     ) -> None:
         self._count("binding")
-        await asyncio.sleep(self.latency)
+        self.bind_sent.append(time.monotonic())
+        await self._wait()
         await self._inner.bind(namespace, pod_name, node_name, pod_uid=pod_uid)
 
     async def patch(self, kind: str, *args: Any, **kwargs: Any) -> Any:
         self._count(f"{kind} status" if kwargs.get("subresource") == "status" else kind)
-        await asyncio.sleep(self.latency)
+        await self._wait()
         return await self._inner.patch(kind, *args, **kwargs)
 
     async def create_event(self, **kwargs: Any) -> None:
         self._count(f"Event {kwargs.get('reason')}")
-        await asyncio.sleep(self.latency)
+        await self._wait()
         await self._inner.create_event(**kwargs)
 
 
@@ -83,7 +94,7 @@ async def _node(c: MemoryCluster, name: str, labels: dict[str, str]) -> None:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     inner = MemoryCluster(share_objects=True)
-    slow = SlowWrites(inner, args.latency)
+    slow = SlowWrites(inner, args.latency, args.server_concurrency)
     for i in range(args.nodes):
         await _node(inner, f"node-{i:05d}", {})
     extra: dict[str, Any] = {}
@@ -135,6 +146,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 break
             await asyncio.sleep(0.05)
         secs = time.monotonic() - t
+        sent = [x - t for x in slow.bind_sent if x >= t]
         bound_before = sum(st["pods_bound"] for st in steps)
         writes = {k: v - writes0.get(k, 0) for k, v in slow.writes.items()}
         steps.append(
@@ -144,6 +156,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "seconds": round(secs, 2),
                 "pods_per_s": round((got - bound_before) / max(secs, 1e-6), 1),
                 "attempts": attempts[0] - attempts0,
+                "binds_sent_s": [round(sent[int(q * (len(sent) - 1))], 2) for q in (0, 0.5, 1)]
+                if sent
+                else [],
                 "writes": {k: v for k, v in sorted(writes.items()) if v},
             }
         )
@@ -169,6 +184,9 @@ def main() -> int:
     p.add_argument("--nodes", type=int, default=100, help="nodes the backlog does not fit")
     p.add_argument("--steps", type=int, default=2)
     p.add_argument("--latency", type=float, default=0.02, help="seconds per write")
+    p.add_argument(
+        "--server-concurrency", type=int, default=16, help="writes served at once (the rest wait)"
+    )
     p.add_argument("--status-refresh-interval", type=float, default=30.0)
     p.add_argument("--preemption", action="store_true", help="as the scheduler command runs")
     p.add_argument("--timeout", type=float, default=600.0)

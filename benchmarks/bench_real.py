@@ -814,12 +814,17 @@ async def run_queueing(
                 await asyncio.sleep(0.05)
             secs = time.monotonic() - t
             got = sum(1 for n in backlog_names if n in bound) - before
+            times = sorted(bound[n] - t for n in backlog_names if n in bound and bound[n] >= t)
             drains.append(
                 {
                     "nodes_added": len(new),
                     "pods_bound": got,
                     "seconds": round(secs, 2),
                     "pods_per_s": round(got / max(secs, 1e-6), 1),
+                    # when the step's pods were bound (first, median, last; s after the step)
+                    "bound_at_s": [round(percentile(times, q), 2) for q in (0.0, 0.5, 1.0)]
+                    if times
+                    else [],
                 }
             )
             print(f"# {name} queueing: drain step {step}: {drains[-1]}", file=sys.stderr)

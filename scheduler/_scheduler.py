@@ -32,6 +32,9 @@ from workloadbuilder.runtime import Clock, Feed, WallClock, settle
 if TYPE_CHECKING:
     from workloadbuilder.runtime import Component
 
+#: seconds of scheduling cycles between two yields to the event loop in :meth:`Scheduler.run`
+_YIELD_EVERY = 0.002
+
 __all__ = [
     "CONDITION_INITIALLY_SCHEDULED",
     "REASON_SCHEDULED",
@@ -112,6 +115,7 @@ class Scheduler:
         self._stopping = False
         self._metric_at = -1e9
         self.queue.on_active = self._poke
+        self.handlers.on_node_pending = self._poke
 
     @property
     def explanations(self) -> dict[tuple[str, str], str]:
@@ -187,6 +191,7 @@ class Scheduler:
         """Schedule until :meth:`stop` is called (real clusters)."""
         await self.start()
         assert self._wake is not None
+        self.handlers.node_batch = self.config.node_batch
         while not self._stopping:
             await self._round(wait=False)
             if self._stopping:
@@ -225,7 +230,15 @@ class Scheduler:
         ready now)."""
         if self.queue.has_active():
             return self.clock.now()
-        times = [t for t in (self.queue.next_wakeup(), self.status.next_refresh()) if t is not None]
+        times = [
+            t
+            for t in (
+                self.queue.next_wakeup(),
+                self.status.next_refresh(),
+                self.handlers.next_node_flush(),
+            )
+            if t is not None
+        ]
         return min(times) if times else None
 
     # ---- driving ---------------------------------------------------------------------
@@ -236,14 +249,18 @@ class Scheduler:
 
     async def _round(self, *, wait: bool) -> bool:
         await self.sync()
+        self.handlers.flush_node_events(force=wait)
         progressed = self.status.refresh_due() > 0
-        n = 0
+        yielded = time.perf_counter()
         while (e := self.queue.pop()) is not None:
             self.schedule_one(e)
             progressed = True
-            n += 1
-            if not wait and n % 32 == 0:
+            if not wait and time.perf_counter() - yielded >= _YIELD_EVERY:
+                # let the bindings, status writes and watches run between attempts: a long
+                # round (a backlog re-attempted after a node event) otherwise starves them,
+                # and binds (each waiting on a response) go out one wave per yield
                 await asyncio.sleep(0)
+                yielded = time.perf_counter()
         now = time.monotonic()
         if wait or now - self._metric_at >= 1.0:  # O(queue): not on every round of run()
             self._metric_at = now

@@ -8,7 +8,7 @@ import heapq
 import logging
 import re
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -87,11 +87,52 @@ class StatusWriter:
         #: scheduler sets these; a held explanation of a pod bound meanwhile is dropped)
         self.pod_current: Callable[[PodInfo], bool] = lambda p: not p.scheduled
         self.group_current: Callable[[GroupInfo], bool] = lambda g: True
+        #: pod and PodGroup condition writes waiting for a writer (``status_concurrency``):
+        #: PodGroups going True first, then the others in order
+        self._status_first: deque[Callable[[], Awaitable[None]]] = deque()
+        self._status_rest: deque[Callable[[], Awaitable[None]]] = deque()
+        self._status_writers = 0
 
     def reset(self) -> None:
         """Forget queued events of a previous start (maybe on another event loop)."""
         self._event_queue.clear()
         self._event_writers = 0
+        self._status_first.clear()
+        self._status_rest.clear()
+        self._status_writers = 0
+
+    # ---- bounded condition writes ----------------------------------------------------
+
+    def _queue_status(self, send: Callable[[], Awaitable[None]], *, first: bool = False) -> None:
+        """Queue a condition write. At most ``SchedulerConfig.status_concurrency`` are in
+        flight, so that a burst of explanations (a backlog re-attempted after a node event)
+        does not crowd out the bindings at the API server; each write checks when it is
+        sent that it is still the latest for its object (a stale one is dropped)."""
+        (self._status_first if first else self._status_rest).append(send)
+        self._pump_status()
+
+    @property
+    def status_pending(self) -> int:
+        """Condition writes queued or in flight."""
+        return len(self._status_first) + len(self._status_rest) + self._status_writers
+
+    def _pump_status(self) -> None:
+        while self._status_writers < self.config.status_concurrency:
+            if self._status_first:
+                send = self._status_first.popleft()
+            elif self._status_rest:
+                send = self._status_rest.popleft()
+            else:
+                return
+            self._status_writers += 1
+            self.tasks.spawn(self._write_status(send))
+
+    async def _write_status(self, send: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await send()
+        finally:
+            self._status_writers -= 1
+        self._pump_status()
 
     def forget_group(self, key: tuple[str, str]) -> None:
         """The PodGroup is gone."""
@@ -266,11 +307,13 @@ class StatusWriter:
         p.last_failure_reason = reason
         p.last_failure_at = self.clock.now()
         if self.config.update_status:
-            self.tasks.spawn(self._patch_pod_condition(p, reason, message))
+            self._queue_status(lambda: self._patch_pod_condition(p, reason, message))
         if self.config.record_events:
             self._record(p, "Warning", "FailedScheduling", message)
 
     async def _patch_pod_condition(self, p: PodInfo, reason: str, message: str) -> None:
+        if p.last_failure != message or not self.pod_current(p):
+            return  # superseded while queued (a newer message, or scheduled meanwhile)
         now = _rfc3339(self.clock.now())
         conds = [dict(c) for c in p.conditions if c.get("type") != "PodScheduled"]
         old = next((c for c in p.conditions if c.get("type") == "PodScheduled"), None)
@@ -404,7 +447,14 @@ class StatusWriter:
             CONDITION_INITIALLY_SCHEDULED, existing, status, reason, message, pg.metadata
         )
         others = [to_dict(c) for c in conds if c.type != CONDITION_INITIALLY_SCHEDULED]
-        self.tasks.spawn(self._patch_status("PodGroup", g.namespace, g.name, [*others, cond]))
+        conditions = [*others, cond]
+
+        async def send() -> None:
+            if self.sent_group.get(g.key) != want:
+                return  # superseded while queued (a newer condition is on its way)
+            await self._patch_status("PodGroup", g.namespace, g.name, conditions)
+
+        self._queue_status(send, first=status == "True")
 
     def _condition(
         self,

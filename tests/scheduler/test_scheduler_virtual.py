@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from sched_helpers import Env
@@ -467,3 +468,95 @@ async def test_a_drain_without_the_interval_rewrites_every_attempt(
     rec = await _drain_writes(env, clock, 0.0)
     assert rec.status["PodGroup"] == 6 * 7  # the first explanation and one per node
     assert rec.status["Pod"] == 12 * 7 and rec.events == 12 * 7
+
+
+async def test_node_events_of_a_burst_wake_once_after_it(
+    mem_env: tuple[Env, ManualClock],
+) -> None:
+    # SchedulerConfig.node_batch (what Scheduler.run sets on the handlers): Node events are
+    # collected while they keep coming and offered to the queue node_batch seconds after
+    # the last one, at most 4x node_batch after the first; the next wakeup names that time.
+    env, clock = mem_env
+    await env.node("a", cpu="1")
+    await env.gang("g", 2)
+    s = env.scheduler(clock=clock)
+    await s.until_idle()
+    s.handlers.node_batch = 1.0
+    t0 = clock.now()
+    await env.node("b", cpu="100m")
+    await s.sync()
+    assert _state(s, "g") == "unschedulable"
+    assert s.handlers.next_node_flush() == t0 + 1.0 == s.next_wakeup()
+    for i in range(7):  # a node every 0.5 s: the burst goes on, the wake is capped at 4 s
+        clock.advance(0.5)
+        await env.node(f"c{i}", cpu="100m")
+        await s.sync()
+        assert s.handlers.flush_node_events() == 0
+        assert _state(s, "g") == "unschedulable"
+    assert s.handlers.next_node_flush() == t0 + 4.0
+    clock.advance(t0 + 4.0 - clock.now())
+    assert s.handlers.flush_node_events() == 1
+    assert _state(s, "g") in ("backoff", "active")
+    assert s.handlers.next_node_flush() is None
+
+
+async def test_run_attempts_a_backlog_once_per_node_burst() -> None:
+    # In Scheduler.run, a burst of nodes (created within node_batch of each other) wakes a
+    # waiting gang once: it is attempted again once, with every node of the burst there
+    # (each node fits one pod of the three; without batching the first node's event would
+    # start an attempt that fails).
+    import asyncio
+
+    from scheduler import Scheduler, SchedulerConfig
+    from workloadbuilder.cluster import MemoryCluster
+
+    cluster = MemoryCluster()
+    env = Env(cluster, "default", "memory")
+    runner = None
+    try:
+        await env.gang("g", 3, cpu="2")
+        cfg = SchedulerConfig(  # (backoffs too short to batch the nodes themselves)
+            scheduler_name=env.scheduler_name,
+            node_batch=0.5,
+            initial_backoff=0.001,
+            max_backoff=0.001,
+        )
+        s = Scheduler(cluster, cfg)
+        env.schedulers.append(s)
+        attempts: list[Any] = []
+        one = s.schedule_one
+
+        def counted(e: Any) -> None:
+            attempts.append(e.key)
+            one(e)
+
+        s.schedule_one = counted  # type: ignore[method-assign]
+        runner = asyncio.create_task(s.run())
+        loop = asyncio.get_running_loop()
+
+        async def until(check: Any, what: str) -> None:
+            deadline = loop.time() + 20.0
+            while not check():
+                assert loop.time() < deadline, what
+                await asyncio.sleep(0.02)
+
+        await until(lambda: len(attempts) == 1, "the first attempt")
+        for i in range(3):
+            await env.node(f"n{i}", cpu="2")
+            await asyncio.sleep(0.05)
+
+        async def bound() -> int:
+            return len(await env.bound("g-"))
+
+        deadline = loop.time() + 20.0
+        while await bound() < 3:
+            assert loop.time() < deadline, "the gang was not bound"
+            await asyncio.sleep(0.02)
+        assert len(attempts) == 2
+    finally:
+        if runner is not None:
+            runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await runner
+        await env.cleanup()
+        await cluster.close()
