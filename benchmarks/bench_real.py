@@ -191,9 +191,15 @@ async def cleanup(api: Api, ns: str, deadline: float) -> None:
     """Delete every pod (grace 0), PodGroup and Event of the namespace; wait (bounded) for the
     pods to be gone so the next contender sees empty nodes."""
     opts = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
-    await api.call("DELETE", PODS_PATH.format(ns=ns), opts)
-    await api.call("DELETE", PG_PATH.format(ns=ns), opts)
-    await api.call("DELETE", f"/api/v1/namespaces/{ns}/events", opts)
+    for path in (PODS_PATH.format(ns=ns), PG_PATH.format(ns=ns), f"/api/v1/namespaces/{ns}/events"):
+        while True:  # a collection of 10,000 pods can outlast the server's 60 s request limit
+            try:
+                await api.call("DELETE", path, opts)
+                break
+            except RuntimeError as e:
+                if ": 504 " not in str(e) or time.monotonic() >= deadline:
+                    raise
+                await asyncio.sleep(1.0)
     while time.monotonic() < deadline:
         left = await api.call("GET", PODS_PATH.format(ns=ns) + "?limit=1")
         if not left.get("items"):
