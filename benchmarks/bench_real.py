@@ -196,8 +196,10 @@ async def cleanup(api: Api, ns: str, deadline: float) -> None:
             try:
                 await api.call("DELETE", path, opts)
                 break
-            except RuntimeError as e:
-                if ": 504 " not in str(e) or time.monotonic() >= deadline:
+            except (RuntimeError, TimeoutError) as e:  # 504 from the server, or our timeout
+                if isinstance(e, RuntimeError) and ": 504 " not in str(e):
+                    raise
+                if time.monotonic() >= deadline:
                     raise
                 await asyncio.sleep(1.0)
     while time.monotonic() < deadline:
