@@ -194,9 +194,17 @@ async def cleanup(api: Api, ns: str, deadline: float) -> None:
     """Delete every pod (grace 0), PodGroup and Event of the namespace; wait (bounded) for the
     pods to be gone so the next contender sees empty nodes."""
     opts = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
-    await api.call("DELETE", PODS_PATH.format(ns=ns), opts)
-    await api.call("DELETE", PG_PATH.format(ns=ns), opts)
-    await api.call("DELETE", f"/api/v1/namespaces/{ns}/events", opts)
+    for path in (PODS_PATH.format(ns=ns), PG_PATH.format(ns=ns), f"/api/v1/namespaces/{ns}/events"):
+        while True:  # a collection of 10,000 pods can outlast the server's 60 s request limit
+            try:
+                await api.call("DELETE", path, opts)
+                break
+            except (RuntimeError, TimeoutError) as e:  # 504 from the server, or our timeout
+                if isinstance(e, RuntimeError) and ": 504 " not in str(e):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise
+                await asyncio.sleep(1.0)
     while time.monotonic() < deadline:
         left = await api.call("GET", PODS_PATH.format(ns=ns) + "?limit=1")
         if not left.get("items"):
@@ -819,12 +827,17 @@ async def run_queueing(
                 await asyncio.sleep(0.05)
             secs = time.monotonic() - t
             got = sum(1 for n in backlog_names if n in bound) - before
+            times = sorted(bound[n] - t for n in backlog_names if n in bound and bound[n] >= t)
             drains.append(
                 {
                     "nodes_added": len(new),
                     "pods_bound": got,
                     "seconds": round(secs, 2),
                     "pods_per_s": round(got / max(secs, 1e-6), 1),
+                    # when the step's pods were bound (first, median, last; s after the step)
+                    "bound_at_s": [round(percentile(times, q), 2) for q in (0.0, 0.5, 1.0)]
+                    if times
+                    else [],
                 }
             )
             print(f"# {name} queueing: drain step {step}: {drains[-1]}", file=sys.stderr)
@@ -834,7 +847,7 @@ async def run_queueing(
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await watcher
-        stop(proc)
+        stop(proc, signal.SIGINT if name == "ours" and args.ours_py_spy else signal.SIGTERM)
     await cleanup(api, ns, time.monotonic() + 300)
     for n in extra_nodes:
         await api.call("DELETE", f"/api/v1/nodes/{n}", ok=(200, 202, 404))

@@ -12,6 +12,7 @@ peak RSS.
     .venv/bin/python benchmarks/bench_scheduler.py --waves 20 --json
     .venv/bin/python benchmarks/bench_scheduler.py --topology      # rack-constrained gangs
     .venv/bin/python benchmarks/bench_scheduler.py --compare       # both, same process
+    .venv/bin/python benchmarks/bench_scheduler.py --profile /tmp/s.prof  # cProfile it
 
 ``--topology``: the nodes carry four topology levels (zone = the cluster, block = 256 nodes,
 rack = 32 nodes, host) and every gang has ``schedulingConstraints.topology: [{key: rack}]``.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import json
 import platform
 import random
@@ -117,7 +119,7 @@ def _pct(values: list[float], q: float) -> float:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     rng = random.Random(args.seed)
-    inner = MemoryCluster(admission=not args.no_admission)
+    inner = MemoryCluster(admission=not args.no_admission, share_objects=args.share_objects)
     cluster = TimedBinds(inner)
     for i in range(args.nodes):
         await inner.create(_node(i, args.topology))
@@ -134,8 +136,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     await s.start()
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     waves = [gangs[i :: args.waves] for i in range(args.waves)]
+    profiler = cProfile.Profile() if args.profile else None
     ready_at: dict[str, float] = {}
     sched_time = 0.0
+    cpu_time = 0.0
     bound = 0
     bind_time = 0.0
     for wave in waves:
@@ -158,14 +162,22 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             for j in range(size):
                 await inner.create(_pod(f"{name}-{j}", name, cpu, mem, config.scheduler_name))
         t0 = time.perf_counter()
+        c0 = time.process_time()
         for name, *_ in wave:
             ready_at[name] = t0
+        if profiler is not None:
+            profiler.enable()
         bound += await s.until_idle()
+        if profiler is not None:
+            profiler.disable()
         sched_time += time.perf_counter() - t0
+        cpu_time += time.process_time() - c0
         keys = [("default", f"{n}-{j}") for n, size, *_ in wave for j in range(size)]
         wave_binds = [cluster.bound_at[k] for k in keys if k in cluster.bound_at]
         bind_time += (max(wave_binds) - t0) if wave_binds else 0.0
     rss_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    if profiler is not None:
+        profiler.dump_stats(args.profile)
     latencies = []
     for name, size, *_ in gangs:
         times = [cluster.bound_at.get(("default", f"{name}-{j}")) for j in range(size)]
@@ -195,6 +207,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "bound": bound,
         "seconds": round(sched_time, 3),
         "pods_per_second": round(bound / sched_time, 1) if sched_time else None,
+        "cpu_seconds": round(cpu_time, 3),
+        "pods_per_cpu_second": round(bound / cpu_time, 1) if cpu_time else None,
         "seconds_to_last_bind": round(bind_time, 3),
         "pods_per_second_to_last_bind": round(bound / bind_time, 1) if bind_time else None,
         "group_latency_p50_s": round(_pct(latencies, 0.50), 4),
@@ -217,7 +231,15 @@ def main() -> int:
     p.add_argument("--no-admission", action="store_true", help="MemoryCluster without admission")
     p.add_argument("--topology", action="store_true", help="rack-constrained gangs, 4 levels")
     p.add_argument("--compare", action="store_true", help="unconstrained, then --topology")
+    p.add_argument(
+        "--share-objects",
+        action="store_true",
+        help="MemoryCluster(share_objects=True): watches hand out the stored dicts, uncopied",
+    )
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--profile", metavar="FILE", help="cProfile the scheduling phase only (pstats file)"
+    )
     args = p.parse_args()
     if args.compare:
         results = []

@@ -3,9 +3,10 @@ framework's Bind plugins; a failure forgets the assumption and requeues the enti
 
 Batches are bound **one burst at a time, in the order they were placed**: a free bind slot
 (at most ``concurrency`` binds in flight) goes to the oldest batch that still has a pod to
-send, and only when no open batch has one is the next batch opened. So at any moment only
-the batches whose bursts overlap (about ``concurrency / batch size + 1``) are partially
-bound, instead of every placed gang waiting behind one pod of every other."""
+send, and only when no open batch has one is the next batch opened (while canaries are in
+flight, only if the free slots exceed their batches' rest). So at any moment only the
+batches whose bursts overlap (about ``concurrency / batch size + 1``) are partially bound,
+instead of every placed gang waiting behind one pod of every other."""
 
 from __future__ import annotations
 
@@ -126,15 +127,19 @@ class Binder:
 
     def _next_batch(self) -> _Batch | None:
         """The batch the next free slot goes to: the oldest open one with a pod to send;
-        else a newly opened one -- but not while an open batch's canary is in flight (its
-        rest comes next)."""
-        waiting_canary = False
+        else a newly opened one -- but only while the free slots exceed what the open
+        batches whose canary is in flight will send when it returns (their rest comes
+        next). So small gangs' canaries go out together (before, one canary in flight
+        stopped every other batch: gangs of 2 were bound one round trip per gang, whatever
+        the concurrency), while a large gang's canary still holds the slots its burst
+        will need."""
+        reserved = 0
         for b in self._open:
             if b.sendable():
                 return b
             if b.canary and b.next > 0:
-                waiting_canary = True
-        if waiting_canary or not self._waiting:
+                reserved += len(b.pairs) - 1
+        if not self._waiting or self._in_flight + reserved >= self.concurrency:
             return None
         b = self._waiting.popleft()
         self._open.append(b)

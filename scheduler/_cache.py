@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import operator
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -52,6 +53,9 @@ class PodInfo:
     counted_node: int | None = None
     conditions: tuple[dict[str, Any], ...] = ()
     last_failure: str | None = None
+    #: reason and clock time of the last ``PodScheduled=False`` written (``last_failure``)
+    last_failure_reason: str = ""
+    last_failure_at: float = float("-inf")
     #: ``status.nominatedNodeName`` (the placement holding it is tried first)
     nominated_node: str | None = None
     #: ``spec.preemptionPolicy`` (``PreemptLowerPriority`` when unset)
@@ -235,6 +239,10 @@ class NodeTable:
         return np.flatnonzero(self.present)
 
 
+#: every field of a PodInfo, in constructor order (``PodInfo(*_pod_fields(p))`` copies ``p``)
+_pod_fields = operator.attrgetter(*(a.name for a in attrs.fields(PodInfo)))
+
+
 @attrs.define(slots=True, eq=False)
 class GroupInfo:
     """A PodGroup as the scheduler tracks it (the object may not have arrived yet)."""
@@ -400,7 +408,7 @@ class Cache:
         group = (spec.get("schedulingGroup") or {}).get("podGroupName")
         if old is not None and old.uid == str(meta.get("uid") or ""):
             info = old
-            before = attrs.evolve(old)
+            before = PodInfo(*_pod_fields(old))  # a copy (attrs.evolve, 3x cheaper)
             info.node_name = spec.get("nodeName") or None
             deleting = meta.get("deletionTimestamp") is not None
             grp = self.groups.get(info.group_key) if info.group_key is not None else None

@@ -47,6 +47,28 @@ class SchedulerConfig:
     event_concurrency: int = attrs.field(default=4, validator=_positive)
     #: write pod ``PodScheduled=False`` conditions and PodGroup status
     update_status: bool = True
+    #: seconds: in :meth:`Scheduler.run`, Node events are collected while they keep coming
+    #: (a burst) and wake the waiting entities this long after the last one (at most 4x
+    #: after the first), once for the whole burst. 0: every Node event wakes at once (as
+    #: ``until_idle`` always does)
+    node_batch: float = attrs.field(default=1.0)
+    #: pod and PodGroup condition writes in flight at most (queued, PodGroups going True
+    #: first; bindings are not counted)
+    status_concurrency: int = attrs.field(default=4, validator=_positive)
+    #: seconds: an ``Unschedulable`` explanation whose new message differs from the one
+    #: written less than this long ago only in its numbers (node counts, "at most N fit")
+    #: is not rewritten at once but when this much time has passed since that write (the
+    #: latest message then; nothing if the pod or group was scheduled meanwhile), together
+    #: with its ``FailedScheduling`` event. A change of status, reason or wording is written
+    #: at once. 0: every change at once (kube-scheduler's behaviour)
+    status_refresh_interval: float = attrs.field(default=30.0)
+
+    @status_refresh_interval.validator
+    @node_batch.validator
+    def _non_negative(self, attribute: attrs.Attribute[float], value: float) -> None:
+        if value < 0:
+            raise ValueError(f"{attribute.name} must be >= 0, not {value!r}")
+
     #: also write ``CompositePodGroupInitiallyScheduled`` on CompositePodGroups (upstream
     #: kube-scheduler v1.37.2 writes no CompositePodGroup condition: off by default)
     composite_status: bool = False

@@ -96,8 +96,7 @@ class _Eval:
         if not self.fw.run_usage_filters_one(self.req, self.vec, table, row):
             self.score[row] = _NEG
             return
-        rows = np.array([row], dtype=np.intp)
-        self.score[row] = self.fw.run_score(self.req, self.vec, table, rows, self.gang)[0]
+        self.score[row] = self.fw.run_score_one(self.req, self.vec, table, row, self.gang)
 
 
 def _reserve(

@@ -78,6 +78,43 @@ class EventHandlers:
         self.enqueuer = enqueuer
         self.status = status
         self.clock = clock
+        #: seconds a burst of Node events is collected before the entities they concern are
+        #: woken (0: at once; the scheduler's run loop sets ``SchedulerConfig.node_batch``)
+        self.node_batch = 0.0
+        self._node_events: list[tuple[ClusterEvent, Any]] = []
+        self._node_first = 0.0
+        self._node_due: float | None = None
+        #: called when a Node event is collected (the run loop recomputes its wakeup)
+        self.on_node_pending: Callable[[], None] = lambda: None
+
+    def _node_event(self, event: ClusterEvent, obj: Any) -> None:
+        """Offer a Node event to the queue, or collect it while a burst lasts: the waiting
+        entities are woken ``node_batch`` seconds after the last Node event of a burst (at
+        most 4x that after its first), so a backlog is re-attempted once with the nodes a
+        burst brings (an autoscaler's step, a rack powered on), not once per node."""
+        if self.node_batch <= 0:
+            self.queue.on_event(event, None, obj)
+            return
+        now = self.clock.now()
+        if not self._node_events:
+            self._node_first = now
+        self._node_events.append((event, obj))
+        self._node_due = min(now + self.node_batch, self._node_first + 4 * self.node_batch)
+        self.on_node_pending()
+
+    def next_node_flush(self) -> float | None:
+        """When the collected Node events are due to wake entities (None: none collected)."""
+        return self._node_due if self._node_events else None
+
+    def flush_node_events(self, *, force: bool = False) -> int:
+        """Offer the collected Node events to the queue when due (or now, with ``force``);
+        returns how many entities moved."""
+        if not self._node_events or (
+            not force and self._node_due is not None and self.clock.now() < self._node_due
+        ):
+            return 0
+        events, self._node_events, self._node_due = self._node_events, [], None
+        return sum(self.queue.on_event(event, None, obj) for event, obj in events)
 
     def _group_entity(self, p: PodInfo) -> EntityKey | None:
         """The entity a pod's event concerns: its group's root (a PodGroup, or the
@@ -156,7 +193,7 @@ class EventHandlers:
             for o in obj:
                 changed |= self.cache.upsert_node(o)
             if changed:
-                self.queue.on_event(NODE_SYNC)
+                self._node_event(NODE_SYNC, None)
             return
         name = str(obj["metadata"]["name"])
         if kind == "DELETED":
@@ -164,7 +201,7 @@ class EventHandlers:
             return
         known = name in self.cache.node_objects
         if self.cache.upsert_node(obj):
-            self.queue.on_event(NODE_UPDATE if known else NODE_ADD, None, obj)
+            self._node_event(NODE_UPDATE if known else NODE_ADD, obj)
 
     def on_composite_pod_group(self, kind: str, obj: Any) -> None:
         """CompositePodGroups: the trees of the namespace are re-evaluated; CompositePodGroup

@@ -290,8 +290,18 @@ class Framework:
         self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, row: int
     ) -> bool:
         """:meth:`run_usage_filters` for one row (stops at the first failure)."""
-        rows = np.array([row], dtype=np.intp)
-        return all(f.filter(req, vec, table, rows)[0] for f in self._usage)
+        rows: Rows | None = None
+        for f in self._usage:
+            one = getattr(f, "filter_one", None)
+            if one is not None:
+                if not one(req, vec, table, row):
+                    return False
+                continue
+            if rows is None:
+                rows = np.array([row], dtype=np.intp)
+            if not f.filter(req, vec, table, rows)[0]:
+                return False
+        return True
 
     def run_filter_diagnosis(
         self, req: PodRequirements, table: NodeTable, placement: Placement
@@ -338,6 +348,28 @@ class Framework:
         total = np.zeros(rows.size, dtype=np.float64)
         for s in self.scores:
             total += s.weight * s.score(req, vec, table, rows, gang)
+        return total
+
+    def run_score_one(
+        self,
+        req: PodRequirements,
+        vec: npt.NDArray[np.int64],
+        table: NodeTable,
+        row: int,
+        gang: bool,
+    ) -> float:
+        """:meth:`run_score` for one row: plugins with a ``score_one`` (same result, no
+        one-element arrays) use it, the others their vectorised ``score``."""
+        total = 0.0
+        rows: Rows | None = None
+        for s in self.scores:
+            one = getattr(s, "score_one", None)
+            if one is not None:
+                total += s.weight * float(one(req, vec, table, row, gang))
+                continue
+            if rows is None:
+                rows = np.array([row], dtype=np.intp)
+            total += s.weight * float(s.score(req, vec, table, rows, gang)[0])
         return total
 
     # ---- placements ------------------------------------------------------------------

@@ -404,6 +404,14 @@ class NodeResourcesFit:
         ok: Mask = np.all(table.used[idx] + vec[cols] <= table.alloc[idx], axis=1)
         return ok
 
+    def filter_one(
+        self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, row: int
+    ) -> bool:
+        """:meth:`filter` for one row (the cycle re-checks the row a pod was just placed on);
+        the same comparison without the fancy-indexing overhead of a one-row call."""
+        ok = (table.used[row] + vec <= table.alloc[row]) | (vec == 0)
+        return bool(ok.all())
+
     def diagnose(
         self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, rows: Rows
     ) -> list[tuple[str, str, int]]:
@@ -444,6 +452,37 @@ class NodeResourcesFit:
             with np.errstate(divide="ignore", invalid="ignore"):
                 frac = np.where(alloc > 0, np.minimum(used / alloc, 1.0), 0.0)
             total += w * (frac if strategy == "MostAllocated" else 1.0 - frac)
+            weights += w
+        if weights:
+            total *= 100.0 / weights
+        return total
+
+    def score_one(
+        self,
+        req: PodRequirements,
+        vec: npt.NDArray[np.int64],
+        table: NodeTable,
+        row: int,
+        gang: bool,
+    ) -> float:
+        """:meth:`score` for one row, in plain floats: the same operations in the same order
+        (IEEE doubles either way), so the result is bit-identical to the vectorised one."""
+        most = (self.gang_strategy if gang else self.single_strategy) == "MostAllocated"
+        alloc_row = table.alloc[row].tolist()
+        used_row = table.used[row].tolist()
+        vals = vec.tolist()
+        total = 0.0
+        weights = 0
+        for name, w in self.resources:
+            col = table.columns.get(name)
+            if col is None:
+                continue
+            amount = int(vals[col]) if col < len(vals) else 0
+            amount = amount or _NONZERO.get(name, 0)
+            alloc = float(alloc_row[col])
+            used = float(used_row[col]) + amount
+            frac = min(used / alloc, 1.0) if alloc > 0 else 0.0
+            total += w * (frac if most else 1.0 - frac)
             weights += w
         if weights:
             total *= 100.0 / weights

@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING
 
 from scheduler._binding import Binder
-from scheduler._cache import Cache
+from scheduler._cache import Cache, GroupInfo, PodInfo
 from scheduler._config import SchedulerConfig
 from scheduler._dra import DynamicResources
 from scheduler._enqueue import Enqueuer
@@ -31,6 +31,9 @@ from workloadbuilder.runtime import Clock, Feed, WallClock, settle
 
 if TYPE_CHECKING:
     from workloadbuilder.runtime import Component
+
+#: seconds of scheduling cycles between two yields to the event loop in :meth:`Scheduler.run`
+_YIELD_EVERY = 0.002
 
 __all__ = [
     "CONDITION_INITIALLY_SCHEDULED",
@@ -80,6 +83,8 @@ class Scheduler:
         self.bound_total = 0
         self._tasks = Tasks()
         self.status = StatusWriter(cluster, self.config, self.clock, self._tasks)
+        self.status.pod_current = self._pod_waits
+        self.status.group_current = self._group_waits
         self.enqueuer = Enqueuer(self.cache, self.queue, self.framework, self.config)
         self.binder = Binder(
             cluster,
@@ -110,6 +115,7 @@ class Scheduler:
         self._stopping = False
         self._metric_at = -1e9
         self.queue.on_active = self._poke
+        self.handlers.on_node_pending = self._poke
 
     @property
     def explanations(self) -> dict[tuple[str, str], str]:
@@ -118,6 +124,14 @@ class Scheduler:
 
     def _count_bound(self) -> None:
         self.bound_total += 1
+
+    def _pod_waits(self, p: PodInfo) -> bool:
+        """A held-back explanation of ``p`` is still worth writing: the cache's pod, pending."""
+        return self.cache.pods.get(p.key) is p and not p.scheduled and not p.deleting
+
+    def _group_waits(self, g: GroupInfo) -> bool:
+        """A held-back PodGroup condition of ``g`` is still worth writing."""
+        return self.cache.groups.get(g.key) is g and g.pod_group is not None
 
     # ---- lifecycle (runtime.Component) -----------------------------------------------
 
@@ -177,6 +191,7 @@ class Scheduler:
         """Schedule until :meth:`stop` is called (real clusters)."""
         await self.start()
         assert self._wake is not None
+        self.handlers.node_batch = self.config.node_batch
         while not self._stopping:
             await self._round(wait=False)
             if self._stopping:
@@ -210,11 +225,21 @@ class Scheduler:
         return self.bound_total - before
 
     def next_wakeup(self) -> float | None:
-        """Clock time at which a backoff expires or the unschedulable flush is due (None if
-        nothing is waiting; the current time if something is ready now)."""
+        """Clock time at which a backoff expires, the unschedulable flush or a held-back
+        explanation is due (None if nothing is waiting; the current time if something is
+        ready now)."""
         if self.queue.has_active():
             return self.clock.now()
-        return self.queue.next_wakeup()
+        times = [
+            t
+            for t in (
+                self.queue.next_wakeup(),
+                self.status.next_refresh(),
+                self.handlers.next_node_flush(),
+            )
+            if t is not None
+        ]
+        return min(times) if times else None
 
     # ---- driving ---------------------------------------------------------------------
 
@@ -224,14 +249,18 @@ class Scheduler:
 
     async def _round(self, *, wait: bool) -> bool:
         await self.sync()
-        progressed = False
-        n = 0
+        self.handlers.flush_node_events(force=wait)
+        progressed = self.status.refresh_due() > 0
+        yielded = time.perf_counter()
         while (e := self.queue.pop()) is not None:
             self.schedule_one(e)
             progressed = True
-            n += 1
-            if not wait and n % 32 == 0:
+            if not wait and time.perf_counter() - yielded >= _YIELD_EVERY:
+                # let the bindings, status writes and watches run between attempts: a long
+                # round (a backlog re-attempted after a node event) otherwise starves them,
+                # and binds (each waiting on a response) go out one wave per yield
                 await asyncio.sleep(0)
+                yielded = time.perf_counter()
         now = time.monotonic()
         if wait or now - self._metric_at >= 1.0:  # O(queue): not on every round of run()
             self._metric_at = now

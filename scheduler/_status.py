@@ -4,9 +4,11 @@ and event recorder)."""
 
 from __future__ import annotations
 
+import heapq
 import logging
+import re
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -43,6 +45,21 @@ def _rfc3339(t: float) -> str:
     return datetime.fromtimestamp(t, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+_NUMBER = re.compile(r"\d+")
+_PARTS = re.compile(r"[;,:] ")
+
+
+def _wording(message: str) -> tuple[str, ...]:
+    """``message`` with every number replaced, as the sorted set of its clauses: two
+    explanations of equal wording differ only in counts (nodes available, pods that fit,
+    node names' indexes) and in the order of their clauses (blockers are listed by count)."""
+    return tuple(sorted(set(_PARTS.split(_NUMBER.sub("#", message)))))
+
+
+#: a held-back explanation: ("Pod", PodInfo) or ("PodGroup", GroupInfo), reason, message
+_Held = tuple[str, Any, str, str]
+
+
 class StatusWriter:
     """Writes conditions and events in the background, once per distinct message."""
 
@@ -59,15 +76,125 @@ class StatusWriter:
         self.sent_composite: dict[tuple[str, str], tuple[str, str, str]] = {}
         self._event_queue: deque[tuple[PodInfo, str, str, str]] = deque()
         self._event_writers = 0
+        #: when the condition in ``sent_group`` was sent (clock time)
+        self._group_sent_at: dict[tuple[str, str], float] = {}
+        #: explanations held back by ``status_refresh_interval``: key -> (due, what);
+        #: the heap orders the keys by due time (stale entries are skipped)
+        self._held: dict[tuple[str, str, str], tuple[float, _Held]] = {}
+        self._held_heap: list[tuple[float, int, tuple[str, str, str]]] = []
+        self._held_seq = 0
+        #: whether a held pod / group is still the cache's and still waiting (the
+        #: scheduler sets these; a held explanation of a pod bound meanwhile is dropped)
+        self.pod_current: Callable[[PodInfo], bool] = lambda p: not p.scheduled
+        self.group_current: Callable[[GroupInfo], bool] = lambda g: True
+        #: pod and PodGroup condition writes waiting for a writer (``status_concurrency``):
+        #: PodGroups going True first, then the others in order
+        self._status_first: deque[Callable[[], Awaitable[None]]] = deque()
+        self._status_rest: deque[Callable[[], Awaitable[None]]] = deque()
+        self._status_writers = 0
 
     def reset(self) -> None:
         """Forget queued events of a previous start (maybe on another event loop)."""
         self._event_queue.clear()
         self._event_writers = 0
+        self._status_first.clear()
+        self._status_rest.clear()
+        self._status_writers = 0
+
+    # ---- bounded condition writes ----------------------------------------------------
+
+    def _queue_status(self, send: Callable[[], Awaitable[None]], *, first: bool = False) -> None:
+        """Queue a condition write. At most ``SchedulerConfig.status_concurrency`` are in
+        flight, so that a burst of explanations (a backlog re-attempted after a node event)
+        does not crowd out the bindings at the API server; each write checks when it is
+        sent that it is still the latest for its object (a stale one is dropped)."""
+        (self._status_first if first else self._status_rest).append(send)
+        self._pump_status()
+
+    @property
+    def status_pending(self) -> int:
+        """Condition writes queued or in flight."""
+        return len(self._status_first) + len(self._status_rest) + self._status_writers
+
+    def _pump_status(self) -> None:
+        while self._status_writers < self.config.status_concurrency:
+            if self._status_first:
+                send = self._status_first.popleft()
+            elif self._status_rest:
+                send = self._status_rest.popleft()
+            else:
+                return
+            self._status_writers += 1
+            self.tasks.spawn(self._write_status(send))
+
+    async def _write_status(self, send: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await send()
+        finally:
+            self._status_writers -= 1
+        self._pump_status()
 
     def forget_group(self, key: tuple[str, str]) -> None:
         """The PodGroup is gone."""
         self.sent_group.pop(key, None)
+        self._group_sent_at.pop(key, None)
+        self._held.pop(("PodGroup", *key), None)
+
+    # ---- bounded refresh of explanations ---------------------------------------------
+
+    def _hold(self, key: tuple[str, str, str], similar: bool, sent_at: float, what: _Held) -> bool:
+        """Hold ``what`` back when it differs from what was sent at ``sent_at`` only in its
+        numbers (``similar``) and that was less than ``status_refresh_interval`` ago: it is
+        written when the interval has passed (:meth:`refresh_due`), the latest one held
+        then. False (and nothing held for ``key`` any more): write it now."""
+        interval = self.config.status_refresh_interval
+        due = sent_at + interval
+        if interval <= 0 or not similar or self.clock.now() >= due:
+            self._held.pop(key, None)
+            return False
+        held = self._held.get(key)
+        if held is None or held[0] != due:
+            self._held_seq += 1
+            heapq.heappush(self._held_heap, (due, self._held_seq, key))
+        self._held[key] = (due, what)
+        return True
+
+    def next_refresh(self) -> float | None:
+        """When the next held-back explanation is due (None: nothing held)."""
+        heap = self._held_heap
+        while heap:
+            due, _, key = heap[0]
+            held = self._held.get(key)
+            if held is not None and held[0] == due:
+                return due
+            heapq.heappop(heap)
+        return None
+
+    def refresh_due(self) -> int:
+        """Write the held-back explanations that are due, for pods and groups that still
+        wait (see ``SchedulerConfig.status_refresh_interval``). Returns how many."""
+        now = self.clock.now()
+        heap = self._held_heap
+        n = 0
+        while heap and heap[0][0] <= now:
+            due, _, key = heapq.heappop(heap)
+            held = self._held.get(key)
+            if held is None or held[0] != due:
+                continue
+            del self._held[key]
+            kind, obj, reason, message = held[1]
+            if kind == "Pod" and self.pod_current(obj):
+                self._pod_failed_now(obj, reason, message)
+                n += 1
+            elif kind == "PodGroup" and self.group_current(obj):
+                self._group_condition_now(obj, "False", reason, message)
+                n += 1
+        return n
+
+    @property
+    def held(self) -> int:
+        """Explanations held back now."""
+        return len(self._held)
 
     def forget_composite(self, key: tuple[str, str]) -> None:
         """The CompositePodGroup is gone."""
@@ -158,17 +285,35 @@ class StatusWriter:
     # ---- pods ------------------------------------------------------------------------
 
     def pod_failed(self, p: PodInfo, reason: str, message: str) -> None:
-        """PodScheduled=False and a FailedScheduling event, once per distinct message."""
+        """PodScheduled=False and a FailedScheduling event, once per distinct message; a
+        message that differs from the one written shortly before only in its numbers is
+        held back (``SchedulerConfig.status_refresh_interval``)."""
         message = message[:_MAX_MESSAGE]
+        key = ("Pod", p.namespace, p.name)
         if p.last_failure == message:
+            self._held.pop(key, None)
             return
+        similar = (
+            p.last_failure is not None
+            and p.last_failure_reason == reason
+            and _wording(p.last_failure) == _wording(message)
+        )
+        if self._hold(key, similar, p.last_failure_at, ("Pod", p, reason, message)):
+            return
+        self._pod_failed_now(p, reason, message)
+
+    def _pod_failed_now(self, p: PodInfo, reason: str, message: str) -> None:
         p.last_failure = message
+        p.last_failure_reason = reason
+        p.last_failure_at = self.clock.now()
         if self.config.update_status:
-            self.tasks.spawn(self._patch_pod_condition(p, reason, message))
+            self._queue_status(lambda: self._patch_pod_condition(p, reason, message))
         if self.config.record_events:
             self._record(p, "Warning", "FailedScheduling", message)
 
     async def _patch_pod_condition(self, p: PodInfo, reason: str, message: str) -> None:
+        if p.last_failure != message or not self.pod_current(p):
+            return  # superseded while queued (a newer message, or scheduled meanwhile)
         now = _rfc3339(self.clock.now())
         conds = [dict(c) for c in p.conditions if c.get("type") != "PodScheduled"]
         old = next((c for c in p.conditions if c.get("type") == "PodScheduled"), None)
@@ -258,32 +403,58 @@ class StatusWriter:
     # ---- pod groups ------------------------------------------------------------------
 
     def group_condition(self, g: GroupInfo, status: str, reason: str, message: str) -> None:
-        """Set ``PodGroupInitiallyScheduled`` (terminal once True; never regresses)."""
+        """Set ``PodGroupInitiallyScheduled`` (terminal once True; never regresses). A False
+        whose message differs from the one sent shortly before only in its numbers is held
+        back (``SchedulerConfig.status_refresh_interval``)."""
+        self._group_condition(g, status, reason, message, hold=True)
+
+    def _group_condition_now(self, g: GroupInfo, status: str, reason: str, message: str) -> None:
+        self._group_condition(g, status, reason, message, hold=False)
+
+    def _group_condition(
+        self, g: GroupInfo, status: str, reason: str, message: str, *, hold: bool
+    ) -> None:
         pg = g.pod_group
         if pg is None or not self.config.update_status:
             return
+        hkey = ("PodGroup", g.namespace, g.name)
         message = message[:_MAX_MESSAGE]
         conds = pg.status.conditions if pg.status is not None else ()
         existing = next((c for c in conds if c.type == CONDITION_INITIALLY_SCHEDULED), None)
         if existing is not None and existing.status == "True":
+            self._held.pop(hkey, None)
             return  # terminal once True: never regress
         sent = self.sent_group.get(g.key)
         if sent is not None and sent[0] == "True":
+            self._held.pop(hkey, None)
             return  # True is on its way (the watch has not shown it yet)
         want = (status, reason, message)
         if (
             existing is not None
             and (existing.status, existing.reason or "", existing.message or "") == want
-        ):
+        ) or sent == want:
+            self._held.pop(hkey, None)
             return
-        if self.sent_group.get(g.key) == want:
-            return
+        if hold and status == "False" and sent is not None:
+            similar = sent[:2] == want[:2] and _wording(sent[2]) == _wording(message)
+            at = self._group_sent_at.get(g.key, float("-inf"))
+            if self._hold(hkey, similar, at, ("PodGroup", g, reason, message)):
+                return
+        self._held.pop(hkey, None)
         self.sent_group[g.key] = want
+        self._group_sent_at[g.key] = self.clock.now()
         cond = self._condition(
             CONDITION_INITIALLY_SCHEDULED, existing, status, reason, message, pg.metadata
         )
         others = [to_dict(c) for c in conds if c.type != CONDITION_INITIALLY_SCHEDULED]
-        self.tasks.spawn(self._patch_status("PodGroup", g.namespace, g.name, [*others, cond]))
+        conditions = [*others, cond]
+
+        async def send() -> None:
+            if self.sent_group.get(g.key) != want:
+                return  # superseded while queued (a newer condition is on its way)
+            await self._patch_status("PodGroup", g.namespace, g.name, conditions)
+
+        self._queue_status(send, first=status == "True")
 
     def _condition(
         self,

@@ -30,7 +30,8 @@ both are printed (``pytest -s``) and the differences are listed in ``docs/schedu
   .spec.schedulerName set, got: "someone-else" and "default-scheduler"``; ours: ``pods of
   pod group 'mixed' have different scheduler names: someone-else, wb-parity``.
 * Upstream records a ``FailedScheduling`` Event per attempt (and retries an unschedulable
-  group within seconds without any cluster change); ours one per distinct message.
+  group within seconds without any cluster change); ours one per distinct message (one
+  per ``status_refresh_interval`` when only the numbers in it change).
 """
 
 from __future__ import annotations

@@ -122,3 +122,44 @@ async def test_explanation_grammar_for_one_pod() -> None:
         assert s.explanations[("default", "g")].startswith(
             "minCount 2: at most 1 pod fits, 1 short"
         )
+
+
+def test_one_row_filter_and_score_equal_the_vectorised_ones() -> None:
+    # The cycle re-checks the row a pod was just placed on through NodeResourcesFit's
+    # ``filter_one`` / ``score_one``: they must give exactly what the vectorised ``filter`` /
+    # ``score`` give for that row (bit-identical scores: ties are broken by row), for both
+    # strategies, zero requests (the non-zero defaults), full and overcommitted nodes.
+    import random
+
+    import numpy as np
+
+    from scheduler._cache import NodeTable
+    from scheduler._plugins import NodeResourcesFit
+    from scheduler._resources import PodRequirements
+
+    rng = random.Random(7)
+    table = NodeTable()
+    for i in range(40):
+        cpu, mem = rng.choice(["0", "1", "3", "32"]), rng.choice(["0", "1Gi", "7Gi", "128Gi"])
+        alloc = {"cpu": cpu, "memory": mem, "pods": "110", "nvidia.com/gpu": str(i % 3)}
+        node = {"metadata": {"name": f"n{i}"}, "status": {"allocatable": alloc}}
+        row, _ = table.upsert(node)
+        table.used[row] = [rng.randint(0, 40_000) for _ in range(table.used.shape[1])]
+    rows = np.flatnonzero(table.present)
+    plugins = [NodeResourcesFit(), NodeResourcesFit(gang_strategy="LeastAllocated")]
+    shapes: list[tuple[tuple[str, int], ...]] = [
+        (),
+        (("cpu", 500),),
+        (("cpu", 2000), ("memory", 1 << 30)),
+        (("nvidia.com/gpu", 1), ("pods", 1)),
+    ]
+    for requests in shapes:
+        req = PodRequirements(requests=requests)
+        vec = table.vector(req.requests)
+        for fit in plugins:
+            mask = fit.filter(req, vec, table, rows)
+            for gang in (True, False):
+                scores = fit.score(req, vec, table, rows, gang)
+                for i, row in enumerate(rows.tolist()):
+                    assert fit.filter_one(req, vec, table, row) == bool(mask[i])
+                    assert fit.score_one(req, vec, table, row, gang) == float(scores[i])

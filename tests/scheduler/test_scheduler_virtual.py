@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from sched_helpers import Env
@@ -286,4 +287,276 @@ async def test_run_loop_wakes_for_backoff_after_event() -> None:
     finally:
         await s.stop()
         await runner
+        await cluster.close()
+
+
+async def _failed_events(env: Env, pod: str) -> list[str]:
+    evs = (await env.cluster.list("Event", env.namespace)).items
+    return [
+        str(e["message"])
+        for e in evs
+        if isinstance(e, dict)
+        and e["involvedObject"]["name"] == pod
+        and e["reason"] == "FailedScheduling"
+    ]
+
+
+async def test_count_only_explanation_changes_are_written_after_the_refresh_interval(
+    mem_env: tuple[Env, ManualClock],
+) -> None:
+    # SchedulerConfig.status_refresh_interval: a new explanation that differs from the one
+    # written less than the interval ago only in its numbers (here "1 of 1 nodes lack cpu"
+    # -> "2 of 2 nodes ...") is held back: no PodGroup condition, pod condition or
+    # FailedScheduling event is rewritten until the interval has passed since the last
+    # write; then the latest one is written (the scheduler's next wakeup includes that
+    # moment).
+    env, clock = mem_env
+    await env.node("a", cpu="1")
+    await env.gang("g", 2)
+    s = env.scheduler(clock=clock, status_refresh_interval=30.0)
+    t0 = clock.now()
+    await s.until_idle()
+    first = (await env.group_condition("g")).message
+    assert "of 1 nodes" in first
+    assert len(await _failed_events(env, "g-0")) == 1
+    await env.node("b", cpu="100m")  # relevant, does not help: only the counts change
+    clock.advance(1.0)
+    await s.until_idle()
+    assert s.queue.entities[("PodGroup", "default", "g")].attempts == 2
+    assert "of 2 nodes" in s.explanations[("default", "g")]
+    assert (await env.group_condition("g")).message == first
+    pod_cond = await env.pod_condition("g-0")
+    assert pod_cond is not None and "of 1 nodes" in pod_cond["message"]
+    assert len(await _failed_events(env, "g-0")) == 1
+    assert s.status.held == 3  # the group and its two pods
+    assert s.next_wakeup() == t0 + 30.0
+    clock.advance(29.0)
+    await s.until_idle()
+    cond = await env.group_condition("g")
+    assert cond.status == "False" and cond.reason == "Unschedulable"
+    assert "of 2 nodes" in cond.message
+    pod_cond = await env.pod_condition("g-1")
+    assert pod_cond is not None and "of 2 nodes" in pod_cond["message"]
+    events = await _failed_events(env, "g-1")
+    assert len(events) == 2 and any("of 2 nodes" in m for m in events)
+    assert s.status.held == 0
+
+
+async def test_explanation_with_new_wording_is_written_at_once(
+    mem_env: tuple[Env, ManualClock],
+) -> None:
+    # Only count changes wait: a node that rejects the pods for a new reason (a taint)
+    # changes the wording, and the explanation is rewritten in that attempt.
+    env, clock = mem_env
+    await env.node("a", cpu="1")
+    await env.gang("g", 2)
+    s = env.scheduler(clock=clock, status_refresh_interval=30.0)
+    await s.until_idle()
+    await env.node("t", taints=[{"key": "dedicated", "value": "x", "effect": "NoSchedule"}])
+    clock.advance(1.0)
+    await s.until_idle()
+    assert "untolerated taint" in (await env.group_condition("g")).message
+    pod_cond = await env.pod_condition("g-0")
+    assert pod_cond is not None and "untolerated taint" in pod_cond["message"]
+    assert len(await _failed_events(env, "g-0")) == 2
+    assert s.status.held == 0
+
+
+async def test_refresh_interval_zero_rewrites_every_change(
+    mem_env: tuple[Env, ManualClock],
+) -> None:
+    env, clock = mem_env
+    await env.node("a", cpu="1")
+    await env.gang("g", 2)
+    s = env.scheduler(clock=clock, status_refresh_interval=0)
+    await s.until_idle()
+    await env.node("b", cpu="100m")
+    clock.advance(1.0)
+    await s.until_idle()
+    assert "of 2 nodes" in (await env.group_condition("g")).message
+    assert len(await _failed_events(env, "g-0")) == 2
+    assert s.status.held == 0
+
+
+async def test_held_explanation_of_a_group_scheduled_meanwhile_is_dropped(
+    mem_env: tuple[Env, ManualClock],
+) -> None:
+    # A held-back Unschedulable explanation is not written once the group got bound: its
+    # condition goes True and stays True (PodGroupInitiallyScheduled never regresses).
+    env, clock = mem_env
+    await env.node("a", cpu="1")
+    await env.gang("g", 2)
+    s = env.scheduler(clock=clock, status_refresh_interval=30.0)
+    t0 = clock.now()
+    await s.until_idle()
+    await env.node("b", cpu="100m")
+    clock.advance(1.0)
+    await s.until_idle()
+    assert s.status.held == 3
+    await env.node("c", cpu="4")
+    clock.advance(2.0)
+    assert await s.until_idle() == 2
+    assert (await env.group_condition("g")).status == "True"
+    clock.advance(t0 + 30.0 - clock.now())
+    await s.until_idle()
+    assert (await env.group_condition("g")).status == "True"
+    assert len(await _failed_events(env, "g-0")) == 1
+    assert s.status.held == 0 and s.status.next_refresh() is None
+
+
+class CountingStatus:
+    """Delegates to a cluster; counts status patches per kind and created events."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.status: dict[str, int] = {}
+        self.events = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def patch(self, kind: str, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("subresource") == "status":
+            self.status[kind] = self.status.get(kind, 0) + 1
+        return await self._inner.patch(kind, *args, **kwargs)
+
+    async def create_event(self, **kwargs: Any) -> None:
+        self.events += 1
+        await self._inner.create_event(**kwargs)
+
+
+async def _drain_writes(env: Env, clock: ManualClock, interval: float) -> CountingStatus:
+    """A backlog of 6 gangs that do not fit while nodes too small for them are added one
+    every 10 s (each node wakes every gang, each attempt explains with new node counts)."""
+    from scheduler import Scheduler, SchedulerConfig
+
+    await env.node("a", cpu="8")
+    for i in range(6):
+        await env.gang(f"b{i}", 2, node_selector={"pool": "x"})
+    rec = CountingStatus(env.cluster)
+    cfg = SchedulerConfig(scheduler_name=env.scheduler_name, status_refresh_interval=interval)
+    s = Scheduler(rec, cfg, clock=clock)
+    env.schedulers.append(s)
+    await s.until_idle()
+    for n in range(6):
+        await env.node(f"x{n}", cpu="100m", labels={"pool": "x"})
+        clock.advance(10.0)
+        await s.until_idle()
+    clock.advance(30.0)
+    await s.until_idle()
+    for i in range(6):
+        assert "of 7 nodes" in (await env.group_condition(f"b{i}")).message
+    return rec
+
+
+async def test_a_drain_rewrites_explanations_once_per_interval_not_per_attempt(
+    mem_env: tuple[Env, ManualClock],
+) -> None:
+    # The heavy-queueing drain in miniature: with the default refresh interval the
+    # explanations of the waiting gangs are rewritten a few times in 90 s, not on each of
+    # the 6 attempts, and the final one still names the final node count.
+    env, clock = mem_env
+    rec = await _drain_writes(env, clock, 30.0)
+    assert rec.status["PodGroup"] <= 6 * 4
+    assert rec.status["Pod"] <= 12 * 4 and rec.events <= 12 * 4
+
+
+async def test_a_drain_without_the_interval_rewrites_every_attempt(
+    mem_env: tuple[Env, ManualClock],
+) -> None:
+    env, clock = mem_env
+    rec = await _drain_writes(env, clock, 0.0)
+    assert rec.status["PodGroup"] == 6 * 7  # the first explanation and one per node
+    assert rec.status["Pod"] == 12 * 7 and rec.events == 12 * 7
+
+
+async def test_node_events_of_a_burst_wake_once_after_it(
+    mem_env: tuple[Env, ManualClock],
+) -> None:
+    # SchedulerConfig.node_batch (what Scheduler.run sets on the handlers): Node events are
+    # collected while they keep coming and offered to the queue node_batch seconds after
+    # the last one, at most 4x node_batch after the first; the next wakeup names that time.
+    env, clock = mem_env
+    await env.node("a", cpu="1")
+    await env.gang("g", 2)
+    s = env.scheduler(clock=clock)
+    await s.until_idle()
+    s.handlers.node_batch = 1.0
+    t0 = clock.now()
+    await env.node("b", cpu="100m")
+    await s.sync()
+    assert _state(s, "g") == "unschedulable"
+    assert s.handlers.next_node_flush() == t0 + 1.0 == s.next_wakeup()
+    for i in range(7):  # a node every 0.5 s: the burst goes on, the wake is capped at 4 s
+        clock.advance(0.5)
+        await env.node(f"c{i}", cpu="100m")
+        await s.sync()
+        assert s.handlers.flush_node_events() == 0
+        assert _state(s, "g") == "unschedulable"
+    assert s.handlers.next_node_flush() == t0 + 4.0
+    clock.advance(t0 + 4.0 - clock.now())
+    assert s.handlers.flush_node_events() == 1
+    assert _state(s, "g") in ("backoff", "active")
+    assert s.handlers.next_node_flush() is None
+
+
+async def test_run_attempts_a_backlog_once_per_node_burst() -> None:
+    # In Scheduler.run, a burst of nodes (created within node_batch of each other) wakes a
+    # waiting gang once: it is attempted again once, with every node of the burst there
+    # (each node fits one pod of the three; without batching the first node's event would
+    # start an attempt that fails).
+    import asyncio
+
+    from scheduler import Scheduler, SchedulerConfig
+    from workloadbuilder.cluster import MemoryCluster
+
+    cluster = MemoryCluster()
+    env = Env(cluster, "default", "memory")
+    runner = None
+    try:
+        await env.gang("g", 3, cpu="2")
+        cfg = SchedulerConfig(  # (backoffs too short to batch the nodes themselves)
+            scheduler_name=env.scheduler_name,
+            node_batch=0.5,
+            initial_backoff=0.001,
+            max_backoff=0.001,
+        )
+        s = Scheduler(cluster, cfg)
+        env.schedulers.append(s)
+        attempts: list[Any] = []
+        one = s.schedule_one
+
+        def counted(e: Any) -> None:
+            attempts.append(e.key)
+            one(e)
+
+        s.schedule_one = counted  # type: ignore[method-assign]
+        runner = asyncio.create_task(s.run())
+        loop = asyncio.get_running_loop()
+
+        async def until(check: Any, what: str) -> None:
+            deadline = loop.time() + 20.0
+            while not check():
+                assert loop.time() < deadline, what
+                await asyncio.sleep(0.02)
+
+        await until(lambda: len(attempts) == 1, "the first attempt")
+        for i in range(3):
+            await env.node(f"n{i}", cpu="2")
+            await asyncio.sleep(0.05)
+
+        async def bound() -> int:
+            return len(await env.bound("g-"))
+
+        deadline = loop.time() + 20.0
+        while await bound() < 3:
+            assert loop.time() < deadline, "the gang was not bound"
+            await asyncio.sleep(0.02)
+        assert len(attempts) == 2
+    finally:
+        if runner is not None:
+            runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await runner
+        await env.cleanup()
         await cluster.close()
