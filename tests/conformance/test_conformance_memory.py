@@ -19,6 +19,7 @@ from workloadbuilder.cluster import MemoryCluster
 from workloadbuilder.conformance import (
     FEATURES,
     RUN_LABEL,
+    SCENARIO_LABEL,
     TAINT_KEY,
     UPSTREAM_SCHEDULER,
     ConformanceRunner,
@@ -291,6 +292,9 @@ def test_dry_run_lists_the_dra_objects_confined_to_the_run() -> None:
     # no real Node reaches the devices: the run's label is required too
     (term,) = rs["spec"]["nodeSelector"]["nodeSelectorTerms"]
     assert {"key": RUN_LABEL, "operator": "In", "values": ["abc123"]} in term["matchExpressions"]
+    assert {"key": SCENARIO_LABEL, "operator": "In", "values": ["wbc-abc123-0"]} in term[
+        "matchExpressions"
+    ]
     pods = by_kind["Pod"]
     assert pods and all(
         p["spec"]["resourceClaims"] == [{"name": "fabric", "resourceClaimName": "fabric"}]
@@ -363,10 +367,12 @@ async def test_pods_tolerate_only_the_run_taint_and_nodes_carry_it(stepped: Step
     assert len(nodes) == 3 and len(pods) == 3  # a, b and the witness Node
     for n in nodes:
         assert {"key": TAINT_KEY, "value": "abc123", "effect": "NoSchedule"} in n["spec"]["taints"]
+        assert n["metadata"]["labels"][SCENARIO_LABEL] == "wbc-abc123-0"
     for p in pods:
         assert p["metadata"]["namespace"] == "wbc-abc123-0"
         assert p["spec"]["schedulerName"] == OURS
-        assert p["spec"]["nodeSelector"] == {RUN_LABEL: "abc123"}
+        # the run's Nodes, and of them only this rule's (never a Node of the rule before)
+        assert p["spec"]["nodeSelector"] == {RUN_LABEL: "abc123", SCENARIO_LABEL: "wbc-abc123-0"}
         assert p["spec"]["tolerations"] == [
             {"key": TAINT_KEY, "operator": "Equal", "value": "abc123", "effect": "NoSchedule"}
         ]

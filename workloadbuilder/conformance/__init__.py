@@ -36,6 +36,7 @@ from workloadbuilder.conformance._rules import (
 )
 from workloadbuilder.conformance._runner import (
     RUN_LABEL,
+    SCENARIO_LABEL,
     TAINT_KEY,
     WITNESS_TAINT_KEY,
     ConformanceRunner,
@@ -61,6 +62,7 @@ __all__ = [
     "PROFILES",
     "RUN_LABEL",
     "SAMPLE_API_VERSION",
+    "SCENARIO_LABEL",
     "TAINT_KEY",
     "UNSCHEDULED",
     "UPSTREAM_SCHEDULER",

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RUN_LABEL",
+    "SCENARIO_LABEL",
     "TAINT_KEY",
     "WITNESS_TAINT_KEY",
     "Failed",
@@ -25,6 +26,9 @@ TAINT_KEY = "conformance.workloadbuilder.io/run"
 WITNESS_TAINT_KEY = "conformance.workloadbuilder.io/witness"
 #: the label on every object the suite creates (value: the run id)
 RUN_LABEL = "conformance.workloadbuilder.io/run"
+#: the label on a rule's own fake Nodes (value: the rule's namespace); its pods select it, so
+#: a scheduler whose cache still holds the Nodes of the rule before cannot use them
+SCENARIO_LABEL = "conformance.workloadbuilder.io/scenario"
 
 Result = Literal["pass", "fail", "skip"]
 #: ``progress(rule, None)`` when a rule starts, ``progress(rule, result)`` when it ends

@@ -5,7 +5,9 @@ Isolation: every rule gets its own namespace and its own fake Nodes (no kubelet;
 allocatable set through the status subresource). The Nodes carry the taint
 ``conformance.workloadbuilder.io/run=<run id>:NoSchedule`` that only the suite's pods
 tolerate, so real workloads never land on them, and the suite's pods never land on real
-Nodes (they also select the suite's Nodes by the label ``RUN_LABEL``). Everything is
+Nodes (they also select the suite's Nodes by the label ``RUN_LABEL``, and their own rule's
+Nodes by ``SCENARIO_LABEL``: a scheduler whose cache still holds the Nodes of the rule
+before, deleted a moment ago, must not bind to them). Everything is
 deleted when the rule ends (pass, fail or error).
 """
 
@@ -24,6 +26,7 @@ from workloadbuilder.api import to_dict
 from workloadbuilder.cluster import Cluster
 from workloadbuilder.conformance._base import (
     RUN_LABEL,
+    SCENARIO_LABEL,
     TAINT_KEY,
     WITNESS_TAINT_KEY,
     Progress,
@@ -45,6 +48,7 @@ from workloadbuilder.testing.builders import (
 
 __all__ = [
     "RUN_LABEL",
+    "SCENARIO_LABEL",
     "TAINT_KEY",
     "WITNESS_TAINT_KEY",
     "ConformanceRunner",
@@ -122,6 +126,7 @@ class _Scenario:
             node = (
                 make_node(full)
                 .label("kubernetes.io/hostname", full)
+                .label(SCENARIO_LABEL, self.namespace)
                 .labels(labels)
                 .taint(TAINT_KEY, self.runner.run_id)
             )
@@ -190,6 +195,9 @@ class _Scenario:
                 # the taint keeps real pods off the suite's Nodes; the selector keeps the
                 # suite's pods off real Nodes
                 pod.node_selector(RUN_LABEL, self.runner.run_id)
+                # and this rule's Nodes only: a scheduler may still see the Nodes of the rule
+                # before (deleted, the delete not yet in its cache) and bind to them
+                pod.node_selector(SCENARIO_LABEL, self.namespace)
                 if group:
                     pod.pod_group(str(group))
                 if spec.get("node"):
@@ -251,7 +259,11 @@ class _Scenario:
                 labels = {str(k): str(v) for k, v in (spec.get("nodeLabels") or {}).items()}
                 exprs = [
                     {"key": k, "operator": "In", "values": [v]}
-                    for k, v in {RUN_LABEL: self.runner.run_id, **labels}.items()
+                    for k, v in {
+                        RUN_LABEL: self.runner.run_id,
+                        SCENARIO_LABEL: self.namespace,
+                        **labels,
+                    }.items()
                 ]
                 where = {"nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": exprs}]}}
                 self.pools[full] = (None, labels)
