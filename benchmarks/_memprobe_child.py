@@ -6,8 +6,10 @@ On SIGUSR1 (the n-th time) it collects garbage and writes ``OUT_DIR/probe-<n>.js
 glibc ``mallinfo2``, the object count by type, the sizes of every container reachable from
 the Scheduler object (and the asyncio tasks); from the second signal on, a ``tracemalloc``
 snapshot ``OUT_DIR/snap-<n>.pickle`` (tracing starts at the first signal, so a diff of two
-snapshots holds only what was allocated after the first one and is still alive). On SIGUSR2
-it calls ``malloc_trim(0)`` and writes ``OUT_DIR/trim-<n>.json`` with RSS before and after.
+snapshots holds only what was allocated after the first one and is still alive;
+``MEMPROBE_FRAMES`` frames per trace, 0: no tracing, for RSS figures without its overhead).
+On SIGUSR2 it calls ``malloc_trim(0)`` and writes ``OUT_DIR/trim-<n>.json`` (RSS before and
+after) and ``OUT_DIR/pymalloc-<n>.txt`` (``sys._debugmallocstats()``).
 """
 
 from __future__ import annotations
@@ -111,6 +113,8 @@ def _probe() -> None:
     for o in objs:
         if type(o) is Scheduler:
             _sizes(o, "scheduler", sizes, set(), 7)
+            report["events_queued"] = len(o.status._event_queue)
+            report["events_dropped"] = getattr(o.status, "events_dropped", None)
     report["sizes"] = sizes
     del objs
     try:
@@ -125,7 +129,7 @@ def _probe() -> None:
     if tracemalloc.is_tracing():
         tracemalloc.take_snapshot().dump(str(OUT / f"snap-{n}.pickle"))
         report["traced_kib"] = tracemalloc.get_traced_memory()[0] // 1024
-    else:
+    elif os.environ.get("MEMPROBE_FRAMES", "8") != "0":
         tracemalloc.start(int(os.environ.get("MEMPROBE_FRAMES", "8")))
     (OUT / f"probe-{n}.json").write_text(json.dumps(report, indent=1) + "\n")
 

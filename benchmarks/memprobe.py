@@ -129,6 +129,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                                 "fordblks_mib": round(p["mallinfo"]["fordblks"] / 2**20, 1),
                                 "gc_objects": p["gc_objects"],
                                 "traced_kib": p.get("traced_kib"),
+                                "events_queued": p.get("events_queued"),
+                                "events_dropped": p.get("events_dropped"),
                             }
                         ),
                         flush=True,
@@ -182,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     report = asyncio.run(run(args))
     out = Path(report["out"])
     n = len(report["probes"])
-    if n >= 3:
+    if n >= 3 and (out / f"snap-{n}.pickle").exists():
         print("\n".join(growth(out, 2, n)))
     first, last = report["probes"][0], report["probes"][-1]
     tf, tl = first["types"], last["types"]
