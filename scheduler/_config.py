@@ -45,6 +45,9 @@ class SchedulerConfig:
     record_events: bool = True
     #: Event writes in flight at most (queued in order; bindings are not counted)
     event_concurrency: int = attrs.field(default=4, validator=_positive)
+    #: Events waiting for a writer at most; newer ones are dropped (client-go's recorder
+    #: queues 1,000): a slow API server cannot make the backlog grow without bound
+    max_queued_events: int = attrs.field(default=1000, validator=_positive)
     #: write pod ``PodScheduled=False`` conditions and PodGroup status
     update_status: bool = True
     #: seconds: in :meth:`Scheduler.run`, Node events are collected while they keep coming

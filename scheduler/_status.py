@@ -74,7 +74,9 @@ class StatusWriter:
         self.sent_group: dict[tuple[str, str], tuple[str, str, str]] = {}
         #: CompositePodGroup condition last sent per composite
         self.sent_composite: dict[tuple[str, str], tuple[str, str, str]] = {}
-        self._event_queue: deque[tuple[PodInfo, str, str, str]] = deque()
+        #: events waiting for a writer: (namespace, involvedObject, type, reason, message),
+        #: never the PodInfo (a deleted pod's info must not live on in a backlog)
+        self._event_queue: deque[tuple[str, dict[str, Any], str, str, str]] = deque()
         self._event_writers = 0
         #: when the condition in ``sent_group`` was sent (clock time)
         self._group_sent_at: dict[tuple[str, str], float] = {}
@@ -92,6 +94,8 @@ class StatusWriter:
         self._status_first: deque[Callable[[], Awaitable[None]]] = deque()
         self._status_rest: deque[Callable[[], Awaitable[None]]] = deque()
         self._status_writers = 0
+        #: events dropped because ``SchedulerConfig.max_queued_events`` were already queued
+        self.events_dropped = 0
 
     def reset(self) -> None:
         """Forget queued events of a previous start (maybe on another event loop)."""
@@ -248,8 +252,23 @@ class StatusWriter:
         """Queue an event. Events are written in order, at most
         ``SchedulerConfig.event_concurrency`` at a time, so that under a burst the bindings
         (and status writes) are not starved by as many event writes; events are
-        best-effort, as upstream's recorder treats them."""
-        self._event_queue.append((p, type_, reason, message))
+        best-effort, as upstream's recorder treats them: when the API server takes them more
+        slowly than pods are bound, at most ``SchedulerConfig.max_queued_events`` wait and
+        newer ones are dropped (client-go's recorder queues 1,000 and drops the rest), so a
+        long backlog cannot grow the scheduler's memory without bound."""
+        if len(self._event_queue) >= self.config.max_queued_events:
+            self.events_dropped += 1
+            if self.events_dropped % 1000 == 1:
+                _log.warning(
+                    "%d events queued: event %s for %s/%s dropped (%d dropped so far)",
+                    len(self._event_queue),
+                    reason,
+                    p.namespace,
+                    p.name,
+                    self.events_dropped,
+                )
+            return
+        self._event_queue.append((p.namespace, p.ref(), type_, reason, message[:1024]))
         self._pump_events()
 
     @property
@@ -262,25 +281,29 @@ class StatusWriter:
             self._event_writers += 1
             self.tasks.spawn(self._write_queued(*self._event_queue.popleft()))
 
-    async def _write_queued(self, p: PodInfo, type_: str, reason: str, message: str) -> None:
+    async def _write_queued(
+        self, namespace: str, ref: dict[str, Any], type_: str, reason: str, message: str
+    ) -> None:
         try:
-            await self._event(p, type_, reason, message)
+            await self._event(namespace, ref, type_, reason, message)
         finally:
             self._event_writers -= 1
         self._pump_events()
 
-    async def _event(self, p: PodInfo, type_: str, reason: str, message: str) -> None:
+    async def _event(
+        self, namespace: str, ref: dict[str, Any], type_: str, reason: str, message: str
+    ) -> None:
         try:
             await self.cluster.create_event(
-                namespace=p.namespace,
-                involved_object=p.ref(),
+                namespace=namespace,
+                involved_object=ref,
                 reason=reason,
                 message=message[:1024],
                 type="Warning" if type_ == "Warning" else "Normal",
                 reporting_component=self.config.component,
             )
         except (ApiError, OSError) as e:
-            _log.debug("event for %s/%s not recorded: %s", p.namespace, p.name, e)
+            _log.debug("event for %s/%s not recorded: %s", namespace, ref.get("name"), e)
 
     # ---- pods ------------------------------------------------------------------------
 
@@ -366,7 +389,7 @@ class StatusWriter:
             )
             if self.config.record_events:
                 text = f"Preempted by {preemptor} on node {node}"
-                await self._event(p, "Normal", "Preempted", text)
+                await self._event(p.namespace, p.ref(), "Normal", "Preempted", text)
             await self.cluster.delete("Pod", p.name, p.namespace)
         except NotFound:
             pass

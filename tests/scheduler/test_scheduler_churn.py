@@ -4,9 +4,14 @@ tests assert the structures, not memory figures; benchmarks measure memory."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import pytest
 from sched_helpers import Env
 
+from scheduler import Scheduler, SchedulerConfig
+from scheduler._cache import PodInfo
 from workloadbuilder.runtime import ManualClock
 
 pytestmark = pytest.mark.asyncio
@@ -71,4 +76,69 @@ async def test_queue_heaps_stay_bounded_with_live_groups(
     live = len(s.queue.entities)
     assert live == 1
     assert len(s.queue._unschedulable) <= 2 * live + 64
+    await s.stop()
+
+
+class SlowEvents:
+    """Delegates to a cluster; every ``create_event`` takes ``delay`` event-loop turns, so
+    the API server takes events more slowly than pods are bound. Samples the scheduler's
+    event queue on every call."""
+
+    def __init__(self, inner: Any, delay: int) -> None:
+        self._inner = inner
+        self.delay = delay
+        self.scheduler: Scheduler | None = None
+        self.written = 0
+        self.max_queued = 0
+        self.queued_infos = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def create_event(self, **kwargs: Any) -> None:
+        assert self.scheduler is not None
+        queue = self.scheduler.status._event_queue
+        self.max_queued = max(self.max_queued, len(queue))
+        self.queued_infos += sum(1 for e in queue for x in e if isinstance(x, PodInfo))
+        for _ in range(self.delay):
+            await asyncio.sleep(0)
+        await self._inner.create_event(**kwargs)
+        self.written += 1
+
+
+async def test_event_backlog_is_bounded_and_holds_no_pod_infos(
+    mem_env: tuple[Env, ManualClock],
+) -> None:
+    """Events written more slowly than pods are bound (a loaded API server): the backlog
+    stays at ``max_queued_events``, newer events are dropped and counted, and a queued event
+    does not keep its pod's ``PodInfo`` alive after the pod is gone (the one-hour soak's
+    residual growth: every bound pod's info waited in an unbounded queue)."""
+    env, clock = mem_env
+    await env.node("n1", cpu="64", memory="256Gi")
+    slow = SlowEvents(env.cluster, delay=50)
+    cfg = SchedulerConfig(
+        scheduler_name=env.scheduler_name, event_concurrency=1, max_queued_events=4
+    )
+    s = Scheduler(slow, cfg, clock=clock)
+    slow.scheduler = s
+    env.schedulers.append(s)
+    await s.start()
+    bound = 0
+    for r in range(ROUNDS // 4):
+        names = [f"e{r}-{g}" for g in range(GANGS_PER_ROUND)]
+        for name in names:
+            await env.gang(name, SIZE, cpu="100m", memory="128Mi")
+        bound += await s.until_idle()
+        for name in names:
+            for i in range(SIZE):
+                await env.cluster.delete("Pod", f"{name}-{i}", env.namespace)
+            await env.cluster.delete("PodGroup", name, env.namespace)
+        await s.until_idle()
+    assert bound == (ROUNDS // 4) * GANGS_PER_ROUND * SIZE
+    assert slow.max_queued <= cfg.max_queued_events
+    assert s.status.events_dropped > 0
+    assert slow.written + s.status.events_dropped == bound  # one Scheduled event per pod
+    assert slow.queued_infos == 0
+    assert s.status.events_pending == 0
+    assert s.cache.pods == {}
     await s.stop()
