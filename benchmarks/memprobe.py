@@ -36,14 +36,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     """The churn, the probes; returns the probe reports."""
     from _chaos import (
         Api,
-        Gang,
         Observer,
         SchedulerProcess,
-        create_gangs,
         create_nodes,
         scheduler_argv,
         wait_until,
     )
+    from soak import Churn  # the soak's workload, probed
 
     from workloadbuilder.testing import ControlPlane
 
@@ -53,7 +52,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     for f in out.glob("*"):
         f.unlink()
     child = str(Path(__file__).with_name("_memprobe_child.py"))
-    opts = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
     probes: list[dict[str, Any]] = []
     async with ControlPlane(with_controller_manager=True) as plane:
         ns = plane.create_namespace("probe-")
@@ -66,25 +64,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             argv = [sys.executable, child, str(out), *argv[1:]]
             proc = SchedulerProcess(argv, out / "scheduler.log")
             await wait_until(proc.ready, "the scheduler ready", 120)
-            live: list[tuple[Gang, float]] = []
-            created = finished = i = 0
+            churn = Churn(api, ns, scheduler, obs, rng, args.load * args.nodes * 32)
             targets = [args.warm + k * args.every for k in range(args.probes)]
             t0 = time.monotonic()
-
-            async def delete(g: Gang) -> None:
-                for p in g.pods:
-                    await api.call(
-                        "DELETE", f"/api/v1/namespaces/{ns}/pods/{p}", opts, ok=(200, 404)
-                    )
-                await api.call(
-                    "DELETE",
-                    f"/apis/scheduling.k8s.io/v1beta1/namespaces/{ns}/podgroups/{g.name}",
-                    opts,
-                    ok=(200, 404),
-                )
-                for p in g.pods:
-                    obs.node_of.pop(p, None)
-                    obs.bound_at.pop(p, None)
 
             async def probe(sig: signal.Signals, name: str, n: int) -> dict[str, Any]:
                 path = out / f"{name}-{n}.json"
@@ -93,36 +75,27 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 await asyncio.sleep(1.0)  # written in one go, but let it finish
                 return dict(json.loads(path.read_text()))
 
+            async def take(n: int) -> dict[str, Any]:
+                """Probe ``n``, with the churn's count and the wall time; kept."""
+                p = await probe(signal.SIGUSR1, "probe", n)
+                p |= {"pods_finished": churn.finished, "wall_s": round(time.monotonic() - t0, 1)}
+                probes.append(p)
+                return p
+
             try:
                 for k, target in enumerate(targets):
-                    while finished < target:
+                    while churn.finished < target:
                         assert proc.alive(), proc.log_path.read_text()[-3000:]
-                        now = time.monotonic()
-                        busy = sum(g.size for g, _ in live)
-                        if busy < args.load * args.nodes * 32 and created < target:
-                            g = Gang(f"g{i:06d}", rng.randint(8, 64))
-                            i += 1
-                            await create_gangs(api, ns, scheduler, ns, [g])
-                            created += g.size
-                            live.append((g, 0.0))
-                        for j, (g, at) in enumerate(live):
-                            if at == 0.0 and all(p in obs.node_of for p in g.pods):
-                                wait = rng.uniform(5, 30) if created < target else 0.0
-                                live[j] = (g, now + wait)
-                        for g, at in [x for x in live if 0 < x[1] <= now]:
-                            live.remove((g, at))
-                            await delete(g)
-                            finished += g.size
+                        more = churn.created < target
+                        await churn.step(time.monotonic(), arrive=more, linger=more)
                         await asyncio.sleep(0.05)
                     await asyncio.sleep(3.0)  # the deletions reach the scheduler
-                    p = await probe(signal.SIGUSR1, "probe", k + 1)
-                    p |= {"pods_finished": finished, "wall_s": round(time.monotonic() - t0, 1)}
-                    probes.append(p)
+                    p = await take(k + 1)
                     print(
                         json.dumps(
                             {
                                 "probe": k + 1,
-                                "pods": finished,
+                                "pods": churn.finished,
                                 "wall_s": p["wall_s"],
                                 "rss_mib": round(p["rss_kib"] / 1024, 1),
                                 "uordblks_mib": round(p["mallinfo"]["uordblks"] / 2**20, 1),
@@ -137,9 +110,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     )
                 if args.final_quiet:
                     await asyncio.sleep(args.final_quiet)  # no load: backlogs drain
-                    p = await probe(signal.SIGUSR1, "probe", len(targets) + 1)
-                    p |= {"pods_finished": finished, "wall_s": round(time.monotonic() - t0, 1)}
-                    probes.append(p)
+                    p = await take(len(targets) + 1)
                     print(
                         json.dumps(
                             {

@@ -174,14 +174,64 @@ def _metric(text: str, name: str) -> float:
     return total
 
 
+class Churn:
+    """The real soak's workload: gangs of 8-64 pods (PodGroup + pods) arrive while less than
+    ``capacity`` cpus are requested, and are deleted (finished work) a while after all their
+    pods are bound. ``api``/``obs``: the chaos helpers' client and bound-pod observer."""
+
+    def __init__(
+        self, api: Any, ns: str, scheduler: str, obs: Any, rng: random.Random, capacity: float
+    ) -> None:
+        self.api, self.ns, self.scheduler, self.obs = api, ns, scheduler, obs
+        self.rng, self.capacity = rng, capacity
+        self.live: list[tuple[Any, float]] = []  # (gang, delete after this time; 0: not bound)
+        self.created = 0
+        self.finished = 0
+        self._i = 0
+
+    async def step(self, now: float, *, arrive: bool = True, linger: bool = True) -> None:
+        """One round: maybe one new gang, bound gangs get a time to finish (5-30 s, or now
+        with ``linger=False``), finished gangs are deleted."""
+        from _chaos import Gang, create_gangs
+
+        if arrive and sum(g.size for g, _ in self.live) < self.capacity:
+            g = Gang(f"g{self._i:06d}", self.rng.randint(8, 64))
+            self._i += 1
+            await create_gangs(self.api, self.ns, self.scheduler, self.ns, [g])
+            self.created += g.size
+            self.live.append((g, 0.0))
+        for k, (g, at) in enumerate(self.live):
+            if at == 0.0 and all(p in self.obs.node_of for p in g.pods):
+                self.live[k] = (g, now + (self.rng.uniform(5, 30) if linger else 0.0))
+        for g, at in [x for x in self.live if 0 < x[1] <= now]:
+            self.live.remove((g, at))
+            await self.delete(g)
+            self.finished += g.size
+
+    async def delete(self, g: Any) -> None:
+        """Delete a gang's pods (grace 0) and its PodGroup; forget them in the observer."""
+        opts = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
+        for p in g.pods:
+            await self.api.call(
+                "DELETE", f"/api/v1/namespaces/{self.ns}/pods/{p}", opts, ok=(200, 404)
+            )
+        await self.api.call(
+            "DELETE",
+            f"/apis/scheduling.k8s.io/v1beta1/namespaces/{self.ns}/podgroups/{g.name}",
+            opts,
+            ok=(200, 404),
+        )
+        for p in g.pods:
+            self.obs.node_of.pop(p, None)
+            self.obs.bound_at.pop(p, None)
+
+
 async def run_real(args: argparse.Namespace) -> dict[str, Any]:
     """The scheduler subprocess against a real API server for ``args.minutes``."""
     from _chaos import (
         Api,
-        Gang,
         Observer,
         SchedulerProcess,
-        create_gangs,
         create_nodes,
         scheduler_argv,
         wait_until,
@@ -206,48 +256,18 @@ async def run_real(args: argparse.Namespace) -> dict[str, Any]:
                 scheduler_argv(plane.kubeconfig, scheduler), plane.log_dir / "soak-scheduler.log"
             )
             await wait_until(proc.ready, "the scheduler ready", 120)
-            created = 0
-            deleted = 0
-            live: list[tuple[Gang, float]] = []  # (gang, delete after this time)
+            churn = Churn(api, ns, scheduler, obs, rng, args.load * args.nodes * 32)
             t0 = time.monotonic()
             end = t0 + 60 * args.minutes
             next_sample = t0
             prev = (0.0, 0.0)
             prev_cpu = (cpu_seconds(proc.pid), 0)
-            i = 0
-            opts = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
             try:
                 while time.monotonic() < end:
                     assert proc.alive(), proc.log_path.read_text()[-3000:]
                     now = time.monotonic()
-                    # keep about --load of the capacity requested: arrive, then finish
-                    busy = sum(g.size for g, _ in live)
-                    if busy < args.load * args.nodes * 32:
-                        g = Gang(f"g{i:06d}", rng.randint(8, 64))
-                        i += 1
-                        await create_gangs(api, ns, scheduler, ns, [g])
-                        created += g.size
-                        live.append((g, 0.0))
-                    for k, (g, _) in enumerate(live):
-                        if live[k][1] == 0.0 and all(p in obs.node_of for p in g.pods):
-                            live[k] = (g, now + rng.uniform(5, 30))
-                    done = [x for x in live if 0 < x[1] <= now]
-                    for g, _ in done:
-                        live.remove((g, _))
-                        for p in g.pods:
-                            await api.call(
-                                "DELETE", f"/api/v1/namespaces/{ns}/pods/{p}", opts, ok=(200, 404)
-                            )
-                        await api.call(
-                            "DELETE",
-                            f"/apis/scheduling.k8s.io/v1beta1/namespaces/{ns}/podgroups/{g.name}",
-                            opts,
-                            ok=(200, 404),
-                        )
-                        deleted += g.size
-                        for p in g.pods:
-                            obs.node_of.pop(p, None)
-                            obs.bound_at.pop(p, None)
+                    await churn.step(now)
+                    created = churn.created
                     if now >= next_sample:
                         next_sample = now + args.every
                         text = await asyncio.to_thread(
@@ -278,7 +298,7 @@ async def run_real(args: argparse.Namespace) -> dict[str, Any]:
                                 "cpu_ms_per_pod": round(cpu_ms_pod, 3),
                                 "load1": load1(),
                                 "pods_created": created,
-                                "pods_finished": deleted,
+                                "pods_finished": churn.finished,
                             }
                         )
                         print(json.dumps(samples[-1]), flush=True)
@@ -290,8 +310,8 @@ async def run_real(args: argparse.Namespace) -> dict[str, Any]:
         "mode": "real",
         "minutes": args.minutes,
         "nodes": args.nodes,
-        "pods_created": created,
-        "pods_finished": deleted,
+        "pods_created": churn.created,
+        "pods_finished": churn.finished,
         "exit_code": code,
         "samples": samples,
     }

@@ -486,18 +486,7 @@ class SampleScenario:
                     "of the sample's Workload"
                 )
                 continue
-            template, _ = s.templates.leaves[key]
-            for field, default in (
-                ("schedulingPolicy", None),
-                ("schedulingConstraints", None),
-                ("disruptionMode", {"single": {}}),
-                ("priorityClassName", None),
-            ):
-                if not _same(spec.get(field), template.get(field), default):
-                    out.append(
-                        f"PodGroup {_name(pg)}: {field} {spec.get(field)}, its template "
-                        f"{key[1]} has {template.get(field)}"
-                    )
+            out.extend(self._pod_group_from(s, pg, key, "PodGroup"))
         if want.min_counts is not None:
             got = tuple(
                 sorted(
