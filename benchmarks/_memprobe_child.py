@@ -99,8 +99,9 @@ def _sizes(root: object, prefix: str, out: dict[str, int], seen: set[int], depth
 
 
 def _probe() -> None:
-    from scheduler._metrics import REGISTRY
-    from scheduler._scheduler import Scheduler
+    from prometheus_client import CollectorRegistry
+
+    from scheduler import Scheduler
 
     gc.collect()
     n = _count["probe"] = _count["probe"] + 1
@@ -110,6 +111,8 @@ def _probe() -> None:
     types = collections.Counter(f"{type(o).__module__}.{type(o).__qualname__}" for o in objs)
     report["types"] = dict(types.most_common(150))
     sizes: dict[str, int] = {}
+    # the scheduler's metrics registry, found like the Scheduler (no private import)
+    registries = [o for o in objs if isinstance(o, CollectorRegistry)]
     for o in objs:
         if type(o) is Scheduler:
             _sizes(o, "scheduler", sizes, set(), 7)
@@ -124,7 +127,7 @@ def _probe() -> None:
         )
     except RuntimeError:
         report["tasks"] = {}
-    report["metric_samples"] = sum(len(m.samples) for m in REGISTRY.collect())
+    report["metric_samples"] = sum(len(m.samples) for r in registries for m in r.collect())
     report["tracemalloc_kib"] = tracemalloc.get_tracemalloc_memory() // 1024
     if tracemalloc.is_tracing():
         tracemalloc.take_snapshot().dump(str(OUT / f"snap-{n}.pickle"))
