@@ -26,7 +26,6 @@ import contextlib
 import random
 import sys
 import time
-import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -44,8 +43,6 @@ from _chaos import (
     analyse,
     create_gangs,
     create_nodes,
-    die_with_parent,
-    free_port,
     gang_sizes,
     scale,
     scheduler_argv,
@@ -100,67 +97,20 @@ def plane(
         cp.stop()
 
 
-class Integrations:
-    """``workloadbuilder integrations run --kinds lws`` as a subprocess."""
+class Integrations(SchedulerProcess):
+    """``workloadbuilder integrations run --kinds lws`` as a subprocess (the same process
+    handling as the scheduler's: metrics port, readiness, kill, terminate)."""
 
     def __init__(self, kubeconfig: Path, log: Path) -> None:
-        self.port = free_port()
-        self.log_path = log
-        self._log = log.open("ab")
         argv = [
             CLI,
             "integrations",
             "run",
             f"--kubeconfig={kubeconfig}",
             "--kinds=lws",
-            f"--metrics-port={self.port}",
             "--bind-address=127.0.0.1",
         ]
-        import subprocess
-
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            preexec_fn=die_with_parent,
-        )
-
-    def alive(self) -> bool:
-        """Still running."""
-        return self.proc.poll() is None
-
-    async def ready(self) -> bool:
-        """``/readyz`` answers 200 (its informers are synced)."""
-
-        def probe() -> bool:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/readyz", timeout=2) as r:
-                    return int(r.status) == 200
-            except (OSError, ValueError):
-                return False
-
-        return await asyncio.to_thread(probe)
-
-    def kill(self) -> None:
-        """SIGKILL and reap."""
-        self.proc.kill()
-        self.proc.wait(30)
-        self._log.close()
-
-    def terminate(self) -> int:
-        """SIGTERM (SIGKILL after 20 s); the exit code."""
-        import subprocess
-
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(20)
-        self._log.close()
-        return int(self.proc.returncode)
+        super().__init__(argv, log)
 
 
 def _lws(name: str, ns: str, scheduler: str, replicas: int, size: int) -> dict[str, Any]:
