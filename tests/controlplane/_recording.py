@@ -27,17 +27,26 @@ def rules_granted(rules: Iterable[Mapping[str, Any]]) -> set[Rule]:
 
 
 class RecordingCluster(ClusterProxy):
-    """Forwards to a real cluster; records the rule each call needs and every Forbidden."""
+    """Forwards to a real cluster; records the RBAC rule each call needs and every
+    ``Forbidden`` answer."""
 
     def __init__(self, inner: KubeCluster) -> None:
         super().__init__(inner)
         self.used: set[Rule] = set()
         self.forbidden: list[str] = []
 
+    def _note(self, verb: str, info: ResourceInfo, subresource: str | None) -> None:
+        resource = info.plural + (f"/{subresource}" if subresource else "")
+        self.used.add((info.group, resource, verb))
+        if resource == "resourceclaims/status" and verb == "patch":
+            # v1.37.2 also authorizes a claim's allocation / reservedFor change as "patch
+            # resourceclaims/binding" (a check on the same request, not a call of its own)
+            self.used.add((info.group, "resourceclaims/binding", verb))
+
     async def around(
         self, verb: str, info: ResourceInfo, subresource: str | None, call: Awaitable[T]
     ) -> T:
-        self.used.add((info.group, info.plural + (f"/{subresource}" if subresource else ""), verb))
+        self._note(verb, info, subresource)
         try:
             return await call
         except Forbidden as e:
@@ -47,6 +56,10 @@ class RecordingCluster(ClusterProxy):
     async def around_watch(
         self, info: ResourceInfo, stream: AsyncIterator[WatchEvent]
     ) -> AsyncIterator[WatchEvent]:
-        self.used.add((info.group, info.plural, "watch"))
-        async for event in stream:
-            yield event
+        self._note("watch", info, None)
+        try:
+            async for event in stream:
+                yield event
+        except Forbidden as e:
+            self.forbidden.append(str(e))
+            raise

@@ -33,15 +33,16 @@ import sys
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
 import pytest
 import yaml
 from waits import priority_class_admitted
 
+from controlplane._recording import RecordingCluster, Rule, rules_granted
 from scheduler import Scheduler, SchedulerConfig
 from workloadbuilder.api import (
     GangSchedulingPolicy,
@@ -50,8 +51,8 @@ from workloadbuilder.api import (
     PodGroupSchedulingPolicy,
     PodGroupSpec,
 )
-from workloadbuilder.cluster import ClusterProxy, KubeCluster, ResourceInfo, WatchEvent
-from workloadbuilder.errors import Forbidden, NotFound
+from workloadbuilder.cluster import KubeCluster
+from workloadbuilder.errors import NotFound
 from workloadbuilder.runtime import LeaderElector
 from workloadbuilder.testing import ControlPlane, RestClient
 from workloadbuilder.testing.builders import make_node, make_pod, make_priority_class
@@ -61,9 +62,6 @@ pytestmark = pytest.mark.controlplane
 DEPLOY = Path(__file__).resolve().parents[2] / "examples" / "deploy" / "scheduler"
 CLI = str(Path(sys.executable).parent / "workloadbuilder")
 NODE_LABEL = "deploy-rbac.workloadbuilder.test/pool"
-
-T = TypeVar("T")
-Rule = tuple[str, str, str]  # (apiGroup, resource[/subresource], verb)
 
 
 # ---- the manifests ----------------------------------------------------------------------
@@ -100,14 +98,7 @@ def _flag(args: Sequence[str], name: str) -> str:
 
 def _granted() -> set[Rule]:
     """Every (group, resource, verb) the ClusterRole and the Role grant."""
-    out: set[Rule] = set()
-    for doc in (_one("ClusterRole"), _one("Role")):
-        for rule in doc["rules"]:
-            for g in rule["apiGroups"]:
-                for r in rule["resources"]:
-                    for v in rule["verbs"]:
-                        out.add((g, r, v))
-    return out
+    return rules_granted([*_one("ClusterRole")["rules"], *_one("Role")["rules"]])
 
 
 _COLLECTIONS = {
@@ -256,48 +247,6 @@ def test_token_authenticates_as_the_service_account(
     user = body["status"]["userInfo"]
     assert user["username"] == deployed.user
     assert set(deployed.groups) <= set(user["groups"])
-
-
-# ---- a Cluster that records what it is asked to do ----------------------------------------
-
-
-class RecordingCluster(ClusterProxy):
-    """Forwards to a real cluster; records the RBAC rule each call needs and every
-    ``Forbidden`` answer."""
-
-    def __init__(self, inner: KubeCluster) -> None:
-        super().__init__(inner)
-        self.used: set[Rule] = set()
-        self.forbidden: list[str] = []
-
-    def _note(self, verb: str, info: ResourceInfo, subresource: str | None) -> None:
-        resource = info.plural + (f"/{subresource}" if subresource else "")
-        self.used.add((info.group, resource, verb))
-        if resource == "resourceclaims/status" and verb == "patch":
-            # v1.37.2 also authorizes a claim's allocation / reservedFor change as "patch
-            # resourceclaims/binding" (a check on the same request, not a call of its own)
-            self.used.add((info.group, "resourceclaims/binding", verb))
-
-    async def around(
-        self, verb: str, info: ResourceInfo, subresource: str | None, call: Awaitable[T]
-    ) -> T:
-        self._note(verb, info, subresource)
-        try:
-            return await call
-        except Forbidden as e:
-            self.forbidden.append(str(e))
-            raise
-
-    async def around_watch(
-        self, info: ResourceInfo, stream: AsyncIterator[WatchEvent]
-    ) -> AsyncIterator[WatchEvent]:
-        self._note("watch", info, None)
-        try:
-            async for event in stream:
-                yield event
-        except Forbidden as e:
-            self.forbidden.append(str(e))
-            raise
 
 
 # ---- helpers ----------------------------------------------------------------------------
