@@ -17,7 +17,9 @@ Contenders:
   writes parity requires -- per pod the binding and the ``Scheduled`` event, per group one
   status patch -- with bounded concurrency (``--ceiling-concurrency``, default 64) and a
   trivial node choice, on the same lean HTTP/1.1 client as ours' requests
-  (``--ceiling-transport=aiohttp`` for aiohttp). No scheduler can beat it on this API server.
+  (``--ceiling-transport=aiohttp`` for aiohttp), on the same event loop as ours by default
+  (uvloop when installed; ``--ceiling-event-loop``, and ``--ours-arg=--event-loop=...`` for
+  ours). No scheduler can beat it on this API server.
 
 Reported per run: seconds from the contender's start to all pods bound, pods/s (pods / that
 time) and the binding-phase rate (pods / (last bind - first bind)), time to first bind,
@@ -76,6 +78,8 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from workloadbuilder.runtime import resolve_event_loop
+from workloadbuilder.runtime import run as run_on_loop
 from workloadbuilder.testing import AsyncRestClient, ControlPlane
 from workloadbuilder.testing.builders import make_node, make_pod, make_pod_group
 
@@ -403,6 +407,7 @@ def spawn(
             f"--nodes={args.nodes}",
             f"--ceiling-concurrency={args.ceiling_concurrency}",
             f"--ceiling-transport={args.ceiling_transport}",
+            f"--ceiling-event-loop={args.ceiling_event_loop}",
         ]
     return subprocess.Popen(
         argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -504,7 +509,21 @@ async def run_one(
         "scheduler_cpu_ms_per_pod": round(1000 * sched_cpu / args.pods, 3),
         "peak_rss_mib": round(rss, 1),
         "window_s": round(t_end - t0, 2),
+        "event_loop": contender_loop(name, args),
     }
+
+
+def contender_loop(name: str, args: argparse.Namespace) -> str:
+    """The event loop a contender runs on (``go`` for upstream)."""
+    if name == "upstream":
+        return "go"
+    if name == "ceiling":
+        return resolve_event_loop(args.ceiling_event_loop)
+    choice = None
+    for flag in args.ours_arg:
+        if flag.startswith("--event-loop="):
+            choice = flag.split("=", 1)[1]
+    return resolve_event_loop(choice)  # type: ignore[arg-type]
 
 
 def _ceiling_usage(plane: ControlPlane, ns: str) -> dict[str, float]:
@@ -891,7 +910,7 @@ def table(results: list[dict[str, Any]]) -> str:
         f"{'1st bind s':>10} {'events s':>8} {'p50 s':>6} {'p99 s':>6} {'sched cpu':>9} "
         f"{'apisrv cpu':>10} "
         f"{'etcd cpu':>8} {'ms/pod':>6} {'rss MiB':>7} {'part p50':>8} {'part p99':>8} "
-        f"{'max part':>8} {'mean part':>9} {'load':>5}"
+        f"{'max part':>8} {'mean part':>9} {'load':>5} {'loop':>7}"
     )
     lines = [head, "-" * len(head)]
     for r in results:
@@ -903,7 +922,8 @@ def table(results: list[dict[str, Any]]) -> str:
             f"{r['group_p50_s']:>6} {r['group_p99_s']:>6} {c['scheduler']:>9} "
             f"{c['apiserver']:>10} {c['etcd']:>8} {r['scheduler_cpu_ms_per_pod']:>6} "
             f"{r['peak_rss_mib']:>7} {r['partial_p50_s']:>8} {r['partial_p99_s']:>8} "
-            f"{r['max_gangs_partial']:>8} {r['mean_gangs_partial']:>9} {r['load_avg_1m']:>5}"
+            f"{r['max_gangs_partial']:>8} {r['mean_gangs_partial']:>9} {r['load_avg_1m']:>5} "
+            f"{r.get('event_loop', ''):>7}"
             + ("" if r["complete"] else f"  INCOMPLETE {r['bound']}/{r['pods']}")
         )
     return "\n".join(lines)
@@ -1008,6 +1028,13 @@ def main(argv: list[str] | None = None) -> int:
         "unary requests (default), or aiohttp",
     )
     p.add_argument(
+        "--ceiling-event-loop",
+        choices=("auto", "uvloop", "asyncio"),
+        default="auto",
+        help="the ceiling client's event loop (default auto: uvloop when installed, as ours; "
+        "ours takes --ours-arg=--event-loop=...)",
+    )
+    p.add_argument(
         "--ours-arg", action="append", default=[], help="extra flag for workloadbuilder scheduler"
     )
     p.add_argument(
@@ -1047,7 +1074,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--namespace", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.ceiling_worker:
-        return asyncio.run(ceiling_worker(args))
+        return run_on_loop(ceiling_worker(args), event_loop=args.ceiling_event_loop)
     if args.mode == "backlog" and args.pods > args.nodes * min(NODE_PODS, NODE_CPU):
         p.error("more pods than the nodes hold")
     with ControlPlane(bin_dir=args.bin_dir) as plane:

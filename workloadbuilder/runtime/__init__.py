@@ -14,6 +14,8 @@
   (:class:`AccessError`) when the credentials are rejected (401) or a needed kind is
   forbidden (403).
 * :class:`RateLimitedCluster` / :class:`TokenBucket`: client-side QPS and burst.
+* :func:`run` / :func:`event_loop_factory` / :func:`add_event_loop_flag`: the event loop a
+  component runs on (uvloop when installed, else asyncio; ``--event-loop``).
 * :class:`WorkQueue`: a rate-limited work queue (controller-runtime semantics).
 * :class:`Reconciler`: the generic integration controller (Plan -> cluster objects).
 * :func:`link_pod` / :func:`link_pod_template`: link pods an operator creates to their group.
@@ -22,6 +24,14 @@
 from workloadbuilder.runtime._access import AccessError, check_access, credential_source
 from workloadbuilder.runtime._clock import Clock, ManualClock, WallClock
 from workloadbuilder.runtime._component import Component
+from workloadbuilder.runtime._eventloop import (
+    EVENT_LOOP_ENV,
+    EventLoopChoice,
+    add_event_loop_flag,
+    event_loop_factory,
+    resolve_event_loop,
+    run,
+)
 from workloadbuilder.runtime._feed import Feed, Handler, settle
 from workloadbuilder.runtime._health import HealthServer
 from workloadbuilder.runtime._kubeflags import add_kube_flags, kube_cluster
@@ -51,9 +61,11 @@ __all__ = [
     "EVENT_GANG_PREEMPTED",
     "EVENT_GANG_SCHEDULED",
     "EVENT_GANG_UNSCHEDULABLE",
+    "EVENT_LOOP_ENV",
     "AccessError",
     "Clock",
     "Component",
+    "EventLoopChoice",
     "Feed",
     "Handler",
     "HealthServer",
@@ -67,11 +79,15 @@ __all__ = [
     "TokenBucket",
     "WallClock",
     "WorkQueue",
+    "add_event_loop_flag",
     "add_kube_flags",
     "check_access",
     "credential_source",
+    "event_loop_factory",
     "kube_cluster",
     "link_pod",
     "link_pod_template",
+    "resolve_event_loop",
+    "run",
     "settle",
 ]
