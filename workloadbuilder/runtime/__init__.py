@@ -14,6 +14,9 @@
   (:class:`AccessError`) when the credentials are rejected (401) or a needed kind is
   forbidden (403).
 * :class:`RateLimitedCluster` / :class:`TokenBucket`: client-side QPS and burst.
+* :class:`GcPolicy` / :data:`gc_policy`: the garbage-collector policy of a process with a
+  large long-lived heap (freeze what survives full collections; complete collections on a
+  timer).
 * :class:`WorkQueue`: a rate-limited work queue (controller-runtime semantics).
 * :class:`Reconciler`: the generic integration controller (Plan -> cluster objects).
 * :func:`link_pod` / :func:`link_pod_template`: link pods an operator creates to their group.
@@ -23,6 +26,7 @@ from workloadbuilder.runtime._access import AccessError, check_access, credentia
 from workloadbuilder.runtime._clock import Clock, ManualClock, WallClock
 from workloadbuilder.runtime._component import Component
 from workloadbuilder.runtime._feed import Feed, Handler, settle
+from workloadbuilder.runtime._gc import GcPolicy, gc_policy
 from workloadbuilder.runtime._health import HealthServer
 from workloadbuilder.runtime._kubeflags import add_kube_flags, kube_cluster
 from workloadbuilder.runtime._leader import LeaderElector
@@ -55,6 +59,7 @@ __all__ = [
     "Clock",
     "Component",
     "Feed",
+    "GcPolicy",
     "Handler",
     "HealthServer",
     "LeaderElector",
@@ -70,6 +75,7 @@ __all__ = [
     "add_kube_flags",
     "check_access",
     "credential_source",
+    "gc_policy",
     "kube_cluster",
     "link_pod",
     "link_pod_template",
