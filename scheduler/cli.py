@@ -17,7 +17,7 @@ import attrs
 import yaml
 
 from scheduler._config import DEFAULT_SCHEDULER_NAME, SchedulerConfig
-from scheduler._metrics import REGISTRY
+from scheduler._metrics import REGISTRY, WATCH_STALLS
 from scheduler._plugins import default_framework
 from scheduler._profile import ConfigError, LoadedConfig, load_config
 from scheduler._scheduler import CONDITION_INITIALLY_SCHEDULED, Scheduler
@@ -479,6 +479,7 @@ async def _scheduler_command(args: argparse.Namespace) -> int:
     if args.kubeconfig is None and loaded.client_connection.kubeconfig:
         args.kubeconfig = loaded.client_connection.kubeconfig
     kube = kube_cluster(args)
+    WATCH_STALLS.source = lambda: kube.watch_stalls
     cluster = _rate_limited(kube, loaded)
     try:  # rejected credentials or no right to read nodes and pods: stop now, say why
         await check_access(
