@@ -318,6 +318,9 @@ class Cache:
         self.nominations: dict[PodKey, str] = {}
         #: the pods counted on a node (bound or assumed), by key (see :meth:`running_below`)
         self.running: dict[PodKey, PodInfo] = {}
+        #: pods bound or assumed on a node the table does not have (yet): counted when it
+        #: arrives (:meth:`_recount_row`)
+        self._unplaced: dict[PodKey, PodInfo] = {}
         #: the running pods by preemption priority, and the priority each is filed under;
         #: rebuilt from ``running`` on the next query after ``_prio_stale`` is set (a
         #: PriorityClass or CompositePodGroup changed)
@@ -374,15 +377,16 @@ class Cache:
         row = self.nodes.remove(name)
         if row is None:
             return
-        for p in self.pods.values():
-            if p.counted_node == row:
-                p.counted_node = None
-                self._stop_running(p)
+        for p in [q for q in self.running.values() if q.counted_node == row]:
+            p.counted_node = None
+            self._stop_running(p)
+            self._unplaced[p.key] = p
 
     def _recount_row(self, name: str, row: int) -> None:
-        # a (re)added node: count the pods already bound or assumed there
-        for p in self.pods.values():
-            if (p.node_name or p.assumed_node) == name and p.counted_node != row:
+        # a (re)added node: count the pods already bound or assumed there (a pod counted
+        # on a row is counted on its node's row: only the unplaced ones can be missing)
+        for p in [q for q in self._unplaced.values() if (q.node_name or q.assumed_node) == name]:
+            if p.counted_node != row:
                 self._account(p)
 
     # ---- PodDisruptionBudgets ----------------------------------------------------------
@@ -406,6 +410,10 @@ class Cache:
         """Make the node usage reflect where the pod is (bound or assumed) now."""
         target_name = p.node_name or p.assumed_node
         target = self.nodes.index.get(target_name) if target_name else None
+        if target is None and target_name:
+            self._unplaced[p.key] = p
+        elif self._unplaced:
+            self._unplaced.pop(p.key, None)
         was = p.counted_node
         if target == was:
             return
@@ -495,6 +503,7 @@ class Cache:
         if info is None:
             return None
         self._pods_by_uid.pop(info.uid, None)
+        self._unplaced.pop(key, None)
         if info.counted_node is not None:
             self.nodes.used[info.counted_node] -= self.nodes.vector(info.req.requests)
             info.counted_node = None

@@ -114,6 +114,13 @@ class EventHandlers:
         ):
             return 0
         events, self._node_events, self._node_due = self._node_events, [], None
+        for event, obj in events:
+            hints = self.queue.hints_for(event)
+            if any(h is None for h in hints):
+                # an event some plugin takes without a hint wakes every waiting entity, so
+                # once it is offered the rest of the burst would move nothing: offer it
+                # alone (one pass over the queue per burst, not one per Node event)
+                return self.queue.on_event(event, None, obj)
         return sum(self.queue.on_event(event, None, obj) for event, obj in events)
 
     def _group_entity(self, p: PodInfo) -> EntityKey | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 
 from scheduler._cache import Cache, GroupInfo, PodInfo
@@ -251,11 +252,28 @@ def _reference_units(cache: Cache, below: int, exclude: frozenset[tuple[str, str
     return units
 
 
+def _check_accounting(cache: Cache) -> None:
+    """Node usage and each pod's counted row, recomputed from scratch, equal the cache's
+    incremental bookkeeping (nodes removed and re-added, pods bound to unknown nodes)."""
+    table = cache.nodes
+    used = np.zeros_like(table.used)
+    running = {}
+    for key, p in cache.pods.items():
+        target = p.node_name or p.assumed_node
+        row = table.index.get(target) if target else None
+        assert p.counted_node == row, (key, p.counted_node, row)
+        if row is not None:
+            used[row] += table.vector(p.req.requests)
+            running[key] = p
+    assert np.array_equal(used, table.used)
+    assert cache.running == running
+
+
 def _random_history(cache: Cache, rng: random.Random, steps: int) -> list[list[Victim]]:
     """Apply ``steps`` random changes; after each, compare victim_units with the reference
     for a few preemptor priorities (returns the units found, to show the run was not
     trivial)."""
-    nodes = [f"n{i}" for i in range(4)]
+    nodes = [f"n{i}" for i in range(5)]
     for n in nodes[:3]:
         _node(cache, n)
     groups = [f"g{i}" for i in range(5)]
@@ -336,6 +354,7 @@ def _random_history(cache: Cache, rng: random.Random, steps: int) -> list[list[V
             cache.remove_node(rng.choice(nodes))
         else:
             _node(cache, rng.choice(nodes))
+        _check_accounting(cache)
         for below in (1, 3, 6):
             exclude = frozenset({(NS, rng.choice(groups))})
             got = victim_units(cache, below, exclude)
