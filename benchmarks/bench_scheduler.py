@@ -13,6 +13,11 @@ peak RSS.
     .venv/bin/python benchmarks/bench_scheduler.py --topology      # rack-constrained gangs
     .venv/bin/python benchmarks/bench_scheduler.py --compare       # both, same process
     .venv/bin/python benchmarks/bench_scheduler.py --profile /tmp/s.prof  # cProfile it
+    .venv/bin/python benchmarks/bench_scheduler.py --no-gc-freeze  # without the GC policy
+
+The output also gives the CPU seconds spent in garbage collections during the scheduling
+phase (and their number by generation), and how many ``Scheduled`` events were recorded
+and dropped (in process the binds outrun the event writers; see docs/performance.md).
 
 ``--topology``: the nodes carry four topology levels (zone = the cluster, block = 256 nodes,
 rack = 32 nodes, host) and every gang has ``schedulingConstraints.topology: [{key: rack}]``.
