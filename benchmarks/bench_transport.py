@@ -1,11 +1,13 @@
 """KubeCluster's client CPU per request on a real kube-apiserver: the lean HTTP/1.1 transport
-vs aiohttp, alternating in one process on one API server.
+vs aiohttp, on asyncio's event loop vs uvloop, alternating in one process on one API server.
 
 Per round and transport: ``--pods`` pending pods are created (by an untimed admin client),
 then ``KubeCluster`` (``transport="auto"`` = lean, or ``"aiohttp"``) binds each and records
 its ``Scheduled`` event -- the two writes a scheduler makes per pod -- with ``--concurrency``
-pods in flight. Reported: this process's CPU (``time.process_time``) per request and per pod,
-and requests/s. The scheduler and the watch are not involved: this is the request path alone.
+pods in flight, each combination of transport and event loop (``--transports``,
+``--event-loops``) on a fresh loop. Reported: this process's CPU (``time.process_time``) per
+request and per pod, and requests/s. The scheduler and the watch are not involved: this is
+the request path alone.
 
     WORKLOADBUILDER_BIN_DIR=... .venv/bin/python benchmarks/bench_transport.py --rounds 3
 """
@@ -25,6 +27,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from workloadbuilder.cluster import KubeCluster
+from workloadbuilder.runtime import run as run_on_loop
 from workloadbuilder.testing import AsyncRestClient, ControlPlane
 from workloadbuilder.testing.builders import make_pod
 
@@ -78,25 +81,39 @@ async def one_round(
     }
 
 
-async def run(plane: ControlPlane, args: argparse.Namespace) -> list[dict[str, Any]]:
-    results = []
+async def combination(
+    plane: ControlPlane, args: argparse.Namespace, r: int, transport: str, loop: str
+) -> dict[str, Any]:
+    """One round of one transport on the running loop, in a namespace of its own."""
+    name = "lean" if transport == "auto" else transport
+    ns = f"bench-transport-{r}-{name}-{loop}"
     async with AsyncRestClient(plane.kubeconfig, limit=32, transport="lean") as admin:
-        for r in range(args.rounds):
-            for transport in ("aiohttp", "auto"):
-                ns = f"bench-transport-{r}-{'lean' if transport == 'auto' else transport}"
-                await admin.call(
-                    "POST",
-                    "/api/v1/namespaces",
-                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
-                )
-                res = await one_round(plane, admin, transport, ns, args)
+        await admin.call(
+            "POST",
+            "/api/v1/namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+        )
+        res = await one_round(plane, admin, transport, ns, args)
+        await admin.call("DELETE", f"/api/v1/namespaces/{ns}")
+    res["event_loop"] = loop
+    return res
+
+
+def run(plane: ControlPlane, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Every round: each event loop x transport, alternating, each on a fresh loop."""
+    results = []
+    for r in range(args.rounds):
+        for loop in args.event_loops:
+            for transport in args.transports:
+                t = "auto" if transport == "lean" else transport
+                res = run_on_loop(combination(plane, args, r, t, loop), event_loop=loop)
                 print(
-                    f"# round {r + 1} {res['transport']:7s} {res['cpu_us_per_request']:7.1f} us CPU"
-                    f"/request  {res['requests_per_s']:7.1f} req/s  load {res['load_avg_1m']}",
+                    f"# round {r + 1} {res['transport']:7s} {loop:7s} "
+                    f"{res['cpu_us_per_request']:7.1f} us CPU/request  "
+                    f"{res['requests_per_s']:7.1f} req/s  load {res['load_avg_1m']}",
                     file=sys.stderr,
                 )
                 results.append(res)
-                await admin.call("DELETE", f"/api/v1/namespaces/{ns}")
     return results
 
 
@@ -106,11 +123,29 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pods", type=int, default=2000)
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument(
+        "--transports",
+        type=lambda v: [x for x in v.split(",") if x],
+        default=["aiohttp", "lean"],
+        help="comma-separated: aiohttp, lean (default both)",
+    )
+    p.add_argument(
+        "--event-loops",
+        type=lambda v: [x for x in v.split(",") if x],
+        default=["asyncio", "uvloop"],
+        help="comma-separated: asyncio, uvloop (default both)",
+    )
     p.add_argument("--bin-dir", default=None)
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
+    for t in args.transports:
+        if t not in ("aiohttp", "lean"):
+            p.error(f"unknown transport {t!r}")
+    for loop in args.event_loops:
+        if loop not in ("asyncio", "uvloop"):
+            p.error(f"unknown event loop {loop!r}")
     with ControlPlane(bin_dir=args.bin_dir) as plane:
-        results = asyncio.run(run(plane, args))
+        results = run(plane, args)
     if args.json:
         report = {
             "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
@@ -120,12 +155,15 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report, indent=2))
         return 0
     print(
-        f"{'round':>5} {'transport':9} {'us CPU/request':>14} {'ms CPU/pod':>10} {'req/s':>8} load"
+        f"{'round':>5} {'transport':9} {'loop':7} {'us CPU/request':>14} {'ms CPU/pod':>10} "
+        f"{'req/s':>8} load"
     )
+    per_round = len(args.transports) * len(args.event_loops)
     for i, res in enumerate(results):
         print(
-            f"{i // 2 + 1:>5} {res['transport']:9} {res['cpu_us_per_request']:>14} "
-            f"{res['cpu_ms_per_pod']:>10} {res['requests_per_s']:>8} {res['load_avg_1m']}"
+            f"{i // per_round + 1:>5} {res['transport']:9} {res['event_loop']:7} "
+            f"{res['cpu_us_per_request']:>14} {res['cpu_ms_per_pod']:>10} "
+            f"{res['requests_per_s']:>8} {res['load_avg_1m']}"
         )
     return 0
 

@@ -20,6 +20,7 @@ from workloadbuilder.runtime import (
     HealthServer,
     LeaderElector,
     Reconciler,
+    add_event_loop_flag,
     add_kube_flags,
     check_access,
     credential_source,
@@ -92,6 +93,7 @@ def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     run.add_argument("--workers", type=int, default=2, help="parallel reconciles per kind")
     run.add_argument("--metrics-port", type=int, default=10271, help="0 disables the endpoint")
     run.add_argument("--bind-address", default="0.0.0.0", help="address for metrics and health")
+    add_event_loop_flag(run)
     run.set_defaults(func=_run_command)
     p.set_defaults(func=lambda args: _usage(p))
 

@@ -100,6 +100,11 @@ class Binder:
         self._in_flight = 0
 
     @property
+    def in_flight(self) -> int:
+        """Bind slots taken (a binding sent, or its ``Scheduled`` event waiting for room)."""
+        return self._in_flight
+
+    @property
     def pending(self) -> int:
         """Batches placed and not completely answered yet."""
         return len(self._waiting) + len(self._open)
@@ -219,7 +224,7 @@ class Binder:
             _BIND_OK.inc()
             SCHEDULED_PODS.inc()
             self.on_bound()
-            self.status.scheduled(p, node)
+            await self.status.scheduled(p, node)  # waits when the event queue is full
             return True
         _BIND_ERROR.inc()
         if self.cache.pods.get(p.key) is p:

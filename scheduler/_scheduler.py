@@ -97,6 +97,7 @@ class Scheduler:
             concurrency=self.config.bind_concurrency,
             on_bound=self._count_bound,
         )
+        self.status.binds_in_flight = lambda: self.binder.in_flight
         self.handlers = EventHandlers(
             self.cache, self.queue, self.enqueuer, self.status, self.clock
         )

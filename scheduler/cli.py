@@ -17,7 +17,7 @@ import attrs
 import yaml
 
 from scheduler._config import DEFAULT_SCHEDULER_NAME, SchedulerConfig
-from scheduler._metrics import REGISTRY
+from scheduler._metrics import REGISTRY, WATCH_STALLS
 from scheduler._plugins import default_framework
 from scheduler._profile import ConfigError, LoadedConfig, load_config
 from scheduler._scheduler import CONDITION_INITIALLY_SCHEDULED, Scheduler
@@ -28,6 +28,7 @@ from workloadbuilder.runtime import (
     HealthServer,
     LeaderElector,
     RateLimitedCluster,
+    add_event_loop_flag,
     add_kube_flags,
     check_access,
     credential_source,
@@ -99,6 +100,7 @@ def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     p.add_argument("--metrics-port", type=int, default=10269, help="0 disables the endpoint")
     p.add_argument("--bind-address", default="0.0.0.0", help="address for metrics and health")
     p.add_argument("--bind-concurrency", type=int, default=16, help="parallel pods/binding")
+    add_event_loop_flag(p)
     p.add_argument(
         "--gc-freeze",
         action=argparse.BooleanOptionalAction,
@@ -487,6 +489,7 @@ async def _scheduler_command(args: argparse.Namespace) -> int:
     if args.kubeconfig is None and loaded.client_connection.kubeconfig:
         args.kubeconfig = loaded.client_connection.kubeconfig
     kube = kube_cluster(args)
+    WATCH_STALLS.source = lambda: kube.watch_stalls
     cluster = _rate_limited(kube, loaded)
     try:  # rejected credentials or no right to read nodes and pods: stop now, say why
         await check_access(
@@ -526,12 +529,13 @@ async def _scheduler_command(args: argparse.Namespace) -> int:
     code = 0
     tasks: list[asyncio.Task[Any]] = []
     _log.info(
-        "scheduler %s starting (bind concurrency %d, leader election %s)",
+        "scheduler %s starting (bind concurrency %d, leader election %s, event loop %s)",
         config.scheduler_name,
         config.bind_concurrency,
         f"on, lease {le.resource_namespace}/{le.resource_name or config.scheduler_name}"
         if le.leader_elect
         else "off",
+        type(loop).__module__.split(".")[0],
     )
     try:
         stopper = asyncio.create_task(stop.wait())

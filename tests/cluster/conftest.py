@@ -5,19 +5,45 @@
 ``controlplane``). ``gc_cluster`` is the same over ``control_plane_kcm`` (the real garbage
 collector, namespace and PodGroup protection controllers run in kube-controller-manager).
 ``ns`` is a fresh Namespace object per test.
+
+The unit tests of KubeCluster's request path (:data:`BOTH_LOOPS`) run on both event loops the
+components may run on: asyncio's own and uvloop (``workloadbuilder.runtime.run``'s default
+when installed); every other test here runs on asyncio's.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import importlib.util
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import pytest
 
 from workloadbuilder.cluster import Cluster, MemoryCluster
 from workloadbuilder.errors import NotFound
+
+#: test files whose async tests run once per event loop (the transport, TLS, the loader)
+BOTH_LOOPS = frozenset(
+    {"test_transport.py", "test_kube_unit.py", "test_kube_session.py", "test_kubeconfig.py"}
+)
+
+
+def pytest_asyncio_loop_factories(
+    config: pytest.Config, item: pytest.Item
+) -> Mapping[str, Callable[[], asyncio.AbstractEventLoop]]:
+    """asyncio and uvloop for :data:`BOTH_LOOPS`, asyncio for the rest (uvloop is a
+    dependency where it builds; tests/unit/test_eventloop.py checks that it is installed)."""
+    factories: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {
+        "asyncio": asyncio.new_event_loop
+    }
+    if item.path.name in BOTH_LOOPS and importlib.util.find_spec("uvloop") is not None:
+        import uvloop
+
+        factories["uvloop"] = uvloop.new_event_loop
+    return factories
 
 
 async def _open_kube(plane: Any) -> Cluster:

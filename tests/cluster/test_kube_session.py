@@ -69,7 +69,8 @@ def _no_proxy_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 async def test_session_does_not_trust_the_environment(server: Recorder) -> None:
     async with KubeCluster(Configuration(host=server.url)) as kube:
         assert await kube.get("Pod", "p", "ns") == POD
-        session = kube._api.rest_client.pool_manager  # type: ignore[union-attr]
+        session = kube._session
+        assert session is not None
         assert session.trust_env is False
         assert not session.closed
         assert session.connector.limit == kube.max_connections

@@ -54,7 +54,8 @@ async def _poll(check: Any, timeout: float = 60.0) -> None:
         await asyncio.sleep(0.2)
 
 
-async def test_scheduler_command_end_to_end(control_plane: Any) -> None:
+@pytest.mark.parametrize("event_loop", ["uvloop", "asyncio"])
+async def test_scheduler_command_end_to_end(control_plane: Any, event_loop: str) -> None:
     from workloadbuilder.cluster import KubeCluster
 
     ns = control_plane.create_namespace("schedcli-")
@@ -78,6 +79,8 @@ async def test_scheduler_command_end_to_end(control_plane: Any) -> None:
             str(port),
             "--bind-address",
             "127.0.0.1",
+            "--event-loop",
+            event_loop,
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -177,7 +180,9 @@ async def test_scheduler_command_end_to_end(control_plane: Any) -> None:
 
         proc.send_signal(signal.SIGTERM)
         code = await asyncio.to_thread(proc.wait, 30)
-        assert code == 0, proc.communicate()
+        _, err = proc.communicate()
+        assert code == 0, err
+        assert f"event loop {event_loop})" in err  # the start-up line names the loop
         lease = await kube.get("Lease", name, ns)
         assert isinstance(lease, dict) and not lease["spec"].get("holderIdentity")  # released
     finally:

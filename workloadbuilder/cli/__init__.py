@@ -134,10 +134,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help(sys.stderr)
         return 2
+    loop_choice = vars(args).get("event_loop", _NO_LOOP_FLAG)
+    if loop_choice is not _NO_LOOP_FLAG:  # a command with --event-loop: check it first
+        from workloadbuilder.runtime import resolve_event_loop
+
+        try:
+            resolve_event_loop(loop_choice)
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     try:
         result = func(args)
         if inspect.isawaitable(result):
-            result = asyncio.run(_await(result))
+            if loop_choice is _NO_LOOP_FLAG:
+                result = asyncio.run(_await(result))
+            else:
+                from workloadbuilder.runtime import run as run_on_loop
+
+                result = run_on_loop(_await(result), event_loop=loop_choice)
         return int(result or 0)
     except KeyboardInterrupt:
         return 130
@@ -153,6 +167,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         _log.info("internal error", exc_info=True)
         print(f"error: internal error: {type(e).__name__}: {one_line(e)}", file=sys.stderr)
         return 1
+
+
+#: ``args`` of a command without ``--event-loop`` (it runs on plain asyncio)
+_NO_LOOP_FLAG: Any = object()
 
 
 async def _await(aw: Any) -> Any:

@@ -1,11 +1,14 @@
 """``KubeCluster``: the :class:`~workloadbuilder.cluster.Cluster` protocol on a real API server.
 
-Built on kubernetes-asyncio's configuration loading (kubeconfig file + context, in-cluster
-service account) and its ``ApiClient`` (credentials, TLS, one pooled aiohttp session).
-Requests are plain REST calls on paths from :meth:`ResourceInfo.path`, sent straight on that
-session with the configuration's token, proxy and TLS server name, so every kind works,
-including those the generated client does not know (``scheduling.k8s.io/v1beta1`` and
-``v1alpha3``, JobSet, LeaderWorkerSet, custom resources).
+Configuration: kubeconfig files are read by ``_kubeconfig.py`` (no kubernetes-asyncio
+import: it costs about half a second of CPU); users with ``exec`` credential plugins or an
+``auth-provider``, the in-cluster service account and a ``Configuration`` handed to the
+constructor go through kubernetes-asyncio, imported only then. Requests are plain REST calls
+on paths from :meth:`ResourceInfo.path` -- unary ones on the lean transport of
+``_transport.py``, watches on one pooled aiohttp session -- with the configuration's token,
+proxy and TLS server name, so every kind works, including those the generated client does not
+know (``scheduling.k8s.io/v1beta1`` and ``v1alpha3``, JobSet, LeaderWorkerSet, custom
+resources).
 
 Lifetime: the factories (:meth:`KubeCluster.from_kubeconfig`, :meth:`KubeCluster.in_cluster`)
 are synchronous and cheap; they read and check the configuration but open nothing. The
@@ -23,28 +26,27 @@ import json
 import logging
 import os
 import socket
-import ssl
 import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
 import aiohttp
-import yaml
 
 try:  # optional: a faster JSON encoder for request bodies (decoding stays with json: orjson
     # reads integers beyond 64 bits as floats)
     import orjson as _orjson
 except ImportError:  # pragma: no cover - depends on the installation
     _orjson = None  # type: ignore[assignment]
-from kubernetes_asyncio.client import ApiClient, Configuration
-from kubernetes_asyncio.config import ConfigException
-from kubernetes_asyncio.config.incluster_config import load_incluster_config
-from kubernetes_asyncio.config.kube_config import KubeConfigLoader, KubeConfigMerger
-
 from workloadbuilder.api import KINDS, object_from_dict, object_to_dict
+from workloadbuilder.cluster._kubeconfig import (
+    ClientSettings,
+    KubeConfigError,
+    read_kubeconfig,
+    settings_from_configuration,
+)
 from workloadbuilder.cluster._protocol import (
     KubeObject,
     ObjectList,
@@ -76,8 +78,10 @@ from workloadbuilder.errors import (
     NotFound,
     TooManyRequests,
     Unauthorized,
-    WorkloadBuilderError,
 )
+
+if TYPE_CHECKING:
+    from kubernetes_asyncio.client import Configuration
 
 __all__ = ["KubeCluster", "KubeConfigError", "error_from_status"]
 
@@ -106,18 +110,14 @@ _CAUSE_TYPES: dict[str, str] = {
 
 _USER_AGENT = "workloadbuilder/0.1 (kubernetes-asyncio)"
 
-ConfigSource = Callable[[Configuration], Awaitable[None]]
+#: loads the settings on first use (an exec plugin may run then)
+ConfigSource = Callable[[], Awaitable[ClientSettings]]
 
 #: which HTTP client carries the unary requests (see ``KubeCluster``'s ``transport``)
 TransportChoice = Literal["auto", "lean", "aiohttp"]
 
 #: the environment variable that sets the default ``transport``
 TRANSPORT_ENV = "WORKLOADBUILDER_KUBE_TRANSPORT"
-
-
-class KubeConfigError(WorkloadBuilderError):
-    """The kubeconfig (or in-cluster service account) cannot be used: missing file, unknown
-    context, malformed content, or no service-account token."""
 
 
 class KubeCluster:
@@ -183,8 +183,10 @@ class KubeCluster:
         if transport not in ("auto", "lean", "aiohttp"):
             raise ValueError(f"transport must be auto, lean or aiohttp, not {transport!r}")
         self.transport: TransportChoice = transport
+        self._settings: ClientSettings | None = None
+        self._proxy: str | None = None
         self._http: HttpTransport | None = None
-        self._api: ApiClient | None = None
+        self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock: asyncio.Lock | None = None
         self._closed = False
@@ -216,39 +218,29 @@ class KubeCluster:
             if path is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
                 return cls.in_cluster(**options)  # like client-go's default loading rules
             raise KubeConfigError(f"kubeconfig not found: {paths}")
-        try:
-            merger = KubeConfigMerger(os.pathsep.join(existing))
-            loader = KubeConfigLoader(
-                config_dict=merger.config, config_base_path=None, active_context=context
-            )
-        except (
-            ConfigException,
-            KeyError,
-            TypeError,
-            ValueError,
-            AssertionError,
-            yaml.YAMLError,
-        ) as e:
-            where = f" (context {context!r})" if context else ""
-            raise KubeConfigError(f"cannot use kubeconfig {paths}{where}: {e}") from e
-        except OSError as e:
-            raise KubeConfigError(f"cannot read kubeconfig {paths}: {e}") from e
+        kubeconfig = read_kubeconfig(existing, context)
+        if kubeconfig.needs_plugin:
+            source = _plugin_source(existing, kubeconfig.context)
+        else:
 
-        async def source(cfg: Configuration) -> None:
-            try:
-                await loader.load_and_set(cfg)
-            except (ConfigException, KeyError, TypeError, ValueError, OSError) as e:
-                raise KubeConfigError(f"cannot load credentials from {paths}: {e}") from e
-            _install_exec_refresh(loader, cfg)
+            async def source() -> ClientSettings:
+                return kubeconfig.settings()
 
-        name = context or _current_context_name(loader)
-        return cls(_source=source, _description=f"kubeconfig {paths} context {name}", **options)
+        return cls(
+            _source=source,
+            _description=f"kubeconfig {paths} context {kubeconfig.context}",
+            **options,
+        )
 
     @classmethod
     def in_cluster(cls, **options: Any) -> KubeCluster:
         """A cluster from the pod's service account (``KUBERNETES_SERVICE_HOST``/``PORT``, the
         mounted token, refreshed as it rotates, and CA). Raises ``KubeConfigError`` outside
         a pod."""
+        from kubernetes_asyncio.client import Configuration
+        from kubernetes_asyncio.config import ConfigException
+        from kubernetes_asyncio.config.incluster_config import load_incluster_config
+
         cfg = type.__call__(Configuration)
         try:
             load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
@@ -293,89 +285,106 @@ class KubeCluster:
         http, self._http = self._http, None
         if http is not None:
             await http.close()
-        api, self._api = self._api, None
-        if api is not None:
-            await api.close()
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
 
     @property
     def server(self) -> str | None:
         """The API server URL (known once the configuration is loaded)."""
+        if self._settings is not None:
+            return self._settings.host
         cfg = self._configuration
         return str(cfg.host) if cfg is not None else None
 
     def __repr__(self) -> str:
         return f"KubeCluster({self.server or self._description})"
 
-    async def _client(self) -> ApiClient:
+    async def _client(self) -> ClientSettings:
+        """The settings, with the session (and lean transport) open in the running loop."""
         if self._closed:
             raise RuntimeError("KubeCluster is closed")
         loop = asyncio.get_running_loop()
-        if self._api is not None:
+        if self._session is not None:
             if self._loop is not loop:
                 raise RuntimeError(
                     "KubeCluster is bound to the event loop it was opened in; "
                     "create one KubeCluster per event loop"
                 )
-            return self._api
+            assert self._settings is not None
+            return self._settings
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
-            if self._api is None:
-                cfg = self._configuration
-                if cfg is None:
-                    assert self._source is not None
-                    cfg = type.__call__(Configuration)
-                    await self._source(cfg)
-                    self._configuration = cfg
-                cfg.connection_pool_maxsize = self.max_connections
-                try:
-                    api = ApiClient(configuration=cfg)
-                except (OSError, ValueError) as e:  # ssl.SSLError is an OSError
-                    raise KubeConfigError(f"cannot set up TLS for {cfg.host}: {e}") from e
-                api.user_agent = self.user_agent
-                _without_environment(api, cfg)
-                http = self._lean_transport(cfg, api)
+            if self._session is None:
+                settings = self._settings
+                if settings is None:
+                    if self._configuration is not None:
+                        settings = settings_from_configuration(self._configuration)
+                    else:
+                        assert self._source is not None
+                        settings = await self._source()
+                # no per-request environment lookups (aiohttp's trust_env reads .netrc and
+                # the proxy variables on every request, two thread-pool round trips): a
+                # kubeconfig's proxy-url, else the environment's proxy for the server,
+                # resolved once, here, as client-go's ProxyFromEnvironment does (proxy
+                # credentials go in the proxy URL)
+                proxy = settings.proxy or _environment_proxy(settings.host)
+                http = self._lean_transport(settings, proxy)
+                session = aiohttp.ClientSession(
+                    connector=aiohttp.TCPConnector(
+                        limit=self.max_connections,
+                        ssl=settings.ssl_context if settings.ssl_context is not None else True,
+                    ),
+                    trust_env=False,
+                    read_bufsize=_READ_BUFSIZE,
+                )
                 if self._closed:  # closed while we were loading
-                    await api.close()
+                    await session.close()
+                    if http is not None:
+                        await http.close()
                     raise RuntimeError("KubeCluster is closed")
+                self._settings = settings
+                self._proxy = proxy
                 self._http = http
-                self._api = api
+                self._session = session
                 self._loop = loop
-        assert self._api is not None
-        return self._api
+        assert self._settings is not None
+        return self._settings
 
-    def _lean_transport(self, cfg: Configuration, api: ApiClient) -> HttpTransport | None:
+    def _lean_transport(self, settings: ClientSettings, proxy: str | None) -> HttpTransport | None:
         """The lean client for unary requests, or None (``transport="aiohttp"``, a proxy)."""
         if self.transport == "aiohttp":
             return None
-        rest = api.rest_client
-        if rest.proxy:
+        if proxy:
             if self.transport == "lean":
                 raise KubeConfigError(
-                    f"transport 'lean' does not support proxies ({rest.proxy}); use 'auto'"
+                    f"transport 'lean' does not support proxies ({proxy}); use 'auto'"
                 )
             return None
         try:
             return HttpTransport(
-                str(cfg.host),
-                ssl_context=_ssl_context(cfg) if str(cfg.host).startswith("https:") else None,
-                server_hostname=rest.server_hostname or None,
+                settings.host,
+                ssl_context=settings.ssl_context,
+                server_hostname=settings.server_hostname,
                 max_connections=self.max_connections,
             )
         except (OSError, ValueError) as e:  # ssl.SSLError is an OSError
-            raise KubeConfigError(f"cannot set up the connection to {cfg.host}: {e}") from e
+            raise KubeConfigError(f"cannot set up the connection to {settings.host}: {e}") from e
 
     # ------------------------------------------------------------------ transport
 
-    async def _headers(self, api: ApiClient, content_type: str) -> dict[str, str]:
-        """The request headers: ``Accept``, ``Content-Type``, ``User-Agent`` and the bearer
-        token, read through the configuration every time (exec plugins and rotated
-        service-account tokens refresh it)."""
-        cfg = api.configuration
-        headers = {"Accept": "application/json", "Content-Type": content_type}
-        headers.update(api.default_headers)  # User-Agent
-        if "BearerToken" in cfg.api_key:
-            token = await cfg.get_api_key_with_prefix("BearerToken")
+    async def _headers(self, settings: ClientSettings, content_type: str) -> dict[str, str]:
+        """The request headers: ``Accept``, ``Content-Type``, ``User-Agent`` and the
+        credentials, read through the settings every time (exec plugins, token files and
+        rotated service-account tokens refresh them)."""
+        headers = {
+            "Accept": "application/json",
+            "Content-Type": content_type,
+            "User-Agent": self.user_agent,
+        }
+        if settings.authorization is not None:
+            token = await settings.authorization()
             if token:
                 headers["authorization"] = token
         return headers
@@ -390,7 +399,7 @@ class KubeCluster:
     ) -> tuple[int, Mapping[str, str], bytes]:
         """One attempt of a unary request: (status, headers, body). Transport failures
         become ``RetryableTransportError`` (or a final ``ApiError``), as on aiohttp."""
-        api = await self._client()
+        settings = await self._client()
         http = self._http
         if http is None:
             resp = await self._send(method, path, query=query, body=data, content_type=content_type)
@@ -405,7 +414,7 @@ class KubeCluster:
             finally:
                 resp.release()
             return resp.status, resp.headers, body
-        headers = await self._headers(api, content_type)
+        headers = await self._headers(settings, content_type)
         target = path
         if query:
             target += "?" + urllib.parse.urlencode(list(query))
@@ -437,7 +446,7 @@ class KubeCluster:
     ) -> aiohttp.ClientResponse:
         """One attempt: send the request, return the (unread) response. Transport failures
         become ``RetryableTransportError`` (or a final ``ApiError``)."""
-        api = await self._client()
+        settings = await self._client()
         if timeout is None:
             if self._timeout_for != (self.request_timeout, self.connect_timeout):
                 self._timeout_for = (self.request_timeout, self.connect_timeout)
@@ -445,24 +454,22 @@ class KubeCluster:
                     total=self.request_timeout, sock_connect=self.connect_timeout
                 )
             timeout = self._timeout
-        cfg = api.configuration
-        rest = api.rest_client
-        headers = await self._headers(api, content_type)
-        url = f"{cfg.host}{path}"
+        headers = await self._headers(settings, content_type)
+        url = f"{settings.host}{path}"
         if query:
             url += "?" + urllib.parse.urlencode(list(query))
         options: dict[str, Any] = {}
-        if rest.proxy:
-            options["proxy"] = rest.proxy
-        if rest.proxy_headers:
-            options["proxy_headers"] = rest.proxy_headers
-        if rest.server_hostname:
-            options["server_hostname"] = rest.server_hostname
+        if self._proxy:
+            options["proxy"] = self._proxy
+        if settings.proxy_headers:
+            options["proxy_headers"] = dict(settings.proxy_headers)
+        if settings.server_hostname:
+            options["server_hostname"] = settings.server_hostname
         data = body if body is None or isinstance(body, bytes) else _dumps(body)
+        session = self._session
+        assert session is not None
         try:
-            # the pooled session directly (what kubernetes-asyncio's ApiClient.call_api ends
-            # in, without its per-request sanitising of headers, query and body)
-            resp: aiohttp.ClientResponse = await rest.pool_manager.request(
+            resp: aiohttp.ClientResponse = await session.request(
                 method, url, headers=headers, data=data, timeout=timeout, **options
             )
         except (aiohttp.ClientError, TimeoutError) as e:
@@ -863,40 +870,6 @@ def _environment_proxy(server: str) -> str | None:
     return urllib.request.getproxies().get(parts.scheme) or None
 
 
-def _without_environment(api: ApiClient, cfg: Configuration) -> None:
-    """Swap kubernetes-asyncio's aiohttp session (``trust_env=True``: on every request it
-    reads ``.netrc`` and the proxy variables, two thread-pool round trips) for one with
-    ``trust_env=False`` on the same connection pool. The proxy stays explicit: a kubeconfig's
-    ``proxy-url`` (``cfg.proxy``) is sent by the REST client as before; without one, the
-    environment's proxy for the server is resolved once, here, as client-go's
-    ``ProxyFromEnvironment`` does (proxy credentials go in the proxy URL)."""
-    rest = api.rest_client
-    old: aiohttp.ClientSession = rest.pool_manager
-    connector = old.connector
-    old.detach()  # the connector (TLS context, pool size) moves to the new session
-    rest.pool_manager = aiohttp.ClientSession(
-        connector=connector, trust_env=False, read_bufsize=_READ_BUFSIZE
-    )
-    if not cfg.proxy:
-        proxy = _environment_proxy(str(cfg.host))
-        if proxy:
-            rest.proxy = proxy
-
-
-def _ssl_context(cfg: Configuration) -> ssl.SSLContext:
-    """The TLS context kubernetes-asyncio builds for its connector, from the same settings:
-    the CA, the client certificate and key, ``verify_ssl`` and strict verification."""
-    ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
-    if cfg.cert_file:
-        ctx.load_cert_chain(cfg.cert_file, keyfile=cfg.key_file)
-    if not cfg.verify_ssl:
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-    if cfg.disable_strict_ssl_verification:
-        ctx.verify_flags &= ~ssl.VERIFY_X509_STRICT
-    return ctx
-
-
 def _dumps(body: Any) -> bytes:
     """A request body as JSON (dates as ISO 8601): orjson when installed, else ``json``."""
     if _orjson is not None:
@@ -924,23 +897,38 @@ def _gave_up(what: str, e: RetryableTransportError) -> ApiError:
     return ApiError(f"{what}: {reason}: {e}", status=0, reason=reason)
 
 
-def _current_context_name(loader: KubeConfigLoader) -> str:
-    ctx = loader.current_context
-    return str(ctx.get("name", "")) if isinstance(ctx, dict) else ""
+def _plugin_source(paths: Sequence[str], context: str) -> ConfigSource:
+    """Credentials from an ``exec`` plugin or an ``auth-provider``: kubernetes-asyncio's
+    loader (imported now, only for such a kubeconfig) on the same files and context, the
+    plugin re-run when the token it gave has expired."""
+    where = os.pathsep.join(paths)
 
+    async def source() -> ClientSettings:
+        from kubernetes_asyncio.client import Configuration
+        from kubernetes_asyncio.config import ConfigException
+        from kubernetes_asyncio.config.kube_config import KubeConfigLoader, KubeConfigMerger
 
-def _install_exec_refresh(loader: KubeConfigLoader, cfg: Configuration) -> None:
-    """Re-run an exec credential plugin when the token it gave has expired."""
-    if getattr(loader, "exec_plugin_expiry", None) is None:
-        return
+        try:
+            merger = KubeConfigMerger(where)
+            loader = KubeConfigLoader(
+                config_dict=merger.config, config_base_path=None, active_context=context
+            )
+            cfg = type.__call__(Configuration)
+            await loader.load_and_set(cfg)
+        except (ConfigException, KeyError, TypeError, ValueError, AssertionError, OSError) as e:
+            raise KubeConfigError(f"cannot load credentials from {where}: {e}") from e
+        if getattr(loader, "exec_plugin_expiry", None) is not None:
 
-    async def refresh(config: Configuration) -> None:
-        await loader.load_from_exec_plugin()  # a no-op until the token expires
-        token = getattr(loader, "token", None)
-        if token:
-            config.api_key["BearerToken"] = token
+            async def refresh(config: Configuration) -> None:
+                await loader.load_from_exec_plugin()  # a no-op until the token expires
+                token = getattr(loader, "token", None)
+                if token:
+                    config.api_key["BearerToken"] = token
 
-    cfg.refresh_api_key_hook = refresh
+            cfg.refresh_api_key_hook = refresh
+        return settings_from_configuration(cfg)
+
+    return source
 
 
 def _path(info: ResourceInfo, namespace: str | None, name: str | None = None) -> str:

@@ -39,6 +39,7 @@ import time
 import urllib.parse
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
+from typing import cast
 
 __all__ = [
     "ConnectError",
@@ -148,8 +149,8 @@ class _Connection(asyncio.Protocol):
     # -------------------------------------------------------------- asyncio.Protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # uvloop's transports implement asyncio.Transport without subclassing it
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         waiter = self._waiter

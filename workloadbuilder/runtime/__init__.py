@@ -14,6 +14,8 @@
   (:class:`AccessError`) when the credentials are rejected (401) or a needed kind is
   forbidden (403).
 * :class:`RateLimitedCluster` / :class:`TokenBucket`: client-side QPS and burst.
+* :func:`run` / :func:`event_loop_factory` / :func:`add_event_loop_flag`: the event loop a
+  component runs on (uvloop when installed, else asyncio; ``--event-loop``).
 * :class:`GcPolicy` / :data:`gc_policy`: the garbage-collector policy of a process with a
   large long-lived heap (freeze what survives full collections; complete collections on a
   timer).
@@ -25,6 +27,14 @@
 from workloadbuilder.runtime._access import AccessError, check_access, credential_source
 from workloadbuilder.runtime._clock import Clock, ManualClock, WallClock
 from workloadbuilder.runtime._component import Component
+from workloadbuilder.runtime._eventloop import (
+    EVENT_LOOP_ENV,
+    EventLoopChoice,
+    add_event_loop_flag,
+    event_loop_factory,
+    resolve_event_loop,
+    run,
+)
 from workloadbuilder.runtime._feed import Feed, Handler, settle
 from workloadbuilder.runtime._gc import GcPolicy, gc_policy
 from workloadbuilder.runtime._health import HealthServer
@@ -55,9 +65,11 @@ __all__ = [
     "EVENT_GANG_PREEMPTED",
     "EVENT_GANG_SCHEDULED",
     "EVENT_GANG_UNSCHEDULABLE",
+    "EVENT_LOOP_ENV",
     "AccessError",
     "Clock",
     "Component",
+    "EventLoopChoice",
     "Feed",
     "GcPolicy",
     "Handler",
@@ -72,12 +84,16 @@ __all__ = [
     "TokenBucket",
     "WallClock",
     "WorkQueue",
+    "add_event_loop_flag",
     "add_kube_flags",
     "check_access",
     "credential_source",
+    "event_loop_factory",
     "gc_policy",
     "kube_cluster",
     "link_pod",
     "link_pod_template",
+    "resolve_event_loop",
+    "run",
     "settle",
 ]
