@@ -89,5 +89,5 @@ class SchedulerConfig:
     #: (:class:`workloadbuilder.runtime.GcPolicy`: what is alive then, and what survives each
     #: later full collection, is frozen, so full collections stop re-walking the cache; a
     #: complete collection still runs every 5 minutes). Process-wide; False leaves the
-    #: collector as it is
+    #: collector as it is (``workloadbuilder scheduler --no-gc-freeze``)
     gc_freeze: bool = True

@@ -101,6 +101,13 @@ def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     p.add_argument("--bind-address", default="0.0.0.0", help="address for metrics and health")
     p.add_argument("--bind-concurrency", type=int, default=16, help="parallel pods/binding")
     add_event_loop_flag(p)
+    p.add_argument(
+        "--gc-freeze",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="freeze the long-lived heap for the garbage collector once the informers synced "
+        "(see docs/scheduler.md, 'The garbage collector'; default on)",
+    )
     p.set_defaults(func=_scheduler_command)
 
     e = subparsers.add_parser(
@@ -456,7 +463,10 @@ def _settings(args: argparse.Namespace) -> LoadedConfig:
         overrides["resource_name"] = args.leader_elect_lease_name
     loaded.leader_election = attrs.evolve(le, **overrides)
     loaded.scheduler = attrs.evolve(
-        loaded.scheduler, bind_concurrency=max(1, args.bind_concurrency), preemption=True
+        loaded.scheduler,
+        bind_concurrency=max(1, args.bind_concurrency),
+        preemption=True,
+        gc_freeze=getattr(args, "gc_freeze", True),
     )
     return loaded
 

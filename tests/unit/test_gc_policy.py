@@ -129,9 +129,29 @@ def test_a_disabled_collector_is_left_alone(clean_gc: None) -> None:
         policy.uninstall()
 
 
-def test_complete_every_must_be_positive() -> None:
+def test_complete_every_and_young_threshold_must_be_positive() -> None:
     with pytest.raises(ValueError, match="complete_every"):
         GcPolicy(complete_every=0)
+    with pytest.raises(ValueError, match="young_threshold"):
+        GcPolicy(young_threshold=0)
+
+
+def test_the_young_threshold_is_raised_only_from_cpythons_default(clean_gc: None) -> None:
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        policy = GcPolicy(young_threshold=5000)
+        policy.install()
+        assert gc.get_threshold() == (5000, 10, 10)
+        policy.uninstall()
+        assert gc.get_threshold() == (700, 10, 10)
+        gc.set_threshold(2000, 10, 10)  # chosen by someone else: kept
+        policy.install()
+        assert gc.get_threshold() == (2000, 10, 10)
+        policy.uninstall()
+        assert gc.get_threshold() == (2000, 10, 10)
+    finally:
+        gc.set_threshold(*saved)
 
 
 @pytest.mark.parametrize("enabled", [True, False])
