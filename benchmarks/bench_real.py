@@ -1053,6 +1053,8 @@ def requests_table(results: list[dict[str, Any]]) -> str:
     lines = [head, "-" * len(head)]
     for k in keys:
         vals = [r["requests_per_pod"].get(k, 0.0) for r in results]
+        if not any(vals):  # below 0.0005 per pod everywhere (start-up lists and watches)
+            continue
         lines.append(f"{k:<{width}} " + " ".join(f"{v:>11}" for v in vals))
     lines.append(
         f"{'events written':<{width}} "
