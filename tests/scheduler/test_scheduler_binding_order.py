@@ -240,7 +240,7 @@ async def test_events_are_written_in_order_with_bounded_concurrency(
     # event_concurrency while bindings are in flight (the queue stays under half full);
     # once none is, the rest drains with up to bind_concurrency writers (issue 14; before,
     # event_concurrency throughout: max_in_flight was 2)
-    assert rec.max_in_flight_binding == 2
+    assert 1 <= rec.max_in_flight_binding <= 2
     assert 2 < rec.max_in_flight <= cfg.bind_concurrency
     assert s.status.events_pending == 0
     assert sorted(rec.reasons) == sorted(
