@@ -30,7 +30,14 @@ the contender, kube-apiserver and etcd (from ``/proc/<pid>/stat``), the contende
 RSS (``VmHWM``), the partial windows (per gang: its first pod bound -> its last pod bound,
 p50/p99, as the watch sees them), the most gangs partially bound at one moment and their
 time-weighted mean over the binding phase, and the
-ratios ours/upstream and ours/ceiling.
+ratios ours/upstream and ours/ceiling. Also per run: how many pods got a ``Scheduled``
+event (a run short of one per pod is marked ``EVENTS MISSING`` and the command exits 1),
+ours' event and watch-stall counters (from its metrics endpoint), and the API server's
+account of the run per pod -- ``apiserver_request_total`` by verb, resource, subresource
+and code, ``apiserver_watch_events_total`` by resource and ``etcd_requests_total`` by
+operation, the differences of kube-apiserver's ``/metrics`` from before the contender
+starts to after its events are written, less the benchmark's own requests (a second table;
+``requests_per_pod`` in ``--json``).
 
 Other modes (``--mode``; upstream and ours, no ceiling):
 
@@ -1073,6 +1080,8 @@ def requests_table(results: list[dict[str, Any]]) -> str:
     lines = [head, "-" * len(head)]
     for k in keys:
         vals = [r["requests_per_pod"].get(k, 0.0) for r in results]
+        if not any(vals):  # below 0.0005 per pod everywhere (start-up lists and watches)
+            continue
         lines.append(f"{k:<{width}} " + " ".join(f"{v:>11}" for v in vals))
     lines.append(
         f"{'events written':<{width}} "

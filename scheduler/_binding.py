@@ -168,15 +168,24 @@ class Binder:
     async def _send(self, b: _Batch, i: int) -> None:
         p, node = b.pairs[i]
         try:
-            ok = await self._bind_one(p, node)
-        except Exception:  # a plugin bug must not stall the batches behind this one
-            _log.exception("binding %s/%s to %s failed", p.namespace, p.name, node)
-            if self.cache.pods.get(p.key) is p:
-                self.cache.forget(p)
-            ok = False
+            try:
+                ok = await self._bind_one(p, node)
+            except Exception:  # a plugin bug must not stall the batches behind this one
+                _log.exception("binding %s/%s to %s failed", p.namespace, p.name, node)
+                if self.cache.pods.get(p.key) is p:
+                    self.cache.forget(p)
+                ok = False
+            if ok:
+                # answered first (a canary releases the rest of its gang to the free
+                # slots), then the event: when the event queue is full this slot stays
+                # taken until there is room, so bindings cannot outrun their events
+                self._answered(b, ok)
+                self._pump()
+                await self.status.scheduled(p, node)
         finally:
             self._in_flight -= 1
-        self._answered(b, ok)
+        if not ok:
+            self._answered(b, ok)
         self._pump()
 
     def _answered(self, b: _Batch, ok: bool) -> None:
@@ -224,7 +233,6 @@ class Binder:
             _BIND_OK.inc()
             SCHEDULED_PODS.inc()
             self.on_bound()
-            await self.status.scheduled(p, node)  # waits when the event queue is full
             return True
         _BIND_ERROR.inc()
         if self.cache.pods.get(p.key) is p:

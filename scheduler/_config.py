@@ -44,13 +44,14 @@ class SchedulerConfig:
     #: record ``Scheduled`` / ``FailedScheduling`` Events
     record_events: bool = True
     #: Event writes in flight while bindings are (queued in order; bindings are not
-    #: counted); more when the queue is more than half full or no binding is in flight, up
-    #: to ``bind_concurrency`` (``StatusWriter.event_writers_limit``)
+    #: counted); more when the queue is more than half full, or holds more than
+    #: ``bind_concurrency`` with no binding in flight, up to ``bind_concurrency``
+    #: (``StatusWriter.event_writers_limit``)
     event_concurrency: int = attrs.field(default=4, validator=_positive)
-    #: Events waiting for a writer at most (about 110 bytes each): a slow API server cannot
-    #: make the backlog grow without bound. When it is full a binding waits for room
-    #: before its ``Scheduled`` event is queued (never dropped); an explanation's
-    #: ``FailedScheduling`` event is dropped and counted
+    #: Events waiting for a writer at most (about 100 bytes each while its pod lives, 250
+    #: once it is gone): a slow API server cannot make the backlog grow without bound.
+    #: When it is full a binding waits for room before its ``Scheduled`` event is queued
+    #: (never dropped); an explanation's ``FailedScheduling`` event is dropped and counted
     max_queued_events: int = attrs.field(default=10000, validator=_positive)
     #: write pod ``PodScheduled=False`` conditions and PodGroup status
     update_status: bool = True

@@ -118,6 +118,10 @@ EVENTS_WRITTEN = Counter(
     ["result"],
     registry=REGISTRY,
 )
+# exported at 0 from the start (a scrape tells "none" from "not exported")
+EVENTS_DROPPED.labels(reason="FailedScheduling")
+for _result in ("ok", "error"):
+    EVENTS_WRITTEN.labels(result=_result)
 
 
 class WatchStalls(Collector):

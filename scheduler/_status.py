@@ -299,9 +299,10 @@ class StatusWriter:
         return len(self._event_queue) + self._event_writers
 
     def event_writers_limit(self) -> int:
-        """How many event writes may be in flight now. With no binding in flight, as many
-        as bindings may be (``max(event_concurrency, bind_concurrency)``: the backlog
-        drains at the bindings' pace). While bindings are in flight,
+        """How many event writes may be in flight now. With no binding in flight and more
+        events queued than bindings may be in flight, as many as bindings may be
+        (``max(event_concurrency, bind_concurrency)``: a burst's backlog drains at the
+        bindings' pace; a few events keep ``event_concurrency``). While bindings are in flight,
         ``event_concurrency`` until half of ``max_queued_events`` wait, then more, up to
         that maximum when the queue is full: a burst of bindings goes first and its
         events follow it, and a sustained stream's events keep pace with its bindings
@@ -309,8 +310,10 @@ class StatusWriter:
         cfg = self.config
         low = cfg.event_concurrency
         high = max(low, cfg.bind_concurrency)
-        if high == low or not self.binds_in_flight():
-            return high
+        if high == low:
+            return low
+        if not self.binds_in_flight():
+            return high if len(self._event_queue) > high else low
         half = cfg.max_queued_events // 2
         over = len(self._event_queue) - half
         if over <= 0:

@@ -99,7 +99,12 @@ def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--metrics-port", type=int, default=10269, help="0 disables the endpoint")
     p.add_argument("--bind-address", default="0.0.0.0", help="address for metrics and health")
-    p.add_argument("--bind-concurrency", type=int, default=16, help="parallel pods/binding")
+    p.add_argument(
+        "--bind-concurrency",
+        type=int,
+        default=64,
+        help="parallel pods/binding (in process, SchedulerConfig.bind_concurrency: 16)",
+    )
     add_event_loop_flag(p)
     p.add_argument(
         "--gc-freeze",

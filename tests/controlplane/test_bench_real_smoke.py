@@ -46,6 +46,13 @@ def test_bench_real_mode_runs(control_plane: ControlPlane, mode: str) -> None:
     if mode == "backlog":
         assert r["complete"] and r["bound"] == 40
         assert r["max_gangs_partial"] >= 0 and r["partial_p99_s"] >= 0
+        # every pod's Scheduled event, and the API server's account of the run: one
+        # binding and one event per pod (the benchmark's own requests left out)
+        assert r["events_written"] == r["events_expected"] == 40 and r["events_complete"]
+        per_pod = r["requests_per_pod"]
+        assert per_pod["REQ POST pods/binding 201"] == 1.0
+        assert per_pod["REQ POST events 201"] == 1.0
+        assert r["scheduler_metrics"]["scheduler_event_writes_total"] >= 40
     elif mode == "stream":
         assert r["bound"] == r["pods"] == 40
         assert r["latency_p99_s"] > 0
