@@ -349,6 +349,12 @@ class KubeCluster:
                 self._http = http
                 self._session = session
                 self._loop = loop
+                logger.debug(
+                    "%r: connected (%s; unary requests on %s)",
+                    self,
+                    self._description or "a Configuration",
+                    "the lean transport" if http is not None else "aiohttp",
+                )
         assert self._settings is not None
         return self._settings
 
