@@ -103,9 +103,16 @@ def _probe() -> None:
 
     from scheduler import Scheduler
 
+    # the scheduler's GC policy keeps the long-lived heap frozen (runtime.GcPolicy), and
+    # gc.get_objects() lists only the collected generations: thaw it, collect everything
+    # (the policy freezes the survivors again), thaw again for the census, refreeze after
+    frozen = gc.get_freeze_count()
+    gc.unfreeze()
     gc.collect()
+    gc.unfreeze()
     n = _count["probe"] = _count["probe"] + 1
     report: dict[str, Any] = {"n": n, "rss_kib": _rss_kib(), "mallinfo": _mallinfo()}
+    report["gc_frozen"] = frozen
     objs = gc.get_objects()
     report["gc_objects"] = len(objs)
     types = collections.Counter(f"{type(o).__module__}.{type(o).__qualname__}" for o in objs)
@@ -120,6 +127,8 @@ def _probe() -> None:
             report["events_dropped"] = getattr(o.status, "events_dropped", None)
     report["sizes"] = sizes
     del objs
+    if frozen:
+        gc.freeze()
     try:
         report["tasks"] = collections.Counter(
             (t.get_coro().__qualname__ if t.get_coro() else "?")  # type: ignore[union-attr]

@@ -66,6 +66,7 @@ import os
 import platform
 import random
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -75,6 +76,7 @@ from typing import Any, Literal
 
 import aiohttp
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -261,12 +263,20 @@ async def _watch_lines(api: Api, path: str, rv: str, seconds: int) -> AsyncItera
 
 
 async def watch_binds(
-    api: Api, ns: str, expected: int, bound: dict[str, float], deadline: float
+    api: Api,
+    ns: str,
+    expected: int,
+    bound: dict[str, float],
+    deadline: float,
+    own: dict[str, int] | None = None,
 ) -> None:
     """Record the first time each pod of ``ns`` is seen with ``spec.nodeName``, until all
-    ``expected`` are bound or the deadline passes. Re-lists after a watch ends (bounded)."""
+    ``expected`` are bound or the deadline passes. Re-lists after a watch ends (bounded).
+    ``own`` counts the requests sent (``"LIST pods"``, ``"WATCH pods"``)."""
     path = PODS_PATH.format(ns=ns)
+    own = {} if own is None else own
     for _ in range(1000):
+        own["LIST pods"] = own.get("LIST pods", 0) + 1
         listed = await api.call("GET", path)
         now = time.monotonic()
         for p in listed.get("items", []):
@@ -278,6 +288,7 @@ async def watch_binds(
         if left <= 0:
             return
         rv = listed["metadata"]["resourceVersion"]
+        own["WATCH pods"] = own.get("WATCH pods", 0) + 1
         with contextlib.suppress(aiohttp.ClientError, TimeoutError):
             async for line in _watch_lines(api, path, rv, max(1, min(left, 300))):
                 ev = json.loads(line)
@@ -323,20 +334,60 @@ def partial_windows(sizes: list[int], bound: dict[str, float]) -> tuple[list[flo
     return windows, peak, (area / span if span > 0 else 0.0)
 
 
-async def count_events(api: Api, ns: str) -> int:
-    """Events in the namespace (a one-item page and its remaining count)."""
+async def count_events(api: Api, ns: str, own: dict[str, int] | None = None) -> int:
+    """Events in the namespace (a one-item page and its remaining count); ``own`` counts
+    the request (``"LIST events"``)."""
+    if own is not None:
+        own["LIST events"] = own.get("LIST events", 0) + 1
     page = await api.call("GET", f"/api/v1/namespaces/{ns}/events?limit=1")
     items = len(page.get("items") or ())
     return items + int((page.get("metadata") or {}).get("remainingItemCount") or 0)
 
 
-async def wait_events(api: Api, ns: str, expected: int, deadline: float) -> float:
+async def wait_events(
+    api: Api, ns: str, expected: int, deadline: float, own: dict[str, int] | None = None
+) -> float:
     """Wait (bounded) until the namespace holds ``expected`` events; when that was seen."""
     while time.monotonic() < deadline:
-        if await count_events(api, ns) >= expected:
+        if await count_events(api, ns, own) >= expected:
             break
         await asyncio.sleep(0.25)
     return time.monotonic()
+
+
+async def scheduled_events(api: Api, ns: str, own: dict[str, int]) -> int:
+    """Pods of ``ns`` with a ``Scheduled`` event (one list of the namespace's events)."""
+    own["LIST events"] = own.get("LIST events", 0) + 1
+    listed = await api.call(
+        "GET", f"/api/v1/namespaces/{ns}/events?fieldSelector=reason%3DScheduled"
+    )
+    return len({(e.get("involvedObject") or {}).get("name") for e in listed.get("items") or ()})
+
+
+#: ours' own counters read at the end of its run (``--metrics-port``)
+SCHEDULER_COUNTERS = (
+    "scheduler_events_dropped_total",
+    "scheduler_event_writes_total",
+    "scheduler_watch_stalls_total",
+)
+
+
+async def scrape_scheduler(api: Api, port: int) -> dict[str, float]:
+    """Ours' :data:`SCHEDULER_COUNTERS` from its metrics endpoint (label sets summed)."""
+    out: dict[str, float] = {}
+    with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+        async with (
+            aiohttp.ClientSession(trust_env=False) as session,
+            session.get(
+                f"http://127.0.0.1:{port}/metrics", timeout=aiohttp.ClientTimeout(total=10)
+            ) as resp,
+        ):
+            text = await resp.text()
+        for fam in text_string_to_metric_families(text):
+            for smp in fam.samples:
+                if smp.name in SCHEDULER_COUNTERS:
+                    out[smp.name] = out.get(smp.name, 0.0) + smp.value
+    return out
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -345,6 +396,60 @@ def percentile(values: list[float], q: float) -> float:
         return 0.0
     s = sorted(values)
     return s[min(len(s) - 1, max(0, round(q * len(s)) - 1))]
+
+
+# ---------------------------------------------------------------------- request accounting
+
+#: families of kube-apiserver's /metrics the benchmark diffs around each contender
+_FAMILIES = ("apiserver_request_total", "apiserver_watch_events_total", "etcd_requests_total")
+
+
+async def scrape_apiserver(api: Api) -> dict[str, float]:
+    """kube-apiserver's request, watch-event and etcd counters, flattened to
+    ``"REQ VERB resource[/subresource] CODE"``, ``"WATCH resource"`` and ``"ETCD op type"``.
+    Non-resource requests (``/metrics``, ``/healthz``) are left out."""
+    async with api.session.get(
+        f"{api.server}/metrics", timeout=aiohttp.ClientTimeout(total=60)
+    ) as resp:
+        if resp.status != 200:
+            raise RuntimeError(f"GET /metrics: {resp.status}")
+        text = await resp.text()
+    out: dict[str, float] = {}
+    for fam in text_string_to_metric_families(text):
+        if fam.name + "_total" not in _FAMILIES and fam.name not in _FAMILIES:
+            continue
+        for s in fam.samples:
+            if not s.name.endswith("_total"):
+                continue
+            lb = s.labels
+            if s.name == "apiserver_request_total":
+                if not lb.get("resource"):
+                    continue
+                res = lb["resource"] + (f"/{lb['subresource']}" if lb.get("subresource") else "")
+                key = f"REQ {lb.get('verb', '')} {res} {lb.get('code', '')}"
+            elif s.name == "apiserver_watch_events_total":
+                key = f"WATCH {lb.get('resource') or lb.get('kind', '')}"
+            else:
+                key = f"ETCD {lb.get('operation', '')} {lb.get('type', '')}"
+            out[key] = out.get(key, 0.0) + s.value
+    return out
+
+
+def request_account(
+    before: dict[str, float], after: dict[str, float], own: dict[str, int], pods: int
+) -> dict[str, float]:
+    """Per pod: what the API server counted between ``before`` and ``after``, less the
+    benchmark's own requests (``own``: ``"VERB resource"`` -> count, code 200). Keys as
+    :func:`scrape_apiserver`'s, zero rows left out; ``REQ total`` sums the requests."""
+    diff: dict[str, float] = {}
+    for key, value in after.items():
+        d = value - before.get(key, 0.0)
+        if key.startswith("REQ ") and key.endswith(" 200"):
+            d -= own.get(key[4:-4], 0)
+        if d > 0:
+            diff[key] = d
+    diff["REQ total"] = sum(v for k, v in diff.items() if k.startswith("REQ "))
+    return {k: round(v / pods, 3) for k, v in sorted(diff.items())}
 
 
 # ---------------------------------------------------------------------- contenders
@@ -378,10 +483,18 @@ def precompile(tree: Path) -> None:
     )
 
 
+def free_port() -> int:
+    """A free loopback TCP port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def spawn(
-    name: str, plane: ControlPlane, ns: str, args: argparse.Namespace
+    name: str, plane: ControlPlane, ns: str, args: argparse.Namespace, metrics_port: int = 0
 ) -> subprocess.Popen[bytes]:
-    """Start one contender as a subprocess, its output in the plane's log directory."""
+    """Start one contender as a subprocess, its output in the plane's log directory
+    (``metrics_port``: ours serves its metrics there on loopback; 0: off)."""
     log = (plane.log_dir / f"bench-{name}.log").open("ab")
     kubeconfig = str(plane.kubeconfig)
     if name == "upstream":
@@ -422,7 +535,8 @@ def spawn(
             "scheduler",
             f"--kubeconfig={kubeconfig}",
             "--no-leader-elect",
-            "--metrics-port=0",
+            f"--metrics-port={metrics_port}",
+            "--bind-address=127.0.0.1",
             *args.ours_arg,
         ]
     else:
@@ -472,9 +586,13 @@ async def run_one(
     before = {k: proc_cpu(pid) for k, pid in server.items()}
     load = os.getloadavg()[0]
     bound: dict[str, float] = {}
+    own: dict[str, int] = {}  # the benchmark's own requests, left out of the account
+    requests_before = await scrape_apiserver(api)
+    port = free_port() if name == "ours" else 0
+    sched_metrics: dict[str, float] = {}
     t0 = time.monotonic()
-    proc = spawn(name, plane, ns, args)
-    watcher = asyncio.create_task(watch_binds(api, ns, args.pods, bound, t0 + args.timeout))
+    proc = spawn(name, plane, ns, args, metrics_port=port)
+    watcher = asyncio.create_task(watch_binds(api, ns, args.pods, bound, t0 + args.timeout, own))
     try:
         while not watcher.done():
             if proc.poll() is not None and name != "ceiling":
@@ -486,11 +604,15 @@ async def run_one(
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(60)
         # CPU is read once the contender's events are written too (they may trail the binds)
-        events_s = await wait_events(api, ns, args.pods, time.monotonic() + 60) - t0
+        events_s = await wait_events(api, ns, args.pods, time.monotonic() + 60, own) - t0
         alive = proc.poll() is None
         sched_cpu = proc_cpu(proc.pid) if alive else float("nan")
         rss = proc_hwm_mib(proc.pid) if alive else float("nan")
         after = {k: proc_cpu(pid) for k, pid in server.items()}
+        requests_after = await scrape_apiserver(api)
+        events_written = await scheduled_events(api, ns, own)
+        if port and alive:
+            sched_metrics = await scrape_scheduler(api, port)
     finally:
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -534,6 +656,11 @@ async def run_one(
         "partial_max_s": round(max(windows, default=0.0), 3),
         "max_gangs_partial": max_partial,
         "mean_gangs_partial": round(mean_partial, 2),
+        "events_expected": args.pods,
+        "events_written": events_written,
+        "events_complete": events_written >= args.pods,
+        "scheduler_metrics": sched_metrics,
+        "requests_per_pod": request_account(requests_before, requests_after, own, args.pods),
         "cpu_s": {
             "scheduler": round(sched_cpu, 2),
             "apiserver": round(after.get("kube-apiserver", 0) - before.get("kube-apiserver", 0), 2),
@@ -958,7 +1085,38 @@ def table(results: list[dict[str, Any]]) -> str:
             f"{r['max_gangs_partial']:>8} {r['mean_gangs_partial']:>9} {r['load_avg_1m']:>5} "
             f"{r.get('event_loop', ''):>7}"
             + ("" if r["complete"] else f"  INCOMPLETE {r['bound']}/{r['pods']}")
+            + (
+                ""
+                if r["events_complete"]
+                else f"  EVENTS MISSING {r['events_written']}/{r['events_expected']}"
+            )
         )
+    return "\n".join(lines)
+
+
+def requests_table(results: list[dict[str, Any]]) -> str:
+    """Requests (and watch events, etcd operations) per pod, one column per contender run:
+    what kube-apiserver counted during the run, less the benchmark's own requests."""
+    cols = [f"{r['contender']}/{r['run']}" for r in results]
+    keys = sorted({k for r in results for k in r["requests_per_pod"]})
+    order = {"REQ": 0, "WATCH": 1, "ETCD": 2}
+    keys.sort(key=lambda k: (order.get(k.split()[0], 3), k == "REQ total", k))
+    width = max([len(k) for k in keys] + [10])
+    head = f"{'per pod':<{width}} " + " ".join(f"{c:>11}" for c in cols)
+    lines = [head, "-" * len(head)]
+    for k in keys:
+        vals = [r["requests_per_pod"].get(k, 0.0) for r in results]
+        lines.append(f"{k:<{width}} " + " ".join(f"{v:>11}" for v in vals))
+    lines.append(
+        f"{'events written':<{width}} "
+        + " ".join(
+            f"{str(r['events_written']) + '/' + str(r['events_expected']):>11}" for r in results
+        )
+    )
+    for name in SCHEDULER_COUNTERS:
+        if any(name in r["scheduler_metrics"] for r in results):
+            vals = [r["scheduler_metrics"].get(name, "") for r in results]
+            lines.append(f"{name:<{width}} " + " ".join(f"{v!s:>11}" for v in vals))
     return "\n".join(lines)
 
 
@@ -1135,6 +1293,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"# {report['command']} ({os.cpu_count()} cpus, {platform.platform()})")
         print(table(results))
+        print()
+        print(requests_table(results))
         rt = ratios(results)
         print(
             f"ours/upstream {rt['ours_over_upstream']}x   ours/ceiling {rt['ours_over_ceiling']}x "
@@ -1149,7 +1309,14 @@ def main(argv: list[str] | None = None) -> int:
             for r in results
         )
         return 0 if ok else 1
-    return 0 if all(r["complete"] for r in results) else 1
+    missing = [r for r in results if not r["events_complete"]]
+    for r in missing:
+        print(
+            f"# {r['contender']} run {r['run']}: only {r['events_written']} of "
+            f"{r['events_expected']} Scheduled events written",
+            file=sys.stderr,
+        )
+    return 0 if all(r["complete"] for r in results) and not missing else 1
 
 
 if __name__ == "__main__":

@@ -13,6 +13,11 @@ peak RSS.
     .venv/bin/python benchmarks/bench_scheduler.py --topology      # rack-constrained gangs
     .venv/bin/python benchmarks/bench_scheduler.py --compare       # both, same process
     .venv/bin/python benchmarks/bench_scheduler.py --profile /tmp/s.prof  # cProfile it
+    .venv/bin/python benchmarks/bench_scheduler.py --no-gc-freeze  # without the GC policy
+
+The output also gives the CPU seconds spent in garbage collections during the scheduling
+phase (and their number by generation), and how many ``Scheduled`` events were recorded
+and dropped (in process the binds outrun the event writers; see docs/performance.md).
 
 ``--topology``: the nodes carry four topology levels (zone = the cluster, block = 256 nodes,
 rack = 32 nodes, host) and every gang has ``schedulingConstraints.topology: [{key: rack}]``.
@@ -25,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import gc
 import json
 import platform
 import random
@@ -110,6 +116,29 @@ def _pod(name: str, group: str, cpu: str, memory: str, scheduler: str) -> dict[s
     }
 
 
+class _GcTimer:
+    """CPU time spent in garbage collections, and their number by generation, while ``on``."""
+
+    def __init__(self) -> None:
+        self.on = False
+        self.seconds = 0.0
+        self.collections = [0, 0, 0]
+        self._t0 = 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, Any]) -> None:
+        if not self.on:
+            return
+        if phase == "start":
+            self._t0 = time.process_time()
+        else:
+            self.seconds += time.process_time() - self._t0
+            self.collections[info["generation"]] += 1
+
+    def close(self) -> None:
+        gc.callbacks.remove(self._callback)
+
+
 def _pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -131,12 +160,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         cpu, mem = rng.choice(shapes)
         gangs.append((f"gang-{len(gangs):05d}", size, cpu, mem))
         total += size
-    config = SchedulerConfig(record_events=not args.no_events)
+    config = SchedulerConfig(record_events=not args.no_events, gc_freeze=not args.no_gc_freeze)
     s = Scheduler(cluster, config)
     await s.start()
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     waves = [gangs[i :: args.waves] for i in range(args.waves)]
     profiler = cProfile.Profile() if args.profile else None
+    gc_time = _GcTimer()
     ready_at: dict[str, float] = {}
     sched_time = 0.0
     cpu_time = 0.0
@@ -167,7 +197,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             ready_at[name] = t0
         if profiler is not None:
             profiler.enable()
+        gc_time.on = True
         bound += await s.until_idle()
+        gc_time.on = False
         if profiler is not None:
             profiler.disable()
         sched_time += time.perf_counter() - t0
@@ -176,6 +208,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         wave_binds = [cluster.bound_at[k] for k in keys if k in cluster.bound_at]
         bind_time += (max(wave_binds) - t0) if wave_binds else 0.0
     rss_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    gc_time.close()
     if profiler is not None:
         profiler.dump_stats(args.profile)
     latencies = []
@@ -193,6 +226,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 group = pod["spec"]["schedulingGroup"]["podGroupName"]
                 racks.setdefault(group, set()).add(f"rack-{int(node[5:]) // 32:03d}")
         in_one_rack = all(len(r) == 1 for r in racks.values())
+    events_dropped = s.status.events_dropped
     await s.stop()
     await inner.close()
     return {
@@ -204,11 +238,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "gangs": len(gangs),
         "waves": args.waves,
         "events": not args.no_events,
+        "events_recorded": inner.count("Event", "default"),
+        "events_dropped": events_dropped,
         "bound": bound,
         "seconds": round(sched_time, 3),
         "pods_per_second": round(bound / sched_time, 1) if sched_time else None,
         "cpu_seconds": round(cpu_time, 3),
         "pods_per_cpu_second": round(bound / cpu_time, 1) if cpu_time else None,
+        "gc_cpu_seconds": round(gc_time.seconds, 3),
+        "gc_collections": gc_time.collections,
         "seconds_to_last_bind": round(bind_time, 3),
         "pods_per_second_to_last_bind": round(bound / bind_time, 1) if bind_time else None,
         "group_latency_p50_s": round(_pct(latencies, 0.50), 4),
@@ -235,6 +273,11 @@ def main() -> int:
         "--share-objects",
         action="store_true",
         help="MemoryCluster(share_objects=True): watches hand out the stored dicts, uncopied",
+    )
+    p.add_argument(
+        "--no-gc-freeze",
+        action="store_true",
+        help="SchedulerConfig(gc_freeze=False): leave the garbage collector as it is",
     )
     p.add_argument("--json", action="store_true")
     p.add_argument(

@@ -27,6 +27,10 @@ __all__ = ["Binder"]
 
 _log = logging.getLogger(__name__)
 
+#: the labelled children, looked up once (``labels()`` takes a lock and builds a key per call)
+_BIND_OK = BIND_RESULTS.labels(result="ok")
+_BIND_ERROR = BIND_RESULTS.labels(result="error")
+
 
 class _Batch:
     """One placed batch on its way to the API server."""
@@ -94,6 +98,11 @@ class Binder:
         self._waiting.clear()
         self._open.clear()
         self._in_flight = 0
+
+    @property
+    def in_flight(self) -> int:
+        """Bind slots taken (a binding sent, or its ``Scheduled`` event waiting for room)."""
+        return self._in_flight
 
     @property
     def pending(self) -> int:
@@ -212,12 +221,12 @@ class Binder:
         """Bind one pod (a bind slot is held); on failure forget its assumption."""
         st = await self.framework.run_bind(self.cluster, p, node)
         if st.ok:
-            BIND_RESULTS.labels(result="ok").inc()
+            _BIND_OK.inc()
             SCHEDULED_PODS.inc()
             self.on_bound()
-            self.status.scheduled(p, node)
+            await self.status.scheduled(p, node)  # waits when the event queue is full
             return True
-        BIND_RESULTS.labels(result="error").inc()
+        _BIND_ERROR.inc()
         if self.cache.pods.get(p.key) is p:
             self.cache.forget(p)
         _log.info("binding %s/%s to %s failed: %s", p.namespace, p.name, node, st.message)

@@ -8,6 +8,7 @@ import datetime
 import logging
 import operator
 from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -294,8 +295,19 @@ class Cache:
         self.node_objects: dict[str, dict[str, Any]] = {}
         self.pods: dict[PodKey, PodInfo] = {}
         self.groups: dict[GroupKey, GroupInfo] = {}
-        self.composite_groups: dict[GroupKey, CompositePodGroup] = {}
-        self.priority_classes: dict[str, dict[str, Any]] = {}
+        # read-only views: changes go through the methods below, which keep the index of
+        # running pods by priority (running_below) current
+        self._composite_groups: dict[GroupKey, CompositePodGroup] = {}
+        self._priority_classes: dict[str, dict[str, Any]] = {}
+        #: CompositePodGroups by ``(namespace, name)`` (read-only; see
+        #: :meth:`upsert_composite_group`)
+        self.composite_groups: Mapping[GroupKey, CompositePodGroup] = MappingProxyType(
+            self._composite_groups
+        )
+        #: PriorityClasses by name (read-only; see :meth:`upsert_priority_class`)
+        self.priority_classes: Mapping[str, dict[str, Any]] = MappingProxyType(
+            self._priority_classes
+        )
         #: PodDisruptionBudgets by ``(namespace, name)`` (preemption reprieves their pods first)
         self.budgets: dict[tuple[str, str], DisruptionBudget] = {}
         self._seq = 0
@@ -304,6 +316,17 @@ class Cache:
         #: pods nominated by preemption -> node (set at once; ``status.nominatedNodeName``
         #: follows through the watch)
         self.nominations: dict[PodKey, str] = {}
+        #: the pods counted on a node (bound or assumed), by key (see :meth:`running_below`)
+        self.running: dict[PodKey, PodInfo] = {}
+        #: pods bound or assumed on a node the table does not have (yet): counted when it
+        #: arrives (:meth:`_recount_row`)
+        self._unplaced: dict[PodKey, PodInfo] = {}
+        #: the running pods by preemption priority, and the priority each is filed under;
+        #: rebuilt from ``running`` on the next query after ``_prio_stale`` is set (a
+        #: PriorityClass or CompositePodGroup changed)
+        self._by_priority: dict[int, dict[PodKey, PodInfo]] = {}
+        self._priority_of: dict[PodKey, int] = {}
+        self._prio_stale = False
 
     def _intern(self, req: PodRequirements) -> PodRequirements:
         """One object per distinct signature (dict lookups then hit on identity)."""
@@ -354,14 +377,16 @@ class Cache:
         row = self.nodes.remove(name)
         if row is None:
             return
-        for p in self.pods.values():
-            if p.counted_node == row:
-                p.counted_node = None
+        for p in [q for q in self.running.values() if q.counted_node == row]:
+            p.counted_node = None
+            self._stop_running(p)
+            self._unplaced[p.key] = p
 
     def _recount_row(self, name: str, row: int) -> None:
-        # a (re)added node: count the pods already bound or assumed there
-        for p in self.pods.values():
-            if (p.node_name or p.assumed_node) == name and p.counted_node != row:
+        # a (re)added node: count the pods already bound or assumed there (a pod counted
+        # on a row is counted on its node's row: only the unplaced ones can be missing)
+        for p in [q for q in self._unplaced.values() if (q.node_name or q.assumed_node) == name]:
+            if p.counted_node != row:
                 self._account(p)
 
     # ---- PodDisruptionBudgets ----------------------------------------------------------
@@ -385,14 +410,23 @@ class Cache:
         """Make the node usage reflect where the pod is (bound or assumed) now."""
         target_name = p.node_name or p.assumed_node
         target = self.nodes.index.get(target_name) if target_name else None
-        if target == p.counted_node:
+        if target is None and target_name:
+            self._unplaced[p.key] = p
+        elif self._unplaced:
+            self._unplaced.pop(p.key, None)
+        was = p.counted_node
+        if target == was:
             return
         vec = self.nodes.vector(p.req.requests)
-        if p.counted_node is not None:
-            self.nodes.used[p.counted_node] -= vec
+        if was is not None:
+            self.nodes.used[was] -= vec
         if target is not None:
             self.nodes.used[target] += vec
         p.counted_node = target
+        if was is None:
+            self._start_running(p)
+        elif target is None:
+            self._stop_running(p)
 
     def upsert_pod(self, pod: dict[str, Any], now: float) -> tuple[PodInfo | None, PodInfo | None]:
         """Add/update a pod; returns ``(old, new)`` infos (``new`` is None when the pod is
@@ -469,9 +503,11 @@ class Cache:
         if info is None:
             return None
         self._pods_by_uid.pop(info.uid, None)
+        self._unplaced.pop(key, None)
         if info.counted_node is not None:
             self.nodes.used[info.counted_node] -= self.nodes.vector(info.req.requests)
             info.counted_node = None
+            self._stop_running(info)
         gk = info.group_key
         if gk is not None and gk in self.groups:
             g = self.groups[gk]
@@ -509,6 +545,8 @@ class Cache:
         g = self._group(key, now)
         old = g.pod_group
         g.pod_group = pg
+        if old is None or _priority_fields(old.spec) != _priority_fields(pg.spec):
+            self._refile_members(g)
         return old, g
 
     def remove_pod_group(self, key: GroupKey) -> GroupInfo | None:
@@ -516,10 +554,107 @@ class Cache:
         g = self.groups.get(key)
         if g is None:
             return None
+        had = g.pod_group is not None
         g.pod_group = None
+        if had:
+            self._refile_members(g)
         if not g.members:
             del self.groups[key]
         return g
+
+    # ---- CompositePodGroups and PriorityClasses ----------------------------------------
+
+    def set_composite_groups(self, objs: Mapping[GroupKey, CompositePodGroup]) -> None:
+        """Replace every CompositePodGroup (an informer's initial list or resync)."""
+        self._composite_groups.clear()
+        self._composite_groups.update(objs)
+        self._prio_stale = True
+
+    def upsert_composite_group(self, key: GroupKey, cpg: CompositePodGroup) -> None:
+        """Add or update a CompositePodGroup."""
+        old = self._composite_groups.get(key)
+        self._composite_groups[key] = cpg
+        if old is None or _priority_fields(old.spec) != _priority_fields(cpg.spec):
+            self._prio_stale = True
+
+    def remove_composite_group(self, key: GroupKey) -> None:
+        """Forget a deleted CompositePodGroup."""
+        if self._composite_groups.pop(key, None) is not None:
+            self._prio_stale = True
+
+    def set_priority_classes(self, objs: Mapping[str, dict[str, Any]]) -> None:
+        """Replace every PriorityClass (an informer's initial list or resync)."""
+        self._priority_classes.clear()
+        self._priority_classes.update(objs)
+        self._prio_stale = True
+
+    def upsert_priority_class(self, name: str, obj: dict[str, Any]) -> None:
+        """Add or update a PriorityClass."""
+        self._priority_classes[name] = obj
+        self._prio_stale = True
+
+    def remove_priority_class(self, name: str) -> None:
+        """Forget a deleted PriorityClass."""
+        if self._priority_classes.pop(name, None) is not None:
+            self._prio_stale = True
+
+    # ---- running pods by preemption priority ---------------------------------------------
+
+    def _start_running(self, p: PodInfo) -> None:
+        self.running[p.key] = p
+        if not self._prio_stale:
+            self._file(p)
+
+    def _stop_running(self, p: PodInfo) -> None:
+        if self.running.pop(p.key, None) is not None and not self._prio_stale:
+            self._unfile(p.key)
+
+    def _file(self, p: PodInfo) -> None:
+        prio = self.preemption_priority(p)
+        self._priority_of[p.key] = prio
+        bucket = self._by_priority.get(prio)
+        if bucket is None:
+            bucket = self._by_priority[prio] = {}
+        bucket[p.key] = p
+
+    def _unfile(self, key: PodKey) -> None:
+        prio = self._priority_of.pop(key, None)
+        if prio is None:
+            return
+        bucket = self._by_priority[prio]
+        del bucket[key]
+        if not bucket:
+            del self._by_priority[prio]
+
+    def _refile_members(self, g: GroupInfo) -> None:
+        """The group's priority may have changed: file its running members again."""
+        if self._prio_stale:
+            return
+        for k in g.members:
+            p = self.running.get(k)
+            if p is not None:
+                self._unfile(k)
+                self._file(p)
+
+    def running_below(self, priority: int) -> list[PodInfo]:
+        """The running pods (counted on a node; terminating ones included) whose
+        :meth:`preemption_priority` is strictly below ``priority``, in the order the cache
+        first saw them. Costs the number of distinct priorities when there is none (the
+        common case of a backlog at one priority), else the pods returned."""
+        if self._prio_stale:
+            self._by_priority.clear()
+            self._priority_of.clear()
+            for p in self.running.values():
+                self._file(p)
+            self._prio_stale = False
+        out = [
+            p
+            for prio, bucket in self._by_priority.items()
+            if prio < priority
+            for p in bucket.values()
+        ]
+        out.sort(key=_seq)
+        return out
 
     def visible(self, p: PodInfo) -> bool:
         """Whether a member counts for its group: kube-scheduler knows its own pending pods
@@ -583,6 +718,51 @@ class Cache:
         if pg is None:
             return 0
         return self.resolve_priority(pg.spec.priority, pg.spec.priority_class_name)
+
+    def composite_ancestors(
+        self, namespace: str, parent: str | None
+    ) -> Iterator[tuple[str, CompositePodGroup]]:
+        """``(name, object)`` of the CompositePodGroups from ``parent`` up, following
+        ``parentCompositePodGroupName``; stops at one not in the cache, at a name seen
+        before and after 8 levels."""
+        seen: set[str] = set()
+        while parent and parent not in seen and len(seen) < 8:
+            seen.add(parent)
+            cpg = self.composite_groups.get((namespace, parent))
+            if cpg is None:
+                return
+            yield parent, cpg
+            parent = cpg.spec.parent_composite_pod_group_name
+
+    def hierarchy_priority(self, g: GroupInfo) -> int:
+        """The priority of ``g``'s hierarchy: the top-most CompositePodGroup's above it,
+        else its own (:meth:`group_priority`)."""
+        prio = self.group_priority(g)
+        pg = g.pod_group
+        if pg is not None:
+            for _, cpg in self.composite_ancestors(
+                g.key[0], pg.spec.parent_composite_pod_group_name
+            ):
+                prio = self.resolve_priority(cpg.spec.priority, cpg.spec.priority_class_name)
+        return prio
+
+    def preemption_priority(self, p: PodInfo) -> int:
+        """The priority ``p`` is preempted at: its hierarchy's
+        (:meth:`hierarchy_priority`) when its PodGroup object exists, else its own."""
+        gk = p.group_key
+        g = self.groups.get(gk) if gk is not None else None
+        if g is None or g.pod_group is None:
+            return self.pod_priority(p)
+        return self.hierarchy_priority(g)
+
+
+def _seq(p: PodInfo) -> int:
+    return p.seq
+
+
+def _priority_fields(spec: Any) -> tuple[object, object, object]:
+    """What of a PodGroup's or CompositePodGroup's spec decides its members' priority."""
+    return (spec.priority, spec.priority_class_name, spec.parent_composite_pod_group_name)
 
 
 def _start_time(status: dict[str, Any]) -> float | None:

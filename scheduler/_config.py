@@ -43,11 +43,15 @@ class SchedulerConfig:
     bind_concurrency: int = attrs.field(default=16, validator=_positive)
     #: record ``Scheduled`` / ``FailedScheduling`` Events
     record_events: bool = True
-    #: Event writes in flight at most (queued in order; bindings are not counted)
+    #: Event writes in flight while bindings are (queued in order; bindings are not
+    #: counted); more when the queue is more than half full or no binding is in flight, up
+    #: to ``bind_concurrency`` (``StatusWriter.event_writers_limit``)
     event_concurrency: int = attrs.field(default=4, validator=_positive)
-    #: Events waiting for a writer at most; newer ones are dropped (client-go's recorder
-    #: queues 1,000): a slow API server cannot make the backlog grow without bound
-    max_queued_events: int = attrs.field(default=1000, validator=_positive)
+    #: Events waiting for a writer at most (about 110 bytes each): a slow API server cannot
+    #: make the backlog grow without bound. When it is full a binding waits for room
+    #: before its ``Scheduled`` event is queued (never dropped); an explanation's
+    #: ``FailedScheduling`` event is dropped and counted
+    max_queued_events: int = attrs.field(default=10000, validator=_positive)
     #: write pod ``PodScheduled=False`` conditions and PodGroup status
     update_status: bool = True
     #: seconds: in :meth:`Scheduler.run`, Node events are collected while they keep coming
@@ -81,3 +85,9 @@ class SchedulerConfig:
     #: ``workloadbuilder scheduler`` command and the simulator (scenario option, default
     #: on) turn it on; in process it is opt-in
     preemption: bool = False
+    #: once the informers have synced, install the process's garbage-collector policy
+    #: (:class:`workloadbuilder.runtime.GcPolicy`: what is alive then, and what survives each
+    #: later full collection, is frozen, so full collections stop re-walking the cache; a
+    #: complete collection still runs every 5 minutes). Process-wide; False leaves the
+    #: collector as it is (``workloadbuilder scheduler --no-gc-freeze``)
+    gc_freeze: bool = True

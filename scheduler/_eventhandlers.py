@@ -114,6 +114,13 @@ class EventHandlers:
         ):
             return 0
         events, self._node_events, self._node_due = self._node_events, [], None
+        for event, obj in events:
+            hints = self.queue.hints_for(event)
+            if any(h is None for h in hints):
+                # an event some plugin takes without a hint wakes every waiting entity, so
+                # once it is offered the rest of the burst would move nothing: offer it
+                # alone (one pass over the queue per burst, not one per Node event)
+                return self.queue.on_event(event, None, obj)
         return sum(self.queue.on_event(event, None, obj) for event, obj in events)
 
     def _group_entity(self, p: PodInfo) -> EntityKey | None:
@@ -158,15 +165,15 @@ class EventHandlers:
     def on_priority_class(self, kind: str, obj: Any) -> None:
         """PriorityClasses (values resolve pod and group priorities)."""
         if kind == "SYNC":
-            self.cache.priority_classes = {
-                str(o["metadata"]["name"]): o for o in obj if isinstance(o, dict)
-            }
+            self.cache.set_priority_classes(
+                {str(o["metadata"]["name"]): o for o in obj if isinstance(o, dict)}
+            )
             return
         name = str(obj["metadata"]["name"])
         if kind == "DELETED":
-            self.cache.priority_classes.pop(name, None)
+            self.cache.remove_priority_class(name)
         else:
-            self.cache.priority_classes[name] = obj
+            self.cache.upsert_priority_class(name, obj)
 
     def on_pdb(self, kind: str, obj: Any) -> None:
         """PodDisruptionBudgets (preemption reads their status; no event requeues)."""
@@ -207,11 +214,13 @@ class EventHandlers:
         """CompositePodGroups: the trees of the namespace are re-evaluated; CompositePodGroup
         Add is a cluster event for the tree's root."""
         if kind == "SYNC":
-            self.cache.composite_groups = {
-                (o.metadata.namespace or "default", o.metadata.name or ""): o
-                for o in obj
-                if isinstance(o, CompositePodGroup)
-            }
+            self.cache.set_composite_groups(
+                {
+                    (o.metadata.namespace or "default", o.metadata.name or ""): o
+                    for o in obj
+                    if isinstance(o, CompositePodGroup)
+                }
+            )
             for ns in {k[0] for k in self.cache.groups}:
                 self.enqueuer.refresh_namespace_trees(ns)
             return
@@ -219,11 +228,11 @@ class EventHandlers:
             return
         key = (obj.metadata.namespace or "default", obj.metadata.name or "")
         if kind == "DELETED":
-            self.cache.composite_groups.pop(key, None)
+            self.cache.remove_composite_group(key)
             self.status.forget_composite(key)
         else:
             new = key not in self.cache.composite_groups
-            self.cache.composite_groups[key] = obj
+            self.cache.upsert_composite_group(key, obj)
         self.enqueuer.refresh_namespace_trees(key[0])
         if kind != "DELETED" and new:
             ref = find_root(self.cache, key[0], "CompositePodGroup", key[1])

@@ -156,6 +156,12 @@ class Framework:
     _events: list[tuple[str, ClusterEventWithHint]] | None = attrs.field(init=False, default=None)
     _hints: dict[ClusterEvent, list[QueueingHint | None]] = attrs.field(init=False, factory=dict)
     _bounded: bool | None = attrs.field(init=False, default=None)
+    #: the node-only part of :meth:`run_filter_diagnosis` over every node, per signature,
+    #: for one node epoch: (total, reasons, plugins, rows left for the usage filters)
+    _static_diag: dict[
+        PodRequirements, tuple[int, tuple[tuple[str, str, int], ...], frozenset[str], Rows]
+    ] = attrs.field(init=False, factory=dict)
+    _static_diag_epoch: int = attrs.field(init=False, default=-1)
 
     def __attrs_post_init__(self) -> None:
         self.refresh()
@@ -167,6 +173,7 @@ class Framework:
         self._events = None
         self._hints = {}
         self._bounded = None
+        self._static_diag = {}
 
     # ---- introspection ---------------------------------------------------------------
 
@@ -307,24 +314,39 @@ class Framework:
         self, req: PodRequirements, table: NodeTable, placement: Placement
     ) -> Diagnosis:
         """Count, per filter, the nodes of the placement that reject ``req`` (first static
-        filter that fails; every insufficient resource)."""
-        candidates = table.present.copy()
-        if placement.mask is not None:
-            candidates &= placement.mask[: candidates.size]
-        rows = np.flatnonzero(candidates)
-        total = int(rows.size)
+        filter that fails; every insufficient resource). Without a placement mask the
+        node-only part is computed once per signature and node epoch (a backlog of equal
+        pods failing after a node burst is explained without re-running them per attempt)."""
         vec = table.vector(req.requests)
-        reasons: list[tuple[str, str, int]] = []
-        plugins: set[str] = set()
-        for f in self._static:
-            if rows.size == 0:
-                break
-            ok = f.filter(req, vec, table, rows)
-            if not ok.all():
-                found = [r for r in f.diagnose(req, vec, table, rows[~ok]) if r[2]]
-                reasons.extend(found)
-                plugins.add(f.name)
-            rows = rows[ok]
+        whole = placement.mask is None
+        if table.epoch != self._static_diag_epoch:
+            self._static_diag.clear()
+            self._static_diag_epoch = table.epoch
+        cached = self._static_diag.get(req) if whole else None
+        if cached is not None:
+            total, static_reasons, static_plugins, rows = cached
+            reasons = list(static_reasons)
+            plugins = set(static_plugins)
+        else:
+            candidates = table.present.copy()
+            if placement.mask is not None:
+                candidates &= placement.mask[: candidates.size]
+            rows = np.flatnonzero(candidates)
+            total = int(rows.size)
+            reasons = []
+            plugins = set()
+            for f in self._static:
+                if rows.size == 0:
+                    break
+                ok = f.filter(req, vec, table, rows)
+                if not ok.all():
+                    found = [r for r in f.diagnose(req, vec, table, rows[~ok]) if r[2]]
+                    reasons.extend(found)
+                    plugins.add(f.name)
+                rows = rows[ok]
+            if whole and table.epoch == self._static_diag_epoch:
+                rows.flags.writeable = False
+                self._static_diag[req] = (total, tuple(reasons), frozenset(plugins), rows)
         for f in self._usage:
             if rows.size == 0:
                 break

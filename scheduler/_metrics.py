@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 __all__ = [
     "ATTEMPT_DURATION",
     "BIND_RESULTS",
+    "EVENTS_DROPPED",
+    "EVENTS_WRITTEN",
     "PENDING",
     "PODGROUP_ATTEMPTS",
     "PODGROUP_ATTEMPT_DURATION",
@@ -18,6 +24,8 @@ __all__ = [
     "PREEMPTION_VICTIMS",
     "REGISTRY",
     "SCHEDULED_PODS",
+    "WATCH_STALLS",
+    "WatchStalls",
 ]
 
 #: the scheduler's own registry (served by ``workloadbuilder scheduler --metrics-port``)
@@ -96,3 +104,47 @@ PREEMPTION_VICTIMS = Histogram(
     buckets=(1, 2, 4, 8, 16, 32, 64),
     registry=REGISTRY,
 )
+#: events the scheduler did not write: dropped because ``max_queued_events`` were already
+#: waiting (only explanations' events; a ``Scheduled`` event waits for room instead)
+EVENTS_DROPPED = Counter(
+    "scheduler_events_dropped",
+    "Events dropped because the event queue was full, by reason.",
+    ["reason"],
+    registry=REGISTRY,
+)
+EVENTS_WRITTEN = Counter(
+    "scheduler_event_writes",
+    "Event create requests sent, by result (ok, error).",
+    ["result"],
+    registry=REGISTRY,
+)
+
+
+class WatchStalls(Collector):
+    """``scheduler_watch_stalls_total{resource}``: watches the client dropped because
+    nothing (no event, no bookmark) arrived within its stall bound, read at scrape time
+    from :attr:`source` (the command sets it to its ``KubeCluster.watch_stalls``, counts
+    by request path; none: no samples)."""
+
+    def __init__(self) -> None:
+        #: returns the stall counts by watch path (``/api/v1/pods``, ...)
+        self.source: Callable[[], Mapping[str, int]] | None = None
+
+    def collect(self) -> Iterator[Metric]:
+        """One sample per resource (the last segment of the watch path)."""
+        fam = CounterMetricFamily(
+            "scheduler_watch_stalls",
+            "Watches dropped because nothing arrived within the stall bound, by resource.",
+            labels=["resource"],
+        )
+        counts: dict[str, int] = {}
+        for path, n in (self.source() if self.source is not None else {}).items():
+            resource = path.rstrip("/").rsplit("/", 1)[-1]
+            counts[resource] = counts.get(resource, 0) + n
+        for resource, n in sorted(counts.items()):
+            fam.add_metric([resource], n)
+        yield fam
+
+
+WATCH_STALLS = WatchStalls()
+REGISTRY.register(WATCH_STALLS)

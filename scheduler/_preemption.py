@@ -180,18 +180,11 @@ class _Hierarchy:
         mode = pg.spec.disruption_mode
         unit: _UnitKey | None = ("PodGroup", ns, g.key[1]) if mode and mode.all else None
         prio = cache.group_priority(g)
-        parent = pg.spec.parent_composite_pod_group_name
-        seen: set[str] = set()
-        while parent and parent not in seen and len(seen) < 8:
-            seen.add(parent)
-            cpg = cache.composite_groups.get((ns, parent))
-            if cpg is None:
-                break
+        for name, cpg in cache.composite_ancestors(ns, pg.spec.parent_composite_pod_group_name):
             prio = cache.resolve_priority(cpg.spec.priority, cpg.spec.priority_class_name)
             cmode = cpg.spec.disruption_mode
             if cmode is not None and cmode.all is not None:
-                unit = ("CompositePodGroup", ns, parent)
-            parent = cpg.spec.parent_composite_pod_group_name
+                unit = ("CompositePodGroup", ns, name)
         out = (unit, prio)
         self._memo[g.key] = out
         return out
@@ -209,13 +202,17 @@ def victim_units(
     """Every preemption unit of priority strictly below ``below``: running (bound or
     assumed, not terminating) pods, a ``disruptionMode: all`` group (for a tree: the
     highest ancestor with ``all``) as one unit. Pods of the ``exclude`` groups (the
-    preemptor's) are never victims."""
+    preemptor's) are never victims. Only the running pods below ``below`` are visited
+    (:meth:`Cache.running_below`): with nothing of lower priority running, no pod is."""
+    candidates = cache.running_below(below)
+    if not candidates:
+        return []
     skip = frozenset((exclude,)) if isinstance(exclude, tuple) else exclude or frozenset()
     h = _Hierarchy(cache)
     singles: list[Victim] = []
     groups: dict[_UnitKey, list[PodInfo]] = {}
     prio_of: dict[_UnitKey, int] = {}
-    for p in cache.pods.values():
+    for p in candidates:
         if p.counted_node is None or p.deleting:
             continue
         gk = p.group_key

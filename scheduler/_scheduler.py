@@ -27,7 +27,7 @@ from scheduler._status import (
 )
 from scheduler._tasks import Tasks
 from workloadbuilder.cluster import Cluster
-from workloadbuilder.runtime import Clock, Feed, WallClock, settle
+from workloadbuilder.runtime import Clock, Feed, WallClock, gc_policy, settle
 
 if TYPE_CHECKING:
     from workloadbuilder.runtime import Component
@@ -97,6 +97,7 @@ class Scheduler:
             concurrency=self.config.bind_concurrency,
             on_bound=self._count_bound,
         )
+        self.status.binds_in_flight = lambda: self.binder.in_flight
         self.handlers = EventHandlers(
             self.cache, self.queue, self.enqueuer, self.status, self.clock
         )
@@ -175,6 +176,8 @@ class Scheduler:
             self._feeds.append(Feed(c, "PodDisruptionBudget", h.on_pdb, optional=True))
         for f in self._feeds:
             await f.start()
+        if self.config.gc_freeze:  # the initial lists are cached: freeze the long-lived heap
+            gc_policy.install()
         self._started = True
         self._stopping = False
 

@@ -4,6 +4,7 @@ and event recorder)."""
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import logging
 import re
@@ -14,6 +15,7 @@ from typing import Any
 
 from scheduler._cache import GroupInfo, PodInfo
 from scheduler._config import SchedulerConfig
+from scheduler._metrics import EVENTS_DROPPED, EVENTS_WRITTEN
 from scheduler._tasks import Tasks
 from workloadbuilder.api import CompositePodGroup, to_dict
 from workloadbuilder.cluster import Cluster
@@ -58,6 +60,8 @@ def _wording(message: str) -> tuple[str, ...]:
 
 #: a held-back explanation: ("Pod", PodInfo) or ("PodGroup", GroupInfo), reason, message
 _Held = tuple[str, Any, str, str]
+#: a queued event: namespace, pod name, pod uid, type, reason, node (Scheduled) or message
+_QueuedEvent = tuple[str, str, str, str, str, str]
 
 
 class StatusWriter:
@@ -74,10 +78,16 @@ class StatusWriter:
         self.sent_group: dict[tuple[str, str], tuple[str, str, str]] = {}
         #: CompositePodGroup condition last sent per composite
         self.sent_composite: dict[tuple[str, str], tuple[str, str, str]] = {}
-        #: events waiting for a writer: (namespace, involvedObject, type, reason, message),
-        #: never the PodInfo (a deleted pod's info must not live on in a backlog)
-        self._event_queue: deque[tuple[str, dict[str, Any], str, str, str]] = deque()
+        #: events waiting for a writer: (namespace, name, uid, type, reason, text) -- the
+        #: pod's own strings, never its PodInfo (a deleted pod's info must not live on in a
+        #: backlog); ``text`` is the node of a ``Scheduled`` event, else the message
+        self._event_queue: deque[_QueuedEvent] = deque()
         self._event_writers = 0
+        #: bindings waiting for room in the event queue (see :meth:`scheduled`)
+        self._room: deque[asyncio.Future[None]] = deque()
+        #: bindings in flight (the scheduler sets this): while there are, the event writers
+        #: follow the backlog instead of taking every slot (:meth:`event_writers_limit`)
+        self.binds_in_flight: Callable[[], int] = lambda: 0
         #: when the condition in ``sent_group`` was sent (clock time)
         self._group_sent_at: dict[tuple[str, str], float] = {}
         #: explanations held back by ``status_refresh_interval``: key -> (due, what);
@@ -101,6 +111,9 @@ class StatusWriter:
         """Forget queued events of a previous start (maybe on another event loop)."""
         self._event_queue.clear()
         self._event_writers = 0
+        for fut in self._room:
+            fut.cancel()
+        self._room.clear()
         self._status_first.clear()
         self._status_rest.clear()
         self._status_writers = 0
@@ -242,22 +255,31 @@ class StatusWriter:
 
     # ---- events ----------------------------------------------------------------------
 
-    def scheduled(self, p: PodInfo, node: str) -> None:
-        """The ``Scheduled`` event of a bound pod."""
-        if self.config.record_events:
-            text = f"Successfully assigned {p.namespace}/{p.name} to {node}"
-            self._record(p, "Normal", "Scheduled", text)
+    async def scheduled(self, p: PodInfo, node: str) -> None:
+        """Queue the ``Scheduled`` event of a bound pod. Never dropped: when
+        ``SchedulerConfig.max_queued_events`` already wait, this waits (the binding slot
+        that calls it stays taken) until a writer has taken one, so bindings cannot run
+        ahead of their events by more than the queue holds and the backlog stays bounded."""
+        if not self.config.record_events:
+            return
+        while len(self._event_queue) >= self.config.max_queued_events:
+            fut = asyncio.get_running_loop().create_future()
+            self._room.append(fut)
+            self._pump_events()
+            await fut
+        self._event_queue.append((p.namespace, p.name, p.uid, "Normal", REASON_SCHEDULED, node))
+        self._pump_events()
 
     def _record(self, p: PodInfo, type_: str, reason: str, message: str) -> None:
-        """Queue an event. Events are written in order, at most
-        ``SchedulerConfig.event_concurrency`` at a time, so that under a burst the bindings
-        (and status writes) are not starved by as many event writes; events are
-        best-effort, as upstream's recorder treats them: when the API server takes them more
-        slowly than pods are bound, at most ``SchedulerConfig.max_queued_events`` wait and
-        newer ones are dropped (client-go's recorder queues 1,000 and drops the rest), so a
-        long backlog cannot grow the scheduler's memory without bound."""
+        """Queue an explanation's event (``FailedScheduling``). Events are written in
+        order by at most :meth:`event_writers_limit` writers; when
+        ``SchedulerConfig.max_queued_events`` already wait (the API server takes events
+        more slowly than the scheduler explains), this one is dropped and counted
+        (``events_dropped``, ``scheduler_events_dropped_total``): a scheduling cycle does
+        not wait for the API server, and the backlog cannot grow without bound."""
         if len(self._event_queue) >= self.config.max_queued_events:
             self.events_dropped += 1
+            EVENTS_DROPPED.labels(reason=reason).inc()
             if self.events_dropped % 1000 == 1:
                 _log.warning(
                     "%d events queued: event %s for %s/%s dropped (%d dropped so far)",
@@ -268,7 +290,7 @@ class StatusWriter:
                     self.events_dropped,
                 )
             return
-        self._event_queue.append((p.namespace, p.ref(), type_, reason, message[:1024]))
+        self._event_queue.append((p.namespace, p.name, p.uid, type_, reason, message[:1024]))
         self._pump_events()
 
     @property
@@ -276,19 +298,49 @@ class StatusWriter:
         """Events queued or being written."""
         return len(self._event_queue) + self._event_writers
 
+    def event_writers_limit(self) -> int:
+        """How many event writes may be in flight now. With no binding in flight, as many
+        as bindings may be (``max(event_concurrency, bind_concurrency)``: the backlog
+        drains at the bindings' pace). While bindings are in flight,
+        ``event_concurrency`` until half of ``max_queued_events`` wait, then more, up to
+        that maximum when the queue is full: a burst of bindings goes first and its
+        events follow it, and a sustained stream's events keep pace with its bindings
+        (which wait for room when the queue is full)."""
+        cfg = self.config
+        low = cfg.event_concurrency
+        high = max(low, cfg.bind_concurrency)
+        if high == low or not self.binds_in_flight():
+            return high
+        half = cfg.max_queued_events // 2
+        over = len(self._event_queue) - half
+        if over <= 0:
+            return low
+        return low + (high - low) * over // max(1, cfg.max_queued_events - half)
+
     def _pump_events(self) -> None:
-        while self._event_writers < self.config.event_concurrency and self._event_queue:
+        limit = self.event_writers_limit()
+        queue = self._event_queue
+        while self._event_writers < limit and queue:
             self._event_writers += 1
-            self.tasks.spawn(self._write_queued(*self._event_queue.popleft()))
+            self.tasks.spawn(self._write_queued(*queue.popleft()))
+        room = self.config.max_queued_events - len(queue)
+        while self._room and room > 0:
+            fut = self._room.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                room -= 1
 
     async def _write_queued(
-        self, namespace: str, ref: dict[str, Any], type_: str, reason: str, message: str
+        self, namespace: str, name: str, uid: str, type_: str, reason: str, text: str
     ) -> None:
+        ref = {"apiVersion": "v1", "kind": "Pod", "name": name, "namespace": namespace, "uid": uid}
+        if reason == REASON_SCHEDULED:
+            text = f"Successfully assigned {namespace}/{name} to {text}"
         try:
-            await self._event(namespace, ref, type_, reason, message)
+            await self._event(namespace, ref, type_, reason, text)
         finally:
             self._event_writers -= 1
-        self._pump_events()
+            self._pump_events()
 
     async def _event(
         self, namespace: str, ref: dict[str, Any], type_: str, reason: str, message: str
@@ -302,7 +354,9 @@ class StatusWriter:
                 type="Warning" if type_ == "Warning" else "Normal",
                 reporting_component=self.config.component,
             )
+            EVENTS_WRITTEN.labels(result="ok").inc()
         except (ApiError, OSError) as e:
+            EVENTS_WRITTEN.labels(result="error").inc()
             _log.debug("event for %s/%s not recorded: %s", namespace, ref.get("name"), e)
 
     # ---- pods ------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import attrs
 import yaml
 
 from scheduler._config import DEFAULT_SCHEDULER_NAME, SchedulerConfig
-from scheduler._metrics import REGISTRY
+from scheduler._metrics import REGISTRY, WATCH_STALLS
 from scheduler._plugins import default_framework
 from scheduler._profile import ConfigError, LoadedConfig, load_config
 from scheduler._scheduler import CONDITION_INITIALLY_SCHEDULED, Scheduler
@@ -101,6 +101,13 @@ def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     p.add_argument("--bind-address", default="0.0.0.0", help="address for metrics and health")
     p.add_argument("--bind-concurrency", type=int, default=16, help="parallel pods/binding")
     add_event_loop_flag(p)
+    p.add_argument(
+        "--gc-freeze",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="freeze the long-lived heap for the garbage collector once the informers synced "
+        "(see docs/scheduler.md, 'The garbage collector'; default on)",
+    )
     p.set_defaults(func=_scheduler_command)
 
     e = subparsers.add_parser(
@@ -456,7 +463,10 @@ def _settings(args: argparse.Namespace) -> LoadedConfig:
         overrides["resource_name"] = args.leader_elect_lease_name
     loaded.leader_election = attrs.evolve(le, **overrides)
     loaded.scheduler = attrs.evolve(
-        loaded.scheduler, bind_concurrency=max(1, args.bind_concurrency), preemption=True
+        loaded.scheduler,
+        bind_concurrency=max(1, args.bind_concurrency),
+        preemption=True,
+        gc_freeze=getattr(args, "gc_freeze", True),
     )
     return loaded
 
@@ -479,6 +489,7 @@ async def _scheduler_command(args: argparse.Namespace) -> int:
     if args.kubeconfig is None and loaded.client_connection.kubeconfig:
         args.kubeconfig = loaded.client_connection.kubeconfig
     kube = kube_cluster(args)
+    WATCH_STALLS.source = lambda: kube.watch_stalls
     cluster = _rate_limited(kube, loaded)
     try:  # rejected credentials or no right to read nodes and pods: stop now, say why
         await check_access(

@@ -354,11 +354,10 @@ def _map_leaves(
         return fn(t)
 
     def cpg(c: CompositePodGroupTemplate) -> CompositePodGroupTemplate:
-        return attrs.evolve(
-            c,
-            composite_pod_group_templates=tuple(cpg(x) for x in c.composite_pod_group_templates),
-            pod_group_templates=tuple(leaf(x) for x in c.pod_group_templates),
-        )
+        # a level's own leaves first, then its nested composites: the order of _all_leaves
+        leaves = tuple(leaf(x) for x in c.pod_group_templates)
+        nested = tuple(cpg(x) for x in c.composite_pod_group_templates)
+        return attrs.evolve(c, pod_group_templates=leaves, composite_pod_group_templates=nested)
 
     spec = attrs.evolve(
         w.spec,

@@ -78,13 +78,27 @@ def quantity_value(value: Any) -> float:
     return number * _SUFFIX[m.group(3) or ""]
 
 
+#: parsed quantity strings: (text, is cpu) -> amount (pods repeat a handful of quantities)
+_PARSED: dict[tuple[str, bool], int] = {}
+_PARSED_MAX = 4096
+
+
 def parse_quantity(value: Any, resource: str = "") -> int:
     """A quantity as an integer amount of ``resource``: millicores for ``cpu``, the plain
     value otherwise; rounded up. Raises ``ValueError`` for an invalid quantity."""
+    cpu = resource == CPU
+    if type(value) is str:
+        key = (value, cpu)
+        amount = _PARSED.get(key)
+        if amount is not None:
+            return amount
     number = quantity_value(value)
-    if resource == CPU:
+    if cpu:
         number *= 1000.0
-    return math.ceil(number - 1e-9)
+    amount = math.ceil(number - 1e-9)
+    if type(value) is str and len(_PARSED) < _PARSED_MAX:
+        _PARSED[(value, cpu)] = amount
+    return amount
 
 
 def format_quantity(amount: int, resource: str) -> str:

@@ -13,6 +13,7 @@ from workloadbuilder.cluster import resource_info
 from workloadbuilder.cluster._memory._apply import merge_apply
 from workloadbuilder.cluster._memory._lifecycle import Lifecycle
 from workloadbuilder.cluster._memory._storage import Storage, Watcher, route
+from workloadbuilder.cluster._patch import json_copy
 from workloadbuilder.cluster._selectors import parse_label_selector
 from workloadbuilder.errors import Conflict
 
@@ -103,3 +104,48 @@ def test_a_finalizer_keeps_an_object_until_it_is_removed() -> None:
     assert marked.doc["metadata"]["deletionTimestamp"] == "2026-01-01T00:00:00Z"
     life.remove_finalizer(store, ("default", "a"), "example.com/f")
     assert store.get("default", "a") is None
+
+
+def test_json_copy_copies_every_container_and_shares_only_scalars() -> None:
+    class Opaque:
+        def __init__(self) -> None:
+            self.value = [1]
+
+    original: dict[str, Any] = {
+        "s": "text",
+        "n": 1,
+        "f": 1.5,
+        "b": True,
+        "none": None,
+        "d": {"inner": {"list": [1, "two", {"three": 3}, [4, [5]]]}},
+        "t": ("a", {"b": 1}),
+        "l": [[], {}, ("x",)],
+        "o": Opaque(),
+    }
+    copied = json_copy(original)
+    assert copied == {**original, "t": ["a", {"b": 1}], "l": [[], {}, ["x"]], "o": copied["o"]}
+    assert type(copied["t"]) is list and type(copied["l"][2]) is list  # tuples become lists
+    assert copied["o"] is not original["o"] and copied["o"].value == [1]  # deep-copied
+    assert copied["o"].value is not original["o"].value
+    # no container is shared, at any depth
+    pairs = [(copied, original)]
+    while pairs:
+        a, b = pairs.pop()
+        if isinstance(b, dict):
+            assert a is not b and list(a) == list(b)  # same keys, same order
+            pairs.extend((a[k], b[k]) for k in b if isinstance(b[k], dict | list | tuple))
+        elif isinstance(b, list | tuple):
+            assert a is not b
+            pairs.extend(
+                (x, y) for x, y in zip(a, b, strict=True) if isinstance(y, dict | list | tuple)
+            )
+    copied["d"]["inner"]["list"][2]["three"] = "changed"
+    copied["d"]["inner"]["list"][3][1].append(6)
+    assert original["d"]["inner"]["list"][2] == {"three": 3}
+    assert original["d"]["inner"]["list"][3] == [4, [5]]
+    # scalars are shared (immutable), a Mapping that is not a dict becomes a dict
+    assert copied["s"] is original["s"]
+    from types import MappingProxyType
+
+    assert json_copy(MappingProxyType({"k": [1]})) == {"k": [1]}
+    assert type(json_copy(MappingProxyType({"k": 1}))) is dict

@@ -11,6 +11,7 @@ from sched_helpers import Env
 from sched_invariant import GangWatch
 
 from scheduler import Scheduler, SchedulerConfig
+from scheduler._metrics import REGISTRY, WATCH_STALLS
 from workloadbuilder.errors import Conflict
 from workloadbuilder.runtime import ManualClock
 
@@ -187,13 +188,15 @@ def test_unschedulable_flush_uses_the_latest_wait() -> None:
 
 
 class CountingEvents:
-    """Delegates to a cluster; counts concurrent ``create_event`` calls and records their
-    order."""
+    """Delegates to a cluster; counts concurrent ``create_event`` calls (overall, and
+    started while ``binds()`` reports bindings in flight) and records their order."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
         self.in_flight = 0
         self.max_in_flight = 0
+        self.max_in_flight_binding = 0
+        self.binds: Any = lambda: 0
         self.reasons: list[tuple[str, str]] = []
         #: pods in the order their binding returned
         self.bound: list[str] = []
@@ -210,6 +213,8 @@ class CountingEvents:
     async def create_event(self, **kwargs: Any) -> None:
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        if self.binds():
+            self.max_in_flight_binding = max(self.max_in_flight_binding, self.in_flight)
         try:
             for _ in range(3):
                 await asyncio.sleep(0)
@@ -227,10 +232,16 @@ async def test_events_are_written_in_order_with_bounded_concurrency(
     await env.gang("g0", 6)
     await env.gang("g1", 6)
     rec = CountingEvents(env.cluster)
-    s = Scheduler(rec, SchedulerConfig(event_concurrency=2), clock=clock)
+    cfg = SchedulerConfig(event_concurrency=2)
+    s = Scheduler(rec, cfg, clock=clock)
+    rec.binds = lambda: s.binder.in_flight
     env.schedulers.append(s)
     assert await s.until_idle() == 12
-    assert rec.max_in_flight == 2
+    # event_concurrency while bindings are in flight (the queue stays under half full);
+    # once none is, the rest drains with up to bind_concurrency writers (issue 14; before,
+    # event_concurrency throughout: max_in_flight was 2)
+    assert rec.max_in_flight_binding == 2
+    assert 2 < rec.max_in_flight <= cfg.bind_concurrency
     assert s.status.events_pending == 0
     assert sorted(rec.reasons) == sorted(
         (f"g{g}-{i}", "Scheduled") for g in (0, 1) for i in range(6)
@@ -282,3 +293,113 @@ async def test_a_large_gangs_canary_still_holds_the_slots_for_its_burst(
     assert await s.until_idle() == 12
     starts = [_gang(p) for what, p in rec.log if what == "start"]
     assert starts == ["big"] * 10 + ["small"] * 2
+
+
+class SlowEvents(CountingEvents):
+    """Every event takes ``delay`` event-loop turns (a loaded API server); samples the
+    scheduler's event queue as each write starts."""
+
+    def __init__(self, inner: Any, delay: int) -> None:
+        super().__init__(inner)
+        self.delay = delay
+        self.scheduler: Scheduler | None = None
+        self.max_queued = 0
+
+    async def create_event(self, **kwargs: Any) -> None:
+        assert self.scheduler is not None
+        self.max_queued = max(self.max_queued, len(self.scheduler.status._event_queue))
+        for _ in range(self.delay):
+            await asyncio.sleep(0)
+        await super().create_event(**kwargs)
+
+
+async def test_a_burst_of_binds_writes_every_scheduled_event(
+    mem_env: tuple[Env, ManualClock],
+) -> None:
+    # Issue 14: events written more slowly than pods are bound, a queue of 8: before, the
+    # events beyond the queue were dropped (5,000 pods on a real API server: 2,807 events).
+    # Now a binding waits for room, and the writers grow with the backlog: one Scheduled
+    # event per pod, none dropped, the queue never beyond its bound.
+    env, clock = mem_env
+    await env.node("a", cpu="128", memory="512Gi")
+    for g in range(10):
+        await env.gang(f"g{g}", 8, cpu="1", memory="1Gi")
+    rec = SlowEvents(env.cluster, delay=40)
+    cfg = SchedulerConfig(scheduler_name=env.scheduler_name, max_queued_events=8)
+    s = Scheduler(rec, cfg, clock=clock)
+    rec.scheduler = s
+    env.schedulers.append(s)
+    assert await s.until_idle() == 80
+    assert s.status.events_pending == 0
+    assert s.status.events_dropped == 0
+    assert sorted(rec.reasons) == sorted(
+        (f"g{g}-{i}", "Scheduled") for g in range(10) for i in range(8)
+    )
+    assert rec.max_queued <= cfg.max_queued_events
+    assert cfg.event_concurrency < rec.max_in_flight <= cfg.bind_concurrency
+
+
+def test_event_writers_follow_the_backlog(mem_env: tuple[Env, ManualClock]) -> None:
+    # event_concurrency while bindings are in flight and the queue is at most half full,
+    # then more up to bind_concurrency when it is full; all of them with no binding in flight
+    env, clock = mem_env
+    cfg = SchedulerConfig(event_concurrency=4, bind_concurrency=16, max_queued_events=100)
+    st = Scheduler(env.cluster, cfg, clock=clock).status
+    binds = 5
+    st.binds_in_flight = lambda: binds
+    queued = st._event_queue
+    entry = ("default", "p", "uid", "Normal", "Scheduled", "n1")
+    assert st.event_writers_limit() == 4
+    queued.extend([entry] * 50)
+    assert st.event_writers_limit() == 4
+    queued.extend([entry] * 25)
+    assert st.event_writers_limit() == 10
+    queued.extend([entry] * 25)
+    assert st.event_writers_limit() == 16
+    binds = 0
+    queued.clear()
+    assert st.event_writers_limit() == 16
+
+
+async def test_explanations_beyond_the_event_queue_are_dropped_and_counted(
+    mem_env: tuple[Env, ManualClock],
+) -> None:
+    # A FailedScheduling event comes from a scheduling cycle, which does not wait for the
+    # API server: beyond max_queued_events it is dropped, counted in events_dropped and in
+    # scheduler_events_dropped_total{reason="FailedScheduling"}
+    env, clock = mem_env
+    await env.node("a", cpu="4")
+    for i in range(12):
+        await env.pod(f"big-{i}", cpu="64")
+    rec = SlowEvents(env.cluster, delay=40)
+    cfg = SchedulerConfig(
+        scheduler_name=env.scheduler_name,
+        event_concurrency=1,
+        bind_concurrency=1,
+        max_queued_events=2,
+    )
+    s = Scheduler(rec, cfg, clock=clock)
+    rec.scheduler = s
+    env.schedulers.append(s)
+    labels = {"reason": "FailedScheduling"}
+    before = REGISTRY.get_sample_value("scheduler_events_dropped_total", labels) or 0.0
+    await s.until_idle()
+    dropped = s.status.events_dropped
+    assert dropped > 0
+    assert dropped + len(rec.reasons) == 12
+    assert REGISTRY.get_sample_value("scheduler_events_dropped_total", labels) == before + dropped
+
+
+def test_watch_stalls_are_a_metric() -> None:
+    # scheduler_watch_stalls_total{resource}: read from the client's counts at scrape time
+    stalls = {"/api/v1/pods": 2, "/apis/scheduling.k8s.io/v1beta1/podgroups": 1}
+    old = WATCH_STALLS.source
+    WATCH_STALLS.source = lambda: stalls
+    try:
+        assert REGISTRY.get_sample_value("scheduler_watch_stalls_total", {"resource": "pods"}) == 2
+        got = REGISTRY.get_sample_value("scheduler_watch_stalls_total", {"resource": "podgroups"})
+        assert got == 1
+        stalls["/api/v1/pods"] = 3
+        assert REGISTRY.get_sample_value("scheduler_watch_stalls_total", {"resource": "pods"}) == 3
+    finally:
+        WATCH_STALLS.source = old

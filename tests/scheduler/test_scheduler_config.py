@@ -305,3 +305,21 @@ def test_client_rate_flags_reach_the_rate_limiter(
     else:
         assert isinstance(cluster, RateLimitedCluster)
         assert (cluster.bucket.qps, cluster.bucket.burst) == expected
+
+
+def test_the_gc_freeze_flag_reaches_the_scheduler_config(tmp_path: Path) -> None:
+    import argparse
+
+    from scheduler.cli import _settings, register
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    good = str(_write(tmp_path, GOOD))
+    for argv, want in (
+        ([], True),  # on by default, with or without a file
+        (["--config", good], True),
+        (["--no-gc-freeze"], False),
+        (["--config", good, "--no-gc-freeze"], False),
+        (["--gc-freeze"], True),
+    ):
+        assert _settings(parser.parse_args(["scheduler", *argv])).scheduler.gc_freeze is want

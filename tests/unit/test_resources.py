@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workloadbuilder.resources import is_pod_level_resource, pod_requests
+from workloadbuilder.resources import is_pod_level_resource, parse_quantity, pod_requests
 
 
 def _c(**requests: str) -> dict[str, object]:
@@ -48,3 +48,15 @@ def test_invalid_quantities() -> None:
     with pytest.raises(ValueError):
         pod_requests(spec)
     assert pod_requests(spec, strict=False) == {"memory": 2**30}
+
+
+def test_repeated_quantities_parse_the_same_per_resource() -> None:
+    # parsed strings are remembered per (text, cpu or not): the second call must agree
+    for _ in range(2):
+        assert parse_quantity("500m", "cpu") == 500
+        assert parse_quantity("500m", "memory") == 1  # 0.5 bytes, rounded up
+        assert parse_quantity("1Gi", "memory") == 2**30
+        assert parse_quantity("1Gi") == 2**30
+        assert parse_quantity(2, "cpu") == 2000
+        with pytest.raises(ValueError):
+            parse_quantity("12x", "cpu")

@@ -97,21 +97,22 @@ def groups_by_workload(obj: KubeObject) -> list[str]:
     return [namespaced_key(ns, str(name))] if name else []
 
 
-def _older(obj: KubeObject, cached: KubeObject) -> bool:
-    """Whether ``obj``'s resourceVersion is older than ``cached``'s (False when either is
+def _rv_older(rv: Any, cached_rv: Any) -> bool:
+    """Whether resourceVersion ``rv`` is older than ``cached_rv`` (False when either is
     missing or not a number)."""
     try:
-        return int(_meta_field(obj, "resourceVersion")) < int(
-            _meta_field(cached, "resourceVersion")
-        )
+        return int(rv) < int(cached_rv)
     except (TypeError, ValueError):
         return False
 
 
-def _not_newer(obj: KubeObject, cached: KubeObject) -> bool:
-    if _meta_field(obj, "resourceVersion") == _meta_field(cached, "resourceVersion"):
-        return True
-    return _older(obj, cached)
+def _key_and_rv(obj: KubeObject) -> tuple[str, Any]:
+    """:func:`object_key` and the resourceVersion, reading a dict's metadata once."""
+    if type(obj) is dict:
+        meta = obj.get("metadata") or {}
+        ns, name = meta.get("namespace"), meta.get("name")
+        return (f"{ns}/{name}" if ns else str(name)), meta.get("resourceVersion")
+    return object_key(obj), _meta_field(obj, "resourceVersion")
 
 
 @attrs.define
@@ -360,22 +361,26 @@ class Informer:
             async for event in stream:
                 count += 1
                 obj = event.object
-                rv = _meta_field(obj, "resourceVersion")
                 if event.type == "BOOKMARK":
+                    rv = _meta_field(obj, "resourceVersion")
                     if rv:
                         self._last_rv = str(rv)
                     continue
                 if event.type == "ERROR":
                     raise Gone("watch returned an ERROR event")
-                key = object_key(obj)
+                key, rv = _key_and_rv(obj)
                 old = self._cache.get(key)
                 # A paged list can run ahead of its version (MemoryCluster): skip events the
                 # cache already reflects, including the deletion of an earlier incarnation
                 # of an object the list already returned re-created.
-                if old is not None and (
-                    _older(obj, old) if event.type == "DELETED" else _not_newer(obj, old)
-                ):
-                    continue
+                if old is not None:
+                    old_rv = _meta_field(old, "resourceVersion")
+                    if (
+                        _rv_older(rv, old_rv)
+                        if event.type == "DELETED"
+                        else (rv == old_rv or _rv_older(rv, old_rv))
+                    ):
+                        continue
                 if event.type == "DELETED":
                     if old is not None:
                         self._remove(key, old)

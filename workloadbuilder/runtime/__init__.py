@@ -16,6 +16,9 @@
 * :class:`RateLimitedCluster` / :class:`TokenBucket`: client-side QPS and burst.
 * :func:`run` / :func:`event_loop_factory` / :func:`add_event_loop_flag`: the event loop a
   component runs on (uvloop when installed, else asyncio; ``--event-loop``).
+* :class:`GcPolicy` / :data:`gc_policy`: the garbage-collector policy of a process with a
+  large long-lived heap (freeze what survives full collections; complete collections on a
+  timer).
 * :class:`WorkQueue`: a rate-limited work queue (controller-runtime semantics).
 * :class:`Reconciler`: the generic integration controller (Plan -> cluster objects).
 * :func:`link_pod` / :func:`link_pod_template`: link pods an operator creates to their group.
@@ -33,6 +36,7 @@ from workloadbuilder.runtime._eventloop import (
     run,
 )
 from workloadbuilder.runtime._feed import Feed, Handler, settle
+from workloadbuilder.runtime._gc import GcPolicy, gc_policy
 from workloadbuilder.runtime._health import HealthServer
 from workloadbuilder.runtime._kubeflags import add_kube_flags, kube_cluster
 from workloadbuilder.runtime._leader import LeaderElector
@@ -67,6 +71,7 @@ __all__ = [
     "Component",
     "EventLoopChoice",
     "Feed",
+    "GcPolicy",
     "Handler",
     "HealthServer",
     "LeaderElector",
@@ -84,6 +89,7 @@ __all__ = [
     "check_access",
     "credential_source",
     "event_loop_factory",
+    "gc_policy",
     "kube_cluster",
     "link_pod",
     "link_pod_template",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import logging
 import os
 from collections.abc import Callable, Coroutine
 from typing import Any, Literal, TypeVar, cast
@@ -40,6 +41,8 @@ EventLoopChoice = Literal["auto", "uvloop", "asyncio"]
 EVENT_LOOP_ENV = "WORKLOADBUILDER_EVENT_LOOP"
 
 _CHOICES: tuple[EventLoopChoice, ...] = ("auto", "uvloop", "asyncio")
+
+_log = logging.getLogger(__name__)
 
 
 def _default_choice() -> EventLoopChoice:
@@ -83,12 +86,15 @@ def run(
     event_loop: EventLoopChoice | None = None,
     debug: bool | None = None,
 ) -> T:
-    """``asyncio.run(main)`` on the chosen loop (see :func:`resolve_event_loop`)."""
+    """``asyncio.run(main)`` on the chosen loop (see :func:`resolve_event_loop`); the loop
+    it runs on is logged at DEBUG."""
     try:
-        factory = event_loop_factory(event_loop)
+        kind = resolve_event_loop(event_loop)
+        factory = event_loop_factory(kind)
     except BaseException:
         main.close()  # never awaited: no "coroutine was never awaited" warning
         raise
+    _log.debug("event loop: %s", kind)
     with asyncio.Runner(debug=debug, loop_factory=factory) as runner:
         return runner.run(main)
 

@@ -46,8 +46,13 @@ PODGROUPS = ("scheduling.k8s.io", "podgroups")
 def timestamp_clock(clock: Callable[[], float]) -> Now:
     """A :data:`Now` reading ``clock`` (seconds since the epoch)."""
 
+    last: list[Any] = [None, ""]  # the second last formatted, and its text
+
     def now() -> str:
-        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock()))
+        second = int(clock() // 1)
+        if second != last[0]:  # one strftime per second, not per write
+            last[0], last[1] = second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
+        return str(last[1])
 
     return now
 
