@@ -462,6 +462,34 @@ def request_account(
 # ---------------------------------------------------------------------- contenders
 
 
+#: the project's packages, compiled to bytecode before a contender starts
+PACKAGES = ("workloadbuilder", "scheduler", "integrations", "simulator", "benchmarks")
+
+
+def contender_env(tree: Path | None = None) -> dict[str, str]:
+    """A contender's environment: this one, but with bytecode written and read (an installed
+    copy has it; ``PYTHONDONTWRITEBYTECODE`` would compile every project module from source
+    at each start, ~0.3 s of CPU), and ``tree`` first on ``PYTHONPATH`` when given."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
+    return env
+
+
+def precompile(tree: Path) -> None:
+    """Write the bytecode of ``tree``'s packages (``__pycache__``, ignored by git), so that a
+    contender's start-up does not include compiling them."""
+    dirs = [d for d in PACKAGES if (tree / d).is_dir()]
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "-j", "0", *dirs],
+        cwd=tree,
+        env=contender_env(),
+        stdout=subprocess.DEVNULL,
+        check=True,
+    )
+
+
 def free_port() -> int:
     """A free loopback TCP port."""
     with socket.socket() as s:
@@ -531,7 +559,12 @@ def spawn(
             f"--ceiling-event-loop={args.ceiling_event_loop}",
         ]
     return subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env=contender_env(),
     )
 
 
@@ -1244,6 +1277,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_on_loop(ceiling_worker(args), event_loop=args.ceiling_event_loop)
     if args.mode == "backlog" and args.pods > args.nodes * min(NODE_PODS, NODE_CPU):
         p.error("more pods than the nodes hold")
+    precompile(Path(__file__).resolve().parents[1])
     with ControlPlane(bin_dir=args.bin_dir) as plane:
         results = asyncio.run(run_all(plane, args))
     report = {

@@ -33,7 +33,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
-import cel
 import numpy as np
 import numpy.typing as npt
 
@@ -193,6 +192,8 @@ class _Device:
 
     def context(self) -> Any:
         if self.ctx is None:
+            import cel  # on first use: the package imports its CLI (typer, rich): ~0.15 s
+
             ctx = cel.Context()
             for fname, fn in _FUNCTIONS.items():
                 ctx.add_function(fname, fn)
@@ -723,6 +724,8 @@ class DynamicResources:
     def _program(self, expression: str) -> Any:
         prog = self._programs.get(expression)
         if prog is None:
+            import cel  # on first use (see _Device.context)
+
             prog = self._programs[expression] = cel.compile(expression)
         return prog
 

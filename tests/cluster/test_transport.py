@@ -584,3 +584,31 @@ async def test_json_bodies_with_and_without_orjson(monkeypatch: pytest.MonkeyPat
     slow = _kube._dumps(doc)
     expected = {"a": when.isoformat(), "b": [1, 2.5, None], "3": "x"}
     assert json.loads(fast) == json.loads(slow) == expected
+
+
+def test_json_responses_keep_big_integers_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    from workloadbuilder.cluster import _kube
+
+    calls: list[bytes] = []
+    real = _kube._orjson.loads
+
+    def counting(data: bytes) -> Any:
+        calls.append(data)
+        return real(data)
+
+    monkeypatch.setattr(_kube._orjson, "loads", counting)
+    plain = b'{"kind":"Pod","metadata":{"resourceVersion":"123456"},"n":[1,2.5,-3,"\\u00e9"]}'
+    assert _kube._loads(plain) == json.loads(plain)
+    assert calls == [plain]  # the fast path
+    for text in (
+        b'{"n": 18446744073709551616}',  # beyond 64 bits: orjson would give a float
+        b'{"n": -9223372036854775809}',
+        b'{"n": 123456789012345678901234567890}',
+    ):
+        got = _kube._loads(text)
+        assert got == json.loads(text) and isinstance(got["n"], int)
+    assert len(calls) == 1  # none of those went to orjson
+    surrogate = b'{"s": "\\ud800"}'  # orjson refuses a lone surrogate; json reads it
+    assert _kube._loads(surrogate) == {"s": "\ud800"}
+    monkeypatch.setattr(_kube, "_orjson", None)
+    assert _kube._loads(plain) == json.loads(plain)

@@ -51,6 +51,14 @@ __all__ = [
 ]
 
 _BUILTIN = ("_build", "_validate", "_lint", "_controlplane", "_conformance")
+#: the command each built-in module registers (tests/unit checks this against _BUILTIN)
+_BUILTIN_COMMANDS = {
+    "build": "_build",
+    "validate": "_validate",
+    "lint": "_lint",
+    "controlplane": "_controlplane",
+    "conformance": "_conformance",
+}
 #: top-level module -> the extra of pyproject.toml that installs it (for the CLI's hint)
 _OPTIONAL_MODULES = {"numpy": "scheduler", "matplotlib": "simulator"}
 _log = logging.getLogger(__name__)
@@ -93,6 +101,36 @@ def _unavailable(parser: _Parser, sub: Any, name: str, error: ImportError) -> No
     parser.unavailable[name] = message
 
 
+def _register_builtin(sub: Any, name: str) -> None:
+    modname = f"{__name__}.{name}"
+    if importlib.util.find_spec(modname) is not None:
+        importlib.import_module(modname).register(sub)
+
+
+def _register_providers(parser: _Parser, sub: Any, command: str | None = None) -> None:
+    """Every provider's commands; for ``command``, the provider of that name first, and no
+    other when it registered the command (the scheduler starts without the simulator's
+    and the integrations' modules)."""
+    providers = list(entry_points(group="workloadbuilder.commands"))
+    if command is not None:
+        named = [ep for ep in providers if ep.name == command]
+        _load_providers(parser, sub, named)
+        if command in sub.choices:
+            return
+        providers = [ep for ep in providers if ep.name != command]
+    _load_providers(parser, sub, providers)
+
+
+def _load_providers(parser: _Parser, sub: Any, providers: list[Any]) -> None:
+    for ep in providers:
+        try:
+            ep.load()(sub)
+        except ImportError as e:  # a provider whose optional deps are missing
+            _log.debug("command provider %s unavailable: %s", ep.name, e)
+            if ep.name not in sub.choices:
+                _unavailable(parser, sub, ep.name, e)
+
+
 def _make_parser(argv: Sequence[str] = ()) -> _Parser:
     parser = _Parser(
         prog="workloadbuilder",
@@ -100,19 +138,23 @@ def _make_parser(argv: Sequence[str] = ()) -> _Parser:
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in _BUILTIN:
-        modname = f"{__name__}.{name}"
-        if importlib.util.find_spec(modname) is not None:
-            importlib.import_module(modname).register(sub)
-    if _command_of(argv) in sub.choices:
-        return parser  # a built-in command: the providers are not needed
-    for ep in entry_points(group="workloadbuilder.commands"):
-        try:
-            ep.load()(sub)
-        except ImportError as e:  # a provider whose optional deps are missing
-            _log.debug("command provider %s unavailable: %s", ep.name, e)
-            if ep.name not in sub.choices:
-                _unavailable(parser, sub, ep.name, e)
+    command = _command_of(argv)
+    builtin = _BUILTIN_COMMANDS.get(command or "")
+    if builtin is not None:
+        _register_builtin(sub, builtin)  # a built-in command: the providers are not needed
+        return parser
+    if command is not None:
+        # a provider's command (the scheduler's, ...): the other built-ins are not needed
+        # either (importing them all costs ~0.2 s of a component's start-up)
+        _register_providers(parser, sub, command)
+        if command in sub.choices:
+            return parser
+        for name in _BUILTIN:  # an unknown command: the error lists every command
+            _register_builtin(sub, name)
+        return parser
+    for name in _BUILTIN:  # help: every command
+        _register_builtin(sub, name)
+    _register_providers(parser, sub)
     return parser
 
 

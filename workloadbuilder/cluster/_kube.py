@@ -349,6 +349,12 @@ class KubeCluster:
                 self._http = http
                 self._session = session
                 self._loop = loop
+                logger.debug(
+                    "%r: connected (%s; unary requests on %s)",
+                    self,
+                    self._description or "a Configuration",
+                    "the lean transport" if http is not None else "aiohttp",
+                )
         assert self._settings is not None
         return self._settings
 
@@ -517,7 +523,7 @@ class KubeCluster:
             if not data or not decode:
                 return {}
             try:
-                decoded = json.loads(data)
+                decoded = _loads(data)
             except ValueError as e:
                 raise ApiError(f"{method} {path}: response is not JSON", status=status) from e
             return decoded if isinstance(decoded, dict) else {"items": decoded}
@@ -884,6 +890,22 @@ def _dumps(body: Any) -> bytes:
     return json.dumps(body, default=_json_default).encode()
 
 
+#: digits -> "0", every other byte -> "x": ``_loads`` looks for 19 digits in a row
+_DIGITS = bytes(48 if 48 <= i <= 57 else 120 for i in range(256))
+
+
+def _loads(data: bytes) -> Any:
+    """A JSON response body or watch line: orjson (2-3x faster than ``json`` on API objects)
+    unless the text has 19 or more digits in a row -- an integer orjson might read as a float
+    (it keeps integers exactly only up to 64 bits) -- or orjson refuses it; ``json`` then."""
+    if _orjson is not None and data.translate(_DIGITS).find(b"0000000000000000000") < 0:
+        try:
+            return _orjson.loads(data)
+        except ValueError:
+            pass  # what orjson refuses (e.g. a lone surrogate), json may take
+    return json.loads(data)
+
+
 def _json_default(value: Any) -> Any:
     """Dates in request bodies as ISO 8601 (as kubernetes-asyncio's serialiser does)."""
     if isinstance(value, (datetime.datetime, datetime.date)):
@@ -1024,7 +1046,7 @@ async def _lines(
 
 def _watch_event(line: bytes, info: ResourceInfo, what: str) -> WatchEvent | None:
     try:
-        raw = json.loads(line)
+        raw = _loads(line)
     except ValueError:
         # A line cut short by a dropped connection: the stream is over.
         logger.debug("%s: undecodable watch line dropped", what)

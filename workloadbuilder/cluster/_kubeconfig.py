@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 import os
 import ssl
 import tempfile
@@ -44,6 +45,8 @@ __all__ = [
     "read_kubeconfig",
     "settings_from_configuration",
 ]
+
+logger = logging.getLogger(__name__)
 
 #: the ``Authorization`` header value of the next request (None: send none); awaited per request
 TokenSource = Callable[[], Awaitable[str | None]]
@@ -289,6 +292,13 @@ def read_kubeconfig(paths: Sequence[str], context: str | None = None) -> Kubecon
     for section, (entry, _) in (("cluster", cluster), ("user", user)):
         if not isinstance(entry, dict):
             raise KubeConfigError(f"cannot use kubeconfig {where}: the {section} is not a mapping")
+    logger.debug(
+        "kubeconfig %s: context %s, cluster %s, user %s",
+        where,
+        name,
+        ctx["cluster"],
+        user_name if user_name and str(user_name) in users else "(none)",
+    )
     return Kubeconfig(
         paths=paths,
         context=name,

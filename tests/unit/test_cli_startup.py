@@ -1,0 +1,77 @@
+"""What a component's start imports (issue 14, start-up CPU): a provider's command (the
+scheduler) loads no built-in command module it does not run, and the kube client no
+kubernetes-asyncio; a built-in command loads no provider."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from workloadbuilder import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_builtin_command_table_matches_the_modules() -> None:
+    assert sorted(cli._BUILTIN_COMMANDS.values()) == sorted(cli._BUILTIN)
+    for command, module in cli._BUILTIN_COMMANDS.items():
+        parser = argparse.ArgumentParser()
+        sub = parser.add_subparsers()
+        importlib.import_module(f"workloadbuilder.cli.{module}").register(sub)
+        assert list(sub.choices) == [command]
+
+
+def _modules_after_parsing(argv: list[str]) -> list[str]:
+    code = f"""
+        import json, sys
+        from workloadbuilder import cli
+        parser = cli._make_parser({argv!r})
+        parser.parse_args({argv!r})
+        print(json.dumps(sorted(sys.modules)))
+    """
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return list(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def test_the_scheduler_command_loads_no_other_command_and_no_kubernetes_asyncio() -> None:
+    modules = set(_modules_after_parsing(["scheduler", "--kubeconfig", "k"]))
+    assert "scheduler.cli" in modules
+    unneeded = {
+        "workloadbuilder.cli._conformance",
+        "workloadbuilder.cli._controlplane",
+        "workloadbuilder.cli._lint",
+        "workloadbuilder.conformance",
+        "workloadbuilder.testing",
+        "kubernetes_asyncio",
+        "simulator",
+        "integrations",
+    }
+    assert {m.split(".")[0] for m in modules} & unneeded == set()
+    assert modules & unneeded == set()
+    # a command of a provider registered under another name still works
+    assert "scheduler.cli" in set(_modules_after_parsing(["explain", "podgroup", "g"]))
+
+
+def test_a_builtin_command_loads_no_provider_and_help_lists_all() -> None:
+    modules = set(_modules_after_parsing(["lint", "topology", "-f", "x.yaml"]))
+    assert "workloadbuilder.cli._lint" in modules
+    assert "scheduler.cli" not in modules and "workloadbuilder.cli._conformance" not in modules
+    parser = cli._make_parser([])
+    choices = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert {"build", "validate", "lint", "controlplane", "conformance", "scheduler"} <= set(choices)
+    # an unknown command: the error lists the built-ins too
+    unknown = cli._make_parser(["nope"])
+    listed = unknown._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert {"build", "scheduler"} <= set(listed)
