@@ -268,6 +268,26 @@ def test_configuration_errors_name_what_is_wrong(tmp_path: Path) -> None:
         _kubeconfig.read_kubeconfig([str(missing)]).settings()
 
 
+@pytest.mark.parametrize(
+    "fields",
+    [{"as": "alice"}, {"as-groups": ["admins"]}, {"as": "bob", "as-user-extra": {"k": ["v"]}}],
+    ids=["as", "as-groups", "as-user-extra"],
+)
+def test_impersonation_is_refused_not_ignored(tmp_path: Path, fields: dict[str, Any]) -> None:
+    path = _write(
+        tmp_path / "config",
+        _config(
+            {"c": {"server": "https://127.0.0.1:9"}},
+            {"u": {"token": "t", **fields}},
+            {"x": ("c", "u")},
+            current="x",
+        ),
+    )
+    with pytest.raises(KubeConfigError, match="impersonation is not supported") as e:
+        KubeCluster.from_kubeconfig(path)
+    assert all(k in str(e.value) for k in fields) and "'u'" in str(e.value)
+
+
 async def test_exec_plugin_credentials(server: Server, tmp_path: Path) -> None:
     plugin = tmp_path / "plugin.py"
     plugin.write_text(

@@ -242,6 +242,10 @@ def _named(doc: Mapping[str, Any], section: str, path: str) -> list[tuple[str, A
     return out
 
 
+#: a kubeconfig user's impersonation fields (``kubectl --as`` and friends): refused
+_IMPERSONATION = ("as", "as-uid", "as-groups", "as-user-extra")
+
+
 def read_kubeconfig(paths: Sequence[str], context: str | None = None) -> Kubeconfig:
     """Merge the kubeconfig files (see the module) and select ``context`` (the merged
     ``current-context`` when None). Raises :class:`KubeConfigError` for a file that cannot
@@ -292,6 +296,12 @@ def read_kubeconfig(paths: Sequence[str], context: str | None = None) -> Kubecon
     for section, (entry, _) in (("cluster", cluster), ("user", user)):
         if not isinstance(entry, dict):
             raise KubeConfigError(f"cannot use kubeconfig {where}: the {section} is not a mapping")
+    impersonation = sorted(k for k in _IMPERSONATION if user[0].get(k))
+    if impersonation:  # never drop them silently: the requests would run as someone else
+        raise KubeConfigError(
+            f"cannot use kubeconfig {where}: user {user_name!r} of context {name!r} sets "
+            f"{', '.join(impersonation)}; impersonation is not supported"
+        )
     logger.debug(
         "kubeconfig %s: context %s, cluster %s, user %s",
         where,
