@@ -14,6 +14,10 @@ peak RSS.
     .venv/bin/python benchmarks/bench_scheduler.py --compare       # both, same process
     .venv/bin/python benchmarks/bench_scheduler.py --profile /tmp/s.prof  # cProfile it
     .venv/bin/python benchmarks/bench_scheduler.py --no-gc-freeze  # without the GC policy
+    .venv/bin/python benchmarks/bench_scheduler.py --event-loop asyncio  # not on uvloop
+
+The scheduler runs on the event loop `workloadbuilder scheduler` uses by default (uvloop
+when installed; ``--event-loop`` as on the CLI); the output names it.
 
 The output also gives the CPU seconds spent in garbage collections during the scheduling
 phase (and their number by generation), and how many ``Scheduled`` events were recorded
@@ -28,7 +32,6 @@ throughput ratio.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import cProfile
 import gc
 import json
@@ -53,6 +56,8 @@ from workloadbuilder.api import (
     TopologyConstraint,
 )
 from workloadbuilder.cluster import Cluster, MemoryCluster
+from workloadbuilder.runtime import add_event_loop_flag, resolve_event_loop
+from workloadbuilder.runtime import run as run_on_loop
 
 
 class TimedBinds:
@@ -237,6 +242,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "pods": total,
         "gangs": len(gangs),
         "waves": args.waves,
+        "event_loop": resolve_event_loop(args.event_loop),
         "events": not args.no_events,
         "events_recorded": inner.count("Event", "default"),
         "events_dropped": events_dropped,
@@ -279,6 +285,7 @@ def main() -> int:
         action="store_true",
         help="SchedulerConfig(gc_freeze=False): leave the garbage collector as it is",
     )
+    add_event_loop_flag(p)
     p.add_argument("--json", action="store_true")
     p.add_argument(
         "--profile", metavar="FILE", help="cProfile the scheduling phase only (pstats file)"
@@ -288,7 +295,7 @@ def main() -> int:
         results = []
         for topology in (False, True):
             args.topology = topology
-            results.append(asyncio.run(run(args)))
+            results.append(run_on_loop(run(args), event_loop=args.event_loop))
         plain, topo = results
         ratio = {
             "topology_vs_unconstrained_pods_per_second": round(
@@ -302,7 +309,7 @@ def main() -> int:
         }
         out: Any = {"unconstrained": plain, "topology": topo, **ratio}
     else:
-        out = asyncio.run(run(args))
+        out = run_on_loop(run(args), event_loop=args.event_loop)
     if args.json:
         print(json.dumps(out, indent=2))
     else:
