@@ -5,10 +5,8 @@ as files and data, errors, in-cluster) are in test_kube_unit.py."""
 from __future__ import annotations
 
 import base64
-import json
 import os
 import ssl
-import subprocess
 import sys
 import textwrap
 from collections.abc import AsyncIterator
@@ -18,13 +16,13 @@ from typing import Any
 import pytest
 import yaml
 from aiohttp import web
+from fresh import run_fresh
 
 from workloadbuilder.cluster import KubeCluster, KubeConfigError, RetryPolicy, _kubeconfig
 from workloadbuilder.errors import ApiError
 from workloadbuilder.testing._pki import Pki
 
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}}
-ROOT = Path(__file__).resolve().parents[2]
 
 
 class Server:
@@ -337,12 +335,4 @@ def test_a_plain_kubeconfig_does_not_import_kubernetes_asyncio(tmp_path: Path) -
         server = asyncio.run(main())
         print(json.dumps([server, "kubernetes_asyncio" in sys.modules]))
     """
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    assert json.loads(proc.stdout.strip().splitlines()[-1]) == ["http://127.0.0.1:9", False]
+    assert run_fresh(code) == ["http://127.0.0.1:9", False]

@@ -6,15 +6,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
+
+from fresh import run_fresh
 
 from workloadbuilder import cli
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_builtin_command_table_matches_the_modules() -> None:
@@ -34,15 +29,7 @@ def _modules_after_parsing(argv: list[str]) -> list[str]:
         parser.parse_args({argv!r})
         print(json.dumps(sorted(sys.modules)))
     """
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    return list(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return list(run_fresh(code))
 
 
 def test_the_scheduler_command_loads_no_other_command_and_no_kubernetes_asyncio() -> None:

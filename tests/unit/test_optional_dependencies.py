@@ -3,35 +3,17 @@ dependencies are loaded only by what needs them (each check runs in a fresh inte
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
 import tomllib
 from pathlib import Path
-from typing import Any
 
 import pytest
+from fresh import run_fresh
 
 from workloadbuilder import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 HTTP_STACK = ("kubernetes_asyncio", "aiohttp")
 HEAVY = ("numpy", "matplotlib")
-
-
-def run_fresh(code: str) -> Any:
-    """Run ``code`` in a new interpreter; it prints one JSON value on its last line."""
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def loaded(modules: list[str], roots: tuple[str, ...]) -> list[str]:
