@@ -472,6 +472,9 @@ async def test_integrations_killed_mid_reconcile_leave_no_duplicates_or_orphans(
                 killed.append({"phase": "resize", "podgroups_at_kill": n})
                 proc = spawn()
             last: dict[str, Any] = {}
+            # the last restart is up (its signal handlers too) before the end state is read:
+            # the plans may already hold, and a SIGTERM during its start-up is no clean stop
+            await wait_until(proc.ready, "the last controller ready", 60)
 
             async def converged() -> bool:
                 assert proc.alive(), proc.log_path.read_text()[-3000:]
