@@ -28,12 +28,26 @@ def rules_granted(rules: Iterable[Mapping[str, Any]]) -> set[Rule]:
 
 class RecordingCluster(ClusterProxy):
     """Forwards to a real cluster; records the RBAC rule each call needs and every
-    ``Forbidden`` answer."""
+    ``Forbidden`` answer.
+
+    One 403 is not about authorization: kube-apiserver's Priority admission plugin reads
+    PriorityClasses from an informer, so an object naming a class created a moment ago may be
+    refused with "no PriorityClass with name ... was found" until that informer catches up
+    (callers retry it). Those refusals go to ``admission_refused``, every other one to
+    ``forbidden``."""
 
     def __init__(self, inner: KubeCluster) -> None:
         super().__init__(inner)
         self.used: set[Rule] = set()
         self.forbidden: list[str] = []
+        self.admission_refused: list[str] = []
+
+    def _refused(self, e: Forbidden) -> None:
+        message = str(e)
+        if "no PriorityClass with name" in message:
+            self.admission_refused.append(message)
+        else:
+            self.forbidden.append(message)
 
     def _note(self, verb: str, info: ResourceInfo, subresource: str | None) -> None:
         resource = info.plural + (f"/{subresource}" if subresource else "")
@@ -50,7 +64,7 @@ class RecordingCluster(ClusterProxy):
         try:
             return await call
         except Forbidden as e:
-            self.forbidden.append(str(e))
+            self._refused(e)
             raise
 
     async def around_watch(
@@ -61,5 +75,5 @@ class RecordingCluster(ClusterProxy):
             async for event in stream:
                 yield event
         except Forbidden as e:
-            self.forbidden.append(str(e))
+            self._refused(e)
             raise

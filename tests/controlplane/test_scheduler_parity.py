@@ -1672,10 +1672,12 @@ async def test_preemption_tree_leaf_above_its_min_count_is_a_difference(
 ) -> None:
     """CW7 (a recorded difference): a leaf of 3 pods with minCount 1 in a tree of
     minGroupCount 1; the cycle binds t-a-0 and succeeds. v1.37.2 then preempts one or two low
-    pods for the others, nominates them and leaves them unbound (seen for 120 s; in one run
-    t-a-2 got no condition at all), while a flat gang above its quorum in the same place binds all
-    three. Ours treats the leaf as the flat gang: the two left behind preempt two low pods
-    and all three bind."""
+    pods for the others, nominates them and, in most runs, leaves them unbound (seen for
+    120 s; in one run t-a-2 got no condition at all), while a flat gang above its quorum in
+    the same place binds all three. Its outcome depends on timing: in one CI run under load
+    it retried them after the preemption and bound all three (its log shows no retry at all
+    after the preemption in the stranded runs). Ours treats the leaf as the flat gang,
+    always: the two left behind preempt two low pods and all three bind."""
 
     async def upstream_side(s: Side) -> tuple[int, set[str], str | None]:
         low, high = await _classes(s)
@@ -1702,11 +1704,15 @@ async def test_preemption_tree_leaf_above_its_min_count_is_a_difference(
     )
     pods = await upstream.pods()  # read after ours finished too
     ub = await _bound_prefix(upstream, "t-")
+    uleft = await _left(upstream, "low-")
     print(
         f"\n== CW7 upstream bound={ub} left={sorted(uleft)} t-a-1 nominated to {unode} "
         f"t-a-2 status={pods['t-a-2'].get('status')}; ours bound={ob} left={sorted(oleft)}"
     )
-    assert ub == 1 and len(uleft) in (1, 2) and not pods["t-a-1"]["spec"].get("nodeName")
+    if ub == 3:  # upstream retried the nominated pods after its preemption (timing)
+        assert len(uleft) == 1 and all(pods[f"t-a-{i}"]["spec"].get("nodeName") for i in range(3))
+    else:  # the usual outcome: the two nominated pods stranded
+        assert ub == 1 and len(uleft) in (1, 2) and not pods["t-a-1"]["spec"].get("nodeName")
     assert ob == 3 and len(oleft) == 1
 
 
