@@ -76,7 +76,7 @@ def test_kube_cluster_is_imported_on_first_access() -> None:
 
 
 KUBE_WITHOUT_PROXY = """
-    import asyncio, importlib, json, os, pkgutil, sys, tempfile
+    import asyncio, importlib, json, os, pkgutil, socket, sys, tempfile
     for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
         os.environ.pop(var, None)
     import workloadbuilder.runtime
@@ -85,8 +85,9 @@ KUBE_WITHOUT_PROXY = """
         for info in pkgutil.walk_packages(mod.__path__, pkg + "."):
             if info.name != "integrations.webhook":  # the webhook's server is aiohttp's
                 importlib.import_module(info.name)
-    from workloadbuilder.cluster import Informer, KubeCluster
-    from workloadbuilder.errors import Gone
+    from workloadbuilder.cluster import Informer, KubeCluster, RetryPolicy
+    from workloadbuilder.cluster._retry import classify_transport_error
+    from workloadbuilder.errors import ApiError, Gone
 
     POD = {"apiVersion": "v1", "kind": "Pod",
            "metadata": {"name": "p", "namespace": "ns", "resourceVersion": "5"}}
@@ -147,6 +148,26 @@ KUBE_WITHOUT_PROXY = """
             got["informer"] = informer.keys()
             await informer.stop()
         server.close()
+        # transport failures are classified without aiohttp: a refused watch is retried, then
+        # fails as a connection error
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+        probe.close()
+        config["clusters"][0]["cluster"]["server"] = f"http://127.0.0.1:{closed_port}"
+        with open(path, "w") as f:
+            json.dump(config, f)
+        retry = RetryPolicy(max_attempts=2, initial_backoff=0.01, max_backoff=0.01)
+        async with KubeCluster.from_kubeconfig(path, retry=retry) as refused:
+            try:
+                async for _ in refused.watch("Pod", "ns"):
+                    pass
+            except ApiError as e:
+                got["refused"] = [e.status, e.reason]
+        got["classified"] = [
+            getattr(classify_transport_error(e), "not_sent", None)
+            for e in (TimeoutError(), ConnectionResetError(), ValueError("x"))
+        ]
         return got
 
     got = asyncio.run(main())
@@ -162,6 +183,8 @@ def test_kube_cluster_without_a_proxy_never_imports_aiohttp() -> None:
     assert out["got"]["watch"] == ["ADDED", "MODIFIED"]
     assert out["got"]["gone"] is True
     assert out["got"]["informer"] == ["ns/p"]
+    assert out["got"]["refused"] == [0, "ConnectionError"]
+    assert out["got"]["classified"] == [False, False, None]
     assert "scheduler.cli" in out["modules"] and "integrations.cli" in out["modules"]
     assert loaded(out["modules"], HTTP_STACK) == []
 

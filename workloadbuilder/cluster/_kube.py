@@ -131,14 +131,14 @@ class KubeCluster:
     Options: ``retry`` (a :class:`RetryPolicy`), ``request_timeout`` (seconds for a whole
     non-watch request), ``connect_timeout``, ``watch_idle_timeout`` (a watch that receives
     nothing for this long ends, like a dropped connection; the caller resumes from its last
-    resourceVersion), ``max_connections`` (the pool size: of the unary requests' pool, and
-    of the watches' aiohttp pool), ``transport``: ``"auto"`` (the default; also read from
+    resourceVersion), ``max_connections`` (the unary requests' pool size; on the lean client
+    each watch has a connection of its own outside it, on aiohttp watches count in it),
+    ``transport``: ``"auto"`` (the default; also read from
     ``$WORKLOADBUILDER_KUBE_TRANSPORT``) sends unary requests (get, list, create, update,
-    patch, delete, bind, evict, events) on the lean keep-alive HTTP/1.1 client of
-    ``_transport.py`` unless a proxy is configured, where they stay on aiohttp;
+    patch, delete, bind, evict, events) and watches on the lean keep-alive HTTP/1.1 client
+    of ``_transport.py`` unless a proxy is configured, where they go on aiohttp;
     ``"aiohttp"`` sends everything through aiohttp; ``"lean"`` is ``"auto"`` that refuses a
-    proxy. Watches go on the same client as the unary requests (each on a connection of its
-    own); aiohttp is imported only for a proxy or ``"aiohttp"``.
+    proxy. aiohttp is imported only for a proxy or ``"aiohttp"``.
 
     A watch that asked for bookmarks is *stalled* when no byte (event or bookmark) arrives
     for ``watch_stall_factor`` x ``watch_bookmark_interval`` seconds (one interval more
@@ -1076,22 +1076,62 @@ async def _lines(
     """The body that ``read`` returns piece by piece, split at newlines (no bound on a line's
     length). A dropped connection ends the stream (the caller resumes from its last
     resourceVersion); no byte for ``first`` seconds at the start or ``silent`` seconds later
-    raises :class:`_WatchStalled`."""
+    raises :class:`_WatchStalled`.
+
+    The bound counts while a read waits (from its start), not while the consumer handles a
+    line. One timer per stream, re-armed lazily (it was an ``asyncio.timeout`` per read, a
+    timer handle made and cancelled for every event: a fifth of a watch event's CPU)."""
+    loop = asyncio.get_running_loop()
     pending: list[bytes] = []  # the start of a line whose newline has not arrived yet
     bound = first
+    timer: asyncio.TimerHandle | None = None
+    waiting: asyncio.Task[Any] | None = None  # the task waiting in read(), while it waits
+    since = 0.0  # when that read started
+    expired = False
+    received = False
+
+    def check() -> None:
+        nonlocal timer, expired
+        timer = None
+        if bound is None:
+            return
+        task = waiting
+        if task is None:  # between reads: the next read starts the bound again
+            timer = loop.call_at(loop.time() + bound, check)
+            return
+        due = since + bound
+        if loop.time() >= due - 0.001:  # (a loop's timers may run up to its resolution early)
+            expired = True
+            task.cancel()
+        else:
+            timer = loop.call_at(due, check)
+
     try:
         while True:
-            wait = asyncio.timeout(bound)
+            since = loop.time()
+            if timer is None and bound is not None:
+                timer = loop.call_at(since + bound, check)
+            task = waiting = asyncio.current_task()
+            assert task is not None
+            cancelling = task.cancelling()
             try:
-                async with wait:
-                    chunk = await read()
-            except TimeoutError:
-                if wait.expired():
-                    raise _WatchStalled(bound or 0.0) from None
+                chunk = await read()
+            except asyncio.CancelledError:
+                if expired:
+                    expired = False
+                    if task.uncancel() <= cancelling:
+                        raise _WatchStalled(bound or 0.0) from None
                 raise
+            finally:
+                waiting = None
             if not chunk:
                 break
-            bound = silent
+            if not received:  # the first byte: from now on the bound is ``silent``
+                received = True
+                bound = silent
+                if timer is not None:
+                    timer.cancel()
+                    timer = None
             if b"\n" not in chunk:
                 pending.append(chunk)
                 continue
@@ -1109,6 +1149,9 @@ async def _lines(
     except (TransportError, TimeoutError, ConnectionError) as e:
         logger.debug("watch stream ended: %s", e)
         return
+    finally:
+        if timer is not None:
+            timer.cancel()
     rest = b"".join(pending)
     if rest.strip():
         yield rest
