@@ -368,7 +368,7 @@ class KubeCluster:
         )
 
     def _lean_transport(self, settings: ClientSettings, proxy: str | None) -> HttpTransport | None:
-        """The lean client for unary requests, or None (``transport="aiohttp"``, a proxy)."""
+        """The lean client for requests and watches, or None (``transport="aiohttp"``, a proxy)."""
         if self.transport == "aiohttp":
             return None
         if proxy:
