@@ -492,9 +492,10 @@ class _StreamConnection(_Connection):
                 self._reader = None
         data = bytes(self._data)
         self._data.clear()
-        if self._paused and not self.closed and self.transport is not None:
+        t = self.transport
+        if self._paused and not self.closed and t is not None and not t.is_closing():
             self._paused = False
-            self.transport.resume_reading()
+            t.resume_reading()
         return data
 
     # -------------------------------------------------------------- internals
@@ -565,9 +566,10 @@ class _StreamConnection(_Connection):
             return
         self._data += data
         self._wake()
-        if len(self._data) > self._high_water and not self._paused and self.transport:
+        t = self.transport
+        if len(self._data) > self._high_water and not self._paused and t and not t.is_closing():
             self._paused = True
-            self.transport.pause_reading()
+            t.pause_reading()
 
     def _end(self) -> None:
         if self._inflate is not None:
