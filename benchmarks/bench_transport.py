@@ -9,7 +9,14 @@ pods in flight, each combination of transport and event loop (``--transports``,
 request and per pod, and requests/s. The scheduler and the watch are not involved: this is
 the request path alone.
 
+``--case watch``: the watch path alone. Per round, ``--pods`` pods are created and then
+bound by the admin client (untimed: one pod ``MODIFIED`` event each, as a scheduler's
+bindings make); then ``KubeCluster.watch`` (bookmarks on, as the informers ask) replays them
+from the resourceVersion before the bindings, and the CPU of receiving and decoding them is
+measured until the last one: CPU per event (µs) and events/s.
+
     WORKLOADBUILDER_BIN_DIR=... .venv/bin/python benchmarks/bench_transport.py --rounds 3
+    WORKLOADBUILDER_BIN_DIR=... .venv/bin/python benchmarks/bench_transport.py --case watch
 """
 
 from __future__ import annotations
@@ -81,6 +88,51 @@ async def one_round(
     }
 
 
+async def watch_round(
+    plane: ControlPlane, admin: AsyncRestClient, transport: str, ns: str, args: argparse.Namespace
+) -> dict[str, Any]:
+    names = [f"p{i:05d}" for i in range(args.pods)]
+
+    async def create(name: str) -> None:
+        pod = make_pod(name).scheduler_name("bench-transport").request("cpu", "1").obj()
+        await admin.call("POST", f"/api/v1/namespaces/{ns}/pods", pod)
+
+    async def bind(name: str) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": ns},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": "node-x"},
+        }
+        await admin.call("POST", f"/api/v1/namespaces/{ns}/pods/{name}/binding", body)
+
+    await _bounded(32, [lambda n=n: create(n) for n in names])
+    listed = await admin.call("GET", f"/api/v1/namespaces/{ns}/pods?limit=1")
+    rv = str(listed["metadata"]["resourceVersion"])
+    await _bounded(32, [lambda n=n: bind(n) for n in names])
+    cluster = KubeCluster.from_kubeconfig(plane.kubeconfig, transport=transport)  # type: ignore[arg-type]
+    async with cluster as kube:
+        await kube.get("Namespace", ns)  # connect, load credentials: not timed
+        seen = 0
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        async for event in kube.watch("Pod", ns, resource_version=rv):
+            if event.type == "MODIFIED":
+                seen += 1
+                if seen == args.pods:
+                    break
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    return {
+        "case": "watch",
+        "transport": "lean" if transport == "auto" else transport,
+        "pods": args.pods,
+        "events": seen,
+        "cpu_s": round(cpu, 3),
+        "cpu_us_per_event": round(cpu / max(1, seen) * 1e6, 1),
+        "events_per_s": round(seen / wall, 1),
+        "load_avg_1m": round(os.getloadavg()[0], 2),
+    }
+
+
 async def combination(
     plane: ControlPlane, args: argparse.Namespace, r: int, transport: str, loop: str
 ) -> dict[str, Any]:
@@ -93,7 +145,8 @@ async def combination(
             "/api/v1/namespaces",
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
         )
-        res = await one_round(plane, admin, transport, ns, args)
+        body = watch_round if args.case == "watch" else one_round
+        res = await body(plane, admin, transport, ns, args)
         await admin.call("DELETE", f"/api/v1/namespaces/{ns}")
     res["event_loop"] = loop
     return res
@@ -107,10 +160,19 @@ def run(plane: ControlPlane, args: argparse.Namespace) -> list[dict[str, Any]]:
             for transport in args.transports:
                 t = "auto" if transport == "lean" else transport
                 res = run_on_loop(combination(plane, args, r, t, loop), event_loop=loop)
+                if args.case == "watch":
+                    figures = (
+                        f"{res['cpu_us_per_event']:7.1f} us CPU/event  "
+                        f"{res['events_per_s']:8.1f} events/s"
+                    )
+                else:
+                    figures = (
+                        f"{res['cpu_us_per_request']:7.1f} us CPU/request  "
+                        f"{res['requests_per_s']:7.1f} req/s"
+                    )
                 print(
-                    f"# round {r + 1} {res['transport']:7s} {loop:7s} "
-                    f"{res['cpu_us_per_request']:7.1f} us CPU/request  "
-                    f"{res['requests_per_s']:7.1f} req/s  load {res['load_avg_1m']}",
+                    f"# round {r + 1} {res['transport']:7s} {loop:7s} {figures}  "
+                    f"load {res['load_avg_1m']}",
                     file=sys.stderr,
                 )
                 results.append(res)
@@ -120,6 +182,12 @@ def run(plane: ControlPlane, args: argparse.Namespace) -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> int:
     """Parse the flags, run the rounds, print a table (or JSON)."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument(
+        "--case",
+        choices=("requests", "watch"),
+        default="requests",
+        help="requests: bind + event per pod (default); watch: receive the pods' MODIFIED events",
+    )
     p.add_argument("--pods", type=int, default=2000)
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--rounds", type=int, default=3)
@@ -154,11 +222,19 @@ def main(argv: list[str] | None = None) -> int:
         }
         print(json.dumps(report, indent=2))
         return 0
+    per_round = len(args.transports) * len(args.event_loops)
+    if args.case == "watch":
+        print(f"{'round':>5} {'transport':9} {'loop':7} {'us CPU/event':>12} {'events/s':>9} load")
+        for i, res in enumerate(results):
+            print(
+                f"{i // per_round + 1:>5} {res['transport']:9} {res['event_loop']:7} "
+                f"{res['cpu_us_per_event']:>12} {res['events_per_s']:>9} {res['load_avg_1m']}"
+            )
+        return 0
     print(
         f"{'round':>5} {'transport':9} {'loop':7} {'us CPU/request':>14} {'ms CPU/pod':>10} "
         f"{'req/s':>8} load"
     )
-    per_round = len(args.transports) * len(args.event_loops)
     for i, res in enumerate(results):
         print(
             f"{i // per_round + 1:>5} {res['transport']:9} {res['event_loop']:7} "

@@ -25,9 +25,16 @@ import pytest
 from workloadbuilder.cluster import Cluster, MemoryCluster
 from workloadbuilder.errors import NotFound
 
-#: test files whose async tests run once per event loop (the transport, TLS, the loader)
+#: test files whose async tests run once per event loop (the transport, TLS, the loader, the
+#: watches' stall bounds)
 BOTH_LOOPS = frozenset(
-    {"test_transport.py", "test_kube_unit.py", "test_kube_session.py", "test_kubeconfig.py"}
+    {
+        "test_transport.py",
+        "test_kube_unit.py",
+        "test_kube_session.py",
+        "test_kubeconfig.py",
+        "test_kube_watch_stall.py",
+    }
 )
 
 

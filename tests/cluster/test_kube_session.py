@@ -67,7 +67,14 @@ def _no_proxy_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def test_session_does_not_trust_the_environment(server: Recorder) -> None:
+    # the default path (no proxy) has no aiohttp session at all: requests and watches go on
+    # the lean transport
     async with KubeCluster(Configuration(host=server.url)) as kube:
+        assert await kube.get("Pod", "p", "ns") == POD
+        assert kube._session is None and kube._http is not None
+    # where aiohttp carries the requests (a proxy, or transport="aiohttp"), its session
+    # does not trust the environment
+    async with KubeCluster(Configuration(host=server.url), transport="aiohttp") as kube:
         assert await kube.get("Pod", "p", "ns") == POD
         session = kube._session
         assert session is not None

@@ -249,3 +249,78 @@ async def test_a_watch_without_bookmarks_ends_quietly_after_the_idle_timeout(
     finally:
         await cluster.close()
     assert got == [] and cluster.watch_stalls == {}  # silence is normal there: not a stall
+
+
+# ------------------------------------------------------------------ the bound's timer itself
+
+
+def _reader(script: list[tuple[float, bytes]]) -> Callable[[], Awaitable[bytes]]:
+    """A ``read`` that returns each piece after its delay, then b"" (the end); a piece with
+    delay None never comes (a stall)."""
+    steps = iter(script)
+
+    async def read() -> bytes:
+        step = next(steps, None)
+        if step is None:
+            return b""
+        delay, data = step
+        if delay < 0:
+            await asyncio.Event().wait()
+        await asyncio.sleep(delay)
+        return data
+
+    return read
+
+
+async def test_the_bound_counts_while_reading_not_while_the_consumer_works() -> None:
+    from workloadbuilder.cluster._kube import _lines
+
+    # every piece arrives within the bound (0.15 s); the consumer spends 0.3 s on each line
+    read = _reader([(0.05, b"a\n"), (0.05, b"b\n"), (0.05, b"c\n")])
+    got = []
+    async for line in _lines(read, first=0.15, silent=0.15):
+        got.append(line)
+        await asyncio.sleep(0.3)
+    assert got == [b"a", b"b", b"c"]
+
+
+async def test_first_then_silent_bound_and_the_timer_is_released() -> None:
+    from workloadbuilder.cluster._kube import _lines, _WatchStalled
+
+    loop = asyncio.get_running_loop()
+    # the first byte after 0.3 s (within first=0.5), then silence: stalled after silent=0.2
+    read = _reader([(0.3, b"a\n"), (-1, b"")])
+    started = loop.time()
+    got = []
+    with pytest.raises(_WatchStalled) as info:
+        async for line in _lines(read, first=0.5, silent=0.2):
+            got.append((line, loop.time() - started))
+    took = loop.time() - started
+    assert got[0][0] == b"a" and info.value.seconds == 0.2
+    assert 0.5 - 0.01 <= took < 1.2, took  # 0.3 s to the first byte + 0.2 s of silence
+    # no byte at all: the longer first bound
+    started = loop.time()
+    with pytest.raises(_WatchStalled) as info:
+        async for _ in _lines(_reader([(-1, b"")]), first=0.4, silent=0.1):
+            pass
+    assert info.value.seconds == 0.4 and 0.4 - 0.01 <= loop.time() - started < 1.2
+    # an ended stream leaves no timer behind: the loop has nothing scheduled for it
+    handles = getattr(loop, "_scheduled", None)
+    async for _ in _lines(_reader([(0.0, b"x\n")]), first=30.0, silent=30.0):
+        pass
+    if handles is not None:  # asyncio's loop: no live timer 30 s ahead
+        assert not [h for h in handles if not h.cancelled() and h.when() > loop.time() + 20]
+
+
+async def test_an_outside_cancellation_is_not_taken_for_a_stall() -> None:
+    from workloadbuilder.cluster._kube import _lines
+
+    async def consume() -> None:
+        async for _ in _lines(_reader([(-1, b"")]), first=0.2, silent=0.2):
+            pass
+
+    task = asyncio.create_task(consume())
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task

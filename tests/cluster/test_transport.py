@@ -2,7 +2,11 @@
 asyncio servers on 127.0.0.1: keep-alive reuse, idle connections the server closed, framing
 (content-length, chunked, read-to-close, 1xx, 204, gzip), large bodies, timeouts, the
 failure types, TLS with a client certificate, and ``KubeCluster``'s error semantics
-(401/409/429 + Retry-After, retries) being the same on the lean path and on aiohttp."""
+(401/409/429 + Retry-After, retries) being the same on the lean path and on aiohttp; streams
+(watches): chunked, content-length and read-to-close bodies delivered as they arrive, cuts,
+gzip and flow control, a connection of their own that never joins the pool, cancellation and
+close, TLS, and ``KubeCluster``'s watch semantics (410, ERROR events, 5xx retries, refused
+connections, big lines, refreshed tokens) on both transports."""
 
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ from workloadbuilder.cluster._transport import (
     ProtocolError,
     TLSError,
 )
-from workloadbuilder.errors import ApiError, Conflict, TooManyRequests, Unauthorized
+from workloadbuilder.errors import ApiError, Conflict, Gone, TooManyRequests, Unauthorized
 
 Reply = Callable[["Request", asyncio.StreamWriter], Awaitable[bool]]
 
@@ -40,6 +44,7 @@ class Request:
         self.headers = headers
         self.body = body
         self.conn = conn
+        self.reader: asyncio.StreamReader | None = None  # the rest of the connection
 
 
 class Server:
@@ -93,6 +98,7 @@ class Server:
                         headers[name.strip().lower()] = value.strip()
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
                 request = Request(lines[0], headers, body, conn)
+                request.reader = reader
                 self.requests.append(request)
                 reply = self.replies.pop(0) if self.replies else self.default
                 if not await reply(request, writer):
@@ -612,3 +618,375 @@ def test_json_responses_keep_big_integers_exact(monkeypatch: pytest.MonkeyPatch)
     assert _kube._loads(surrogate) == {"s": "\ud800"}
     monkeypatch.setattr(_kube, "_orjson", None)
     assert _kube._loads(plain) == json.loads(plain)
+
+
+# ------------------------------------------------------------------ streams (watches)
+
+
+def chunked(*pieces: bytes) -> bytes:
+    return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces)
+
+
+STREAM_HEAD = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+)
+
+
+async def read_to_end(stream: Any) -> list[bytes]:
+    pieces = []
+    while True:
+        data = await stream.read()
+        if not data:
+            return pieces
+        pieces.append(data)
+
+
+async def test_chunked_stream_delivers_pieces_as_they_arrive(
+    server: Server, client: HttpTransport
+) -> None:
+    release = asyncio.Event()
+
+    async def watch(request: Request, writer: asyncio.StreamWriter) -> bool:
+        writer.write(STREAM_HEAD + chunked(b'{"n":1}\n'))
+        await writer.drain()
+        await release.wait()
+        writer.write(chunked(b'{"n":2}\n{"n"', b":3}\n") + b"0\r\n\r\n")
+        await writer.drain()
+        return True  # the server would keep the connection: the client must not
+
+    server.replies = [watch]
+    stream = await client.stream("/w?watch=1", [("Authorization", "Bearer t")])
+    assert (stream.status, stream.headers["content-type"]) == (200, "application/json")
+    assert await stream.read() == b'{"n":1}\n'  # before the rest is even written
+    release.set()
+    rest = b"".join(await read_to_end(stream))
+    assert rest == b'{"n":2}\n{"n":3}\n'
+    assert await stream.read() == b""  # stays at the end
+    request = server.requests[0]
+    assert (request.method, request.target) == ("GET", "/w?watch=1")
+    assert request.headers["authorization"] == "Bearer t"
+    # the stream's connection is closed at its end and never joins the pool
+    await eventually(lambda: server.open == 0)
+    assert stream.closed and client.streams == 0 and client.connections == 0
+    await client.request("GET", "/after")
+    assert server.connections == 2
+
+
+async def test_content_length_and_read_to_close_streams(
+    server: Server, client: HttpTransport
+) -> None:
+    server.replies = [
+        raw(b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\n\r\nline1\n", b"line2\n", pause=0.02),
+        raw(b"HTTP/1.1 200 OK\r\n\r\nuntil\n", b"the end\n", keep=False, pause=0.02),
+    ]
+    first = await client.stream("/a")
+    assert b"".join(await read_to_end(first)) == b"line1\nline2\n"
+    second = await client.stream("/b")
+    assert b"".join(await read_to_end(second)) == b"until\nthe end\n"  # the close is the end
+    assert server.connections == 2 and client.streams == 0 and client.connections == 0
+
+
+async def test_a_stream_never_takes_or_returns_a_pooled_connection(server: Server) -> None:
+    t = HttpTransport(server.url, max_connections=1)
+    release = asyncio.Event()
+
+    async def held(request: Request, writer: asyncio.StreamWriter) -> bool:
+        writer.write(STREAM_HEAD + chunked(b"x\n"))
+        await writer.drain()
+        await release.wait()
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        return True
+
+    try:
+        await t.request("GET", "/warm")  # one idle pooled connection
+        server.replies = [held]
+        stream = await t.stream("/w")
+        assert server.connections == 2  # the idle connection was not taken
+        assert await stream.read() == b"x\n"
+        # the pool's single slot is free while the stream is open
+        assert (await asyncio.wait_for(t.request("GET", "/during"), 5)).status == 200
+        assert [r.conn for r in server.requests] == [1, 2, 1]
+        release.set()
+        assert await read_to_end(stream) == []
+        assert (t.connections, t.streams) == (1, 0)
+        await t.request("GET", "/after")
+        assert [r.conn for r in server.requests] == [1, 2, 1, 1]
+    finally:
+        release.set()
+        await t.close()
+
+
+async def test_stream_cut_mid_body_is_disconnected(server: Server, client: HttpTransport) -> None:
+    server.replies = [
+        raw(STREAM_HEAD + chunked(b'{"a":1}\n') + b"20\r\n" + b'{"type":"ADD', keep=False),
+        raw(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + b"x\n", keep=False),
+    ]
+    for target in ("/chunked", "/length"):
+        stream = await client.stream(target)
+        got = b""
+        with pytest.raises(Disconnected) as info:
+            while True:
+                data = await stream.read()
+                assert data, "a cut stream does not end cleanly"
+                got += data
+        assert got in (b'{"a":1}\n', b"x\n")  # what arrived whole; never the cut piece
+        assert info.value.head_received
+        marker = classify_transport_error(info.value)
+        assert marker is not None and not marker.not_sent
+        stream.close()
+    assert client.streams == 0
+
+
+async def test_stream_error_status_body_and_connect_failures(
+    server: Server, client: HttpTransport
+) -> None:
+    server.replies = [ok(_status(410, "Gone"), status="410 Gone")]
+    stream = await client.stream("/w")
+    assert stream.status == 410
+    assert json.loads(await stream.read_all())["code"] == 410
+    stream.close()
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    nowhere = HttpTransport(f"http://127.0.0.1:{port}")
+    with pytest.raises(ConnectError) as info:
+        await nowhere.stream("/w")
+    marker = classify_transport_error(info.value)
+    assert marker is not None and marker.not_sent
+    assert nowhere.streams == 0
+    await nowhere.close()
+
+
+async def test_large_gzip_stream_with_a_small_high_water_mark(
+    server: Server, client: HttpTransport
+) -> None:
+    body = b"".join(json.dumps({"n": i, "pad": "y" * 5000}).encode() + b"\n" for i in range(800))
+    zipped = gzip.compress(body)
+    pieces = [zipped[i : i + 50_000] for i in range(0, len(zipped), 50_000)]
+    server.replies = [
+        raw(
+            b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n",
+            chunked(*pieces) + b"0\r\n\r\n",
+        )
+    ]
+    stream = await client.stream("/w", high_water=4096)
+    got = bytearray()
+    while True:
+        data = await stream.read()
+        if not data:
+            break
+        got += data
+        await asyncio.sleep(0)  # a slow reader: the socket is paused and resumed
+    assert bytes(got) == body
+
+
+async def test_cancelled_read_and_close_end_the_stream_and_its_socket(
+    server: Server, client: HttpTransport
+) -> None:
+    release = asyncio.Event()
+    server.default = held_stream(release)
+    stream = await client.stream("/w")
+    assert await stream.read() == b"x\n"
+    task = asyncio.create_task(stream.read())
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    stream.close()  # what KubeCluster.watch does when its consumer is cancelled
+    await eventually(lambda: server.open == 0)  # the server saw the socket close
+    assert client.streams == 0 and await stream.read() == b""
+    # HttpTransport.close() ends every open stream: a pending read returns b""
+    other = await client.stream("/w2")
+    assert await other.read() == b"x\n"
+    pending = asyncio.create_task(other.read())
+    await asyncio.sleep(0.05)
+    await client.close()
+    assert await asyncio.wait_for(pending, 5) == b""
+    await eventually(lambda: server.open == 0)
+    release.set()
+
+
+def held_stream(release: asyncio.Event) -> Reply:
+    """A stream that sends one line, then holds the connection until ``release`` is set or
+    the client closes it (the server notices: its ``open`` count falls)."""
+
+    async def reply(request: Request, writer: asyncio.StreamWriter) -> bool:
+        writer.write(STREAM_HEAD + chunked(b"x\n"))
+        await writer.drain()
+        assert request.reader is not None
+        waits = [
+            asyncio.ensure_future(release.wait()),
+            asyncio.ensure_future(request.reader.read()),
+        ]
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for w in waits:
+            w.cancel()
+        return False
+
+    return reply
+
+
+async def test_tls_stream_with_client_certificate_and_server_hostname(tmp_path: Path) -> None:
+    from workloadbuilder.testing._pki import Pki
+
+    pki = Pki(tmp_path / "pki")
+    serving = pki.serving("server")
+    alice = pki.client("alice", ("team",))
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(pki.ca_cert))
+    server_ctx.load_cert_chain(str(serving.cert), str(serving.key))
+    server_ctx.verify_mode = ssl.CERT_REQUIRED
+    peers: list[Any] = []
+    s = Server()
+
+    async def watch(request: Request, writer: asyncio.StreamWriter) -> bool:
+        peers.append(writer.get_extra_info("peercert"))
+        writer.write(STREAM_HEAD + chunked(b'{"tls":true}\n') + b"0\r\n\r\n")
+        await writer.drain()
+        return True
+
+    s.default = watch
+    url = await s.start(server_ctx)
+    try:
+        ctx = ssl.create_default_context(cafile=str(pki.ca_cert))
+        ctx.load_cert_chain(str(alice.cert), str(alice.key))
+        t = HttpTransport(url, ssl_context=ctx, server_hostname="localhost")
+        stream = await t.stream("/w")
+        assert await read_to_end(stream) == [b'{"tls":true}\n']
+        assert dict(x[0] for x in peers[0]["subject"])["commonName"] == "alice"
+        await t.close()
+        wrong = HttpTransport(url, ssl_context=ctx, server_hostname="not-the-server.example")
+        with pytest.raises(TLSError) as info:
+            await wrong.stream("/w")
+        assert classify_transport_error(info.value) is None
+        await wrong.close()
+    finally:
+        await s.stop()
+
+
+# ------------------------------------------------------------------ KubeCluster's watches
+
+
+POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}}
+
+
+def event_line(etype: str, rv: int, pad: int = 0) -> bytes:
+    obj = dict(POD, metadata=dict(POD["metadata"], resourceVersion=str(rv)))  # type: ignore[arg-type]
+    if pad:
+        obj["data"] = "z" * pad
+    return json.dumps({"type": etype, "object": obj}).encode() + b"\n"
+
+
+@pytest.mark.parametrize("transport", ["auto", "aiohttp"])
+async def test_kube_watch_semantics_on_both_transports(server: Server, transport: str) -> None:
+    sleeps: list[float] = []
+    big = event_line("MODIFIED", 3, pad=3_000_000)  # one line larger than any read buffer
+    server.replies = [
+        ok(_status(500, "InternalError"), status="500 Internal Server Error"),
+        raw(STREAM_HEAD, chunked(event_line("ADDED", 2)), chunked(big[:1000], big[1000:])),
+    ]
+    async with _kube(server.url, transport, sleeps) as kube:
+        assert (kube._http is not None) == (transport == "auto")
+        events: list[Any] = []
+
+        async def consume() -> None:
+            async for e in kube.watch("Pod", "ns", resource_version="1"):
+                events.append(e)
+
+        # a 500 on open is retried; the stream then stays open (its big line in two chunks)
+        task = asyncio.create_task(consume())
+        await eventually(lambda: len(events) == 2)
+        assert [e.type for e in events] == ["ADDED", "MODIFIED"]
+        assert len(events[1].object["data"]) == 3_000_000
+        assert len(sleeps) == 1  # one retry wait, after the 500
+        assert len(kube._streams) == 1
+        await kube.close()  # close() ends the open watch quietly
+        await asyncio.wait_for(task, 5)
+        assert kube._streams == set()
+    watches = [r for r in server.requests if "watch=1" in r.target]
+    assert len(watches) == 2
+    assert all(r.headers["user-agent"].startswith("workloadbuilder/") for r in watches)
+
+
+@pytest.mark.parametrize("transport", ["auto", "aiohttp"])
+async def test_kube_watch_410_cut_and_refused_on_both_transports(
+    server: Server, transport: str
+) -> None:
+    sleeps: list[float] = []
+    server.replies = [
+        ok(_status(410, "Gone"), status="410 Gone"),
+        raw(
+            STREAM_HEAD,
+            chunked(event_line("ADDED", 2)),
+            b"40\r\n" + event_line("MODIFIED", 3)[:20],
+            keep=False,
+        ),
+        raw(STREAM_HEAD + chunked(b'{"type":"ERROR","object":' + _status(410, "Expired") + b"}\n")),
+    ]
+    async with _kube(server.url, transport, sleeps) as kube:
+        with pytest.raises(Gone):
+            async for _ in kube.watch("Pod", "ns", resource_version="1"):
+                pass
+        # the connection drops mid-line: the whole event arrives, the stream ends quietly
+        assert [e.type async for e in kube.watch("Pod", "ns")] == ["ADDED"]
+        with pytest.raises(Gone):  # an ERROR event
+            async for _ in kube.watch("Pod", "ns"):
+                pass
+        assert sleeps == []
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    async with _kube(f"http://127.0.0.1:{port}", transport, sleeps) as kube:
+        with pytest.raises(ApiError) as refused:
+            async for _ in kube.watch("Pod", "ns"):
+                pass
+        assert refused.value.status == 0 and refused.value.reason == "ConnectionError"
+        assert len(sleeps) == 2  # retried (3 attempts) as a connection that could not be made
+
+
+async def test_kube_watch_sends_the_refreshed_token_each_time(server: Server) -> None:
+    cfg = Configuration(host=server.url)
+    cfg.api_key = {"BearerToken": "zero"}
+    cfg.api_key_prefix = {"BearerToken": "Bearer"}
+    tokens = iter(["one", "two", "three", "four"])
+
+    def refresh(config: Configuration) -> None:
+        config.api_key["BearerToken"] = next(tokens)
+
+    cfg.refresh_api_key_hook = refresh
+    server.default = raw(STREAM_HEAD + chunked(event_line("ADDED", 2)) + b"0\r\n\r\n")
+    async with KubeCluster(cfg) as kube:
+        for _ in range(2):
+            assert [e.type async for e in kube.watch("Pod", "ns")] == ["ADDED"]
+        assert kube._http is not None and kube._http.streams == 0
+    assert [r.headers["authorization"] for r in server.requests] == ["Bearer one", "Bearer two"]
+    assert server.connections == 2  # one connection per watch
+
+
+async def test_kube_watch_cancelled_closes_its_socket(server: Server) -> None:
+    release = asyncio.Event()
+    server.default = held_stream(release)
+    server.replies = [
+        raw(STREAM_HEAD + chunked(event_line("ADDED", 2)), pause=0),
+    ]
+    got = asyncio.Event()
+
+    async def consume(kube: KubeCluster) -> None:
+        async for _ in kube.watch("Pod", "ns"):
+            got.set()
+
+    try:
+        async with KubeCluster(Configuration(host=server.url)) as kube:
+            task = asyncio.create_task(consume(kube))
+            await asyncio.wait_for(got.wait(), 5)
+            assert server.open == 1
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            await eventually(lambda: server.open == 0)
+            assert kube._streams == set()
+            assert kube._http is not None and kube._http.streams == 0
+    finally:
+        release.set()

@@ -67,10 +67,126 @@ def test_kube_cluster_is_imported_on_first_access() -> None:
     )
     assert loaded(out["before"], HTTP_STACK) == []
     # kubernetes-asyncio is imported only for what needs it (exec plugins, auth providers,
-    # in-cluster, a Configuration handed in): see tests/cluster/test_kubeconfig.py
-    assert loaded(out["after"], HTTP_STACK) == ["aiohttp"]
+    # in-cluster, a Configuration handed in): see tests/cluster/test_kubeconfig.py; aiohttp
+    # only for a proxy or transport="aiohttp" (requests and watches go on the lean
+    # transport): see the next test
+    assert loaded(out["after"], HTTP_STACK) == []
     assert out["module"] == "workloadbuilder.cluster._kube"
     assert out["error"] and out["top"]
+
+
+KUBE_WITHOUT_PROXY = """
+    import asyncio, importlib, json, os, pkgutil, socket, sys, tempfile
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
+        os.environ.pop(var, None)
+    import workloadbuilder.runtime
+    for pkg in ("scheduler", "integrations"):
+        mod = importlib.import_module(pkg)
+        for info in pkgutil.walk_packages(mod.__path__, pkg + "."):
+            if info.name != "integrations.webhook":  # the webhook's server is aiohttp's
+                importlib.import_module(info.name)
+    from workloadbuilder.cluster import Informer, KubeCluster, RetryPolicy
+    from workloadbuilder.cluster._retry import classify_transport_error
+    from workloadbuilder.errors import ApiError, Gone
+
+    POD = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "p", "namespace": "ns", "resourceVersion": "5"}}
+
+    def reply(body, status="200 OK", chunked=False):
+        if not chunked:
+            return (f"HTTP/1.1 {status}\\r\\nContent-Length: {len(body)}\\r\\n\\r\\n"
+                    .encode() + body)
+        framed = b"".join(b"%x\\r\\n%s\\r\\n" % (len(p), p) for p in body) + b"0\\r\\n\\r\\n"
+        return b"HTTP/1.1 200 OK\\r\\nTransfer-Encoding: chunked\\r\\n\\r\\n" + framed
+
+    async def serve(reader, writer):
+        while True:
+            try:
+                head = await reader.readuntil(b"\\r\\n\\r\\n")
+            except (asyncio.IncompleteReadError, ConnectionError):
+                break
+            target = head.split(b" ")[1].decode()
+            if "watch=1" in target and "resourceVersion=1" in target:
+                status = json.dumps({"kind": "Status", "code": 410, "reason": "Gone"})
+                writer.write(reply(status.encode(), "410 Gone"))
+            elif "watch=1" in target:
+                events = [json.dumps({"type": t, "object": POD}).encode() + b"\\n"
+                          for t in ("ADDED", "MODIFIED")]
+                writer.write(reply(events, chunked=True))
+            elif target.startswith("/api/v1/pods"):
+                doc = {"kind": "PodList", "metadata": {"resourceVersion": "5"}, "items": [POD]}
+                writer.write(reply(json.dumps(doc).encode()))
+            else:
+                writer.write(reply(json.dumps(POD).encode()))
+            await writer.drain()
+        writer.close()
+
+    async def main():
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        config = {"apiVersion": "v1", "kind": "Config",
+                  "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+                  "users": [{"name": "u", "user": {"token": "t"}}],
+                  "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                  "current-context": "x"}
+        path = os.path.join(tempfile.mkdtemp(), "config")
+        with open(path, "w") as f:
+            json.dump(config, f)
+        kube = KubeCluster.from_kubeconfig(path)
+        got = {}
+        async with kube:
+            got["get"] = (await kube.get("Pod", "p", "ns"))["metadata"]["name"]
+            got["watch"] = [e.type async for e in kube.watch("Pod", "ns", resource_version="5")]
+            try:
+                async for _ in kube.watch("Pod", "ns", resource_version="1"):
+                    pass
+            except Gone:
+                got["gone"] = True
+            informer = Informer(kube, "Pod")
+            await informer.start()
+            await informer.wait_synced(10)
+            got["informer"] = informer.keys()
+            await informer.stop()
+        server.close()
+        # transport failures are classified without aiohttp: a refused watch is retried, then
+        # fails as a connection error
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+        probe.close()
+        config["clusters"][0]["cluster"]["server"] = f"http://127.0.0.1:{closed_port}"
+        with open(path, "w") as f:
+            json.dump(config, f)
+        retry = RetryPolicy(max_attempts=2, initial_backoff=0.01, max_backoff=0.01)
+        async with KubeCluster.from_kubeconfig(path, retry=retry) as refused:
+            try:
+                async for _ in refused.watch("Pod", "ns"):
+                    pass
+            except ApiError as e:
+                got["refused"] = [e.status, e.reason]
+        got["classified"] = [
+            getattr(classify_transport_error(e), "not_sent", None)
+            for e in (TimeoutError(), ConnectionResetError(), ValueError("x"))
+        ]
+        return got
+
+    got = asyncio.run(main())
+    print(json.dumps({"got": got, "modules": sorted(sys.modules)}))
+"""
+
+
+def test_kube_cluster_without_a_proxy_never_imports_aiohttp() -> None:
+    # the scheduler's and the integrations' modules, then a KubeCluster used against a local
+    # server (a get, a watch on the lean transport, a 410, an informer's list and watch)
+    out = run_fresh(KUBE_WITHOUT_PROXY)
+    assert out["got"]["get"] == "p"
+    assert out["got"]["watch"] == ["ADDED", "MODIFIED"]
+    assert out["got"]["gone"] is True
+    assert out["got"]["informer"] == ["ns/p"]
+    assert out["got"]["refused"] == [0, "ConnectionError"]
+    assert out["got"]["classified"] == [False, False, None]
+    assert "scheduler.cli" in out["modules"] and "integrations.cli" in out["modules"]
+    assert loaded(out["modules"], HTTP_STACK) == []
 
 
 def test_building_and_validating_do_not_import_numpy_or_matplotlib() -> None:

@@ -1,10 +1,11 @@
 """One async seam to cluster state: the :class:`Cluster` protocol and its implementations.
 
 :class:`MemoryCluster` is the embedded, in-process cluster. :class:`KubeCluster` (a real
-API server through kubernetes-asyncio and aiohttp) and :class:`KubeConfigError` are imported
-on first access, so programs that only use ``MemoryCluster`` never load the HTTP stack.
-:class:`HttpTransport` is the lean keep-alive HTTP/1.1 client that carries ``KubeCluster``'s
-unary requests (benchmarks use it for their plain clients too).
+API server) and :class:`KubeConfigError` are imported on first access, so programs that only
+use ``MemoryCluster`` never load its modules. :class:`HttpTransport` is the lean keep-alive
+HTTP/1.1 client that carries ``KubeCluster``'s requests and watches (benchmarks use it for
+their plain clients too); aiohttp is imported only for a proxy or ``transport="aiohttp"``,
+kubernetes-asyncio only for the credentials that need it.
 """
 
 from __future__ import annotations

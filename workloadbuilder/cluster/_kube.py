@@ -4,11 +4,11 @@ Configuration: kubeconfig files are read by ``_kubeconfig.py`` (no kubernetes-as
 import: it costs about half a second of CPU); users with ``exec`` credential plugins or an
 ``auth-provider``, the in-cluster service account and a ``Configuration`` handed to the
 constructor go through kubernetes-asyncio, imported only then. Requests are plain REST calls
-on paths from :meth:`ResourceInfo.path` -- unary ones on the lean transport of
-``_transport.py``, watches on one pooled aiohttp session -- with the configuration's token,
-proxy and TLS server name, so every kind works, including those the generated client does not
-know (``scheduling.k8s.io/v1beta1`` and ``v1alpha3``, JobSet, LeaderWorkerSet, custom
-resources).
+on paths from :meth:`ResourceInfo.path` -- unary ones and watches on the lean transport of
+``_transport.py``; with a proxy (or ``transport="aiohttp"``) on one pooled aiohttp session,
+aiohttp imported only then -- with the configuration's token, proxy and TLS server name,
+so every kind works, including those the generated client does not know
+(``scheduling.k8s.io/v1beta1`` and ``v1alpha3``, JobSet, LeaderWorkerSet, custom resources).
 
 Lifetime: the factories (:meth:`KubeCluster.from_kubeconfig`, :meth:`KubeCluster.in_cluster`)
 are synchronous and cheap; they read and check the configuration but open nothing. The
@@ -32,8 +32,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
-
-import aiohttp
 
 try:  # optional: a faster JSON encoder for request bodies (decoding stays with json: orjson
     # reads integers beyond 64 bits as floats)
@@ -65,7 +63,7 @@ from workloadbuilder.cluster._retry import (
     is_retryable,
     retry_call,
 )
-from workloadbuilder.cluster._transport import HttpTransport, TransportError
+from workloadbuilder.cluster._transport import Disconnected, HttpTransport, TransportError
 from workloadbuilder.errors import (
     AlreadyExists,
     ApiError,
@@ -81,7 +79,10 @@ from workloadbuilder.errors import (
 )
 
 if TYPE_CHECKING:
+    import aiohttp
     from kubernetes_asyncio.client import Configuration
+
+    from workloadbuilder.cluster._transport import Stream
 
 __all__ = ["KubeCluster", "KubeConfigError", "error_from_status"]
 
@@ -130,13 +131,14 @@ class KubeCluster:
     Options: ``retry`` (a :class:`RetryPolicy`), ``request_timeout`` (seconds for a whole
     non-watch request), ``connect_timeout``, ``watch_idle_timeout`` (a watch that receives
     nothing for this long ends, like a dropped connection; the caller resumes from its last
-    resourceVersion), ``max_connections`` (the pool size: of the unary requests' pool, and
-    of the watches' aiohttp pool), ``transport``: ``"auto"`` (the default; also read from
+    resourceVersion), ``max_connections`` (the unary requests' pool size; on the lean client
+    each watch has a connection of its own outside it, on aiohttp watches count in it),
+    ``transport``: ``"auto"`` (the default; also read from
     ``$WORKLOADBUILDER_KUBE_TRANSPORT``) sends unary requests (get, list, create, update,
-    patch, delete, bind, evict, events) on the lean keep-alive HTTP/1.1 client of
-    ``_transport.py`` unless a proxy is configured, where they stay on aiohttp;
+    patch, delete, bind, evict, events) and watches on the lean keep-alive HTTP/1.1 client
+    of ``_transport.py`` unless a proxy is configured, where they go on aiohttp;
     ``"aiohttp"`` sends everything through aiohttp; ``"lean"`` is ``"auto"`` that refuses a
-    proxy. Watches always use aiohttp.
+    proxy. aiohttp is imported only for a proxy or ``"aiohttp"``.
 
     A watch that asked for bookmarks is *stalled* when no byte (event or bookmark) arrives
     for ``watch_stall_factor`` x ``watch_bookmark_interval`` seconds (one interval more
@@ -190,8 +192,8 @@ class KubeCluster:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock: asyncio.Lock | None = None
         self._closed = False
-        self._streams: set[aiohttp.ClientResponse] = set()
-        self._timeout = aiohttp.ClientTimeout(total=request_timeout, sock_connect=connect_timeout)
+        self._streams: set[aiohttp.ClientResponse | Stream] = set()
+        self._timeout: aiohttp.ClientTimeout | None = None  # made on the aiohttp path only
         self._timeout_for = (request_timeout, connect_timeout)
 
     # ------------------------------------------------------------------ construction
@@ -305,7 +307,7 @@ class KubeCluster:
         if self._closed:
             raise RuntimeError("KubeCluster is closed")
         loop = asyncio.get_running_loop()
-        if self._session is not None:
+        if self._loop is not None:
             if self._loop is not loop:
                 raise RuntimeError(
                     "KubeCluster is bound to the event loop it was opened in; "
@@ -316,7 +318,7 @@ class KubeCluster:
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
-            if self._session is None:
+            if self._loop is None:
                 settings = self._settings
                 if settings is None:
                     if self._configuration is not None:
@@ -331,16 +333,10 @@ class KubeCluster:
                 # credentials go in the proxy URL)
                 proxy = settings.proxy or _environment_proxy(settings.host)
                 http = self._lean_transport(settings, proxy)
-                session = aiohttp.ClientSession(
-                    connector=aiohttp.TCPConnector(
-                        limit=self.max_connections,
-                        ssl=settings.ssl_context if settings.ssl_context is not None else True,
-                    ),
-                    trust_env=False,
-                    read_bufsize=_READ_BUFSIZE,
-                )
+                session = self._aiohttp_session(settings) if http is None else None
                 if self._closed:  # closed while we were loading
-                    await session.close()
+                    if session is not None:
+                        await session.close()
                     if http is not None:
                         await http.close()
                     raise RuntimeError("KubeCluster is closed")
@@ -350,7 +346,7 @@ class KubeCluster:
                 self._session = session
                 self._loop = loop
                 logger.debug(
-                    "%r: connected (%s; unary requests on %s)",
+                    "%r: connected (%s; requests and watches on %s)",
                     self,
                     self._description or "a Configuration",
                     "the lean transport" if http is not None else "aiohttp",
@@ -358,8 +354,21 @@ class KubeCluster:
         assert self._settings is not None
         return self._settings
 
+    def _aiohttp_session(self, settings: ClientSettings) -> aiohttp.ClientSession:
+        """The aiohttp session of a proxy or ``transport="aiohttp"`` (aiohttp imported now)."""
+        import aiohttp
+
+        return aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(
+                limit=self.max_connections,
+                ssl=settings.ssl_context if settings.ssl_context is not None else True,
+            ),
+            trust_env=False,
+            read_bufsize=_READ_BUFSIZE,
+        )
+
     def _lean_transport(self, settings: ClientSettings, proxy: str | None) -> HttpTransport | None:
-        """The lean client for unary requests, or None (``transport="aiohttp"``, a proxy)."""
+        """The lean client for requests and watches, or None (``transport="aiohttp"``, a proxy)."""
         if self.transport == "aiohttp":
             return None
         if proxy:
@@ -408,6 +417,8 @@ class KubeCluster:
         settings = await self._client()
         http = self._http
         if http is None:
+            import aiohttp
+
             resp = await self._send(method, path, query=query, body=data, content_type=content_type)
             try:
                 body = await resp.read()
@@ -451,10 +462,15 @@ class KubeCluster:
         timeout: aiohttp.ClientTimeout | None = None,
     ) -> aiohttp.ClientResponse:
         """One attempt: send the request, return the (unread) response. Transport failures
-        become ``RetryableTransportError`` (or a final ``ApiError``)."""
+        become ``RetryableTransportError`` (or a final ``ApiError``). The aiohttp path only."""
+        import aiohttp
+
         settings = await self._client()
         if timeout is None:
-            if self._timeout_for != (self.request_timeout, self.connect_timeout):
+            if self._timeout is None or self._timeout_for != (
+                self.request_timeout,
+                self.connect_timeout,
+            ):
                 self._timeout_for = (self.request_timeout, self.connect_timeout)
                 self._timeout = aiohttp.ClientTimeout(
                     total=self.request_timeout, sock_connect=self.connect_timeout
@@ -607,8 +623,6 @@ class KubeCluster:
         if timeout_seconds is not None:
             query.append(("timeoutSeconds", str(max(1, int(timeout_seconds)))))
         path = info.path(namespace) if info.namespaced and namespace else info.path()
-        # no sock_read: _lines bounds the silence (a longer one before the first byte)
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.connect_timeout)
         silent = self.watch_idle_timeout
         first = silent
         if allow_bookmarks and self.watch_bookmark_interval > 0:
@@ -616,25 +630,43 @@ class KubeCluster:
             first = min(self.watch_idle_timeout, silent + self.watch_bookmark_interval)
         what = f"WATCH {path}"
 
-        async def open_stream() -> aiohttp.ClientResponse:
-            resp = await self._send("GET", path, query=query, timeout=timeout)
-            if resp.status >= 400:
+        async def open_stream() -> tuple[Stream | aiohttp.ClientResponse, _Read]:
+            settings = await self._client()
+            http = self._http
+            if http is None:
+                return await self._aiohttp_stream(path, query, what)
+            headers = await self._headers(settings, "application/json")
+            target = f"{path}?{urllib.parse.urlencode(query)}"
+            try:
+                # no read deadline: _lines bounds the silence (a longer one before the first byte)
+                stream = await http.stream(
+                    target, headers.items(), connect_timeout=self.connect_timeout
+                )
+            except (TransportError, TimeoutError) as e:
+                marker = classify_transport_error(e)
+                if marker is not None:
+                    raise marker from e
+                raise ApiError(f"GET {path}: {e}", status=0, reason="ClientError") from e
+            if stream.status >= 400:
                 try:
-                    data = await resp.read()
-                except (aiohttp.ClientError, TimeoutError):
+                    async with asyncio.timeout(self.request_timeout):
+                        data = await stream.read_all()
+                except (TransportError, TimeoutError):
                     data = b""
                 finally:
-                    resp.release()
-                raise error_from_status(resp.status, data, resp.headers, what=what)
-            return resp
+                    stream.close()
+                raise error_from_status(stream.status, data, stream.headers, what=what)
+            return stream, stream.read
 
         try:
-            resp = await retry_call(open_stream, policy=self.retry, idempotent=True, what=what)
+            resp, read = await retry_call(
+                open_stream, policy=self.retry, idempotent=True, what=what
+            )
         except RetryableTransportError as e:
             raise _gave_up(what, e) from e.cause
         self._streams.add(resp)
         try:
-            async for line in _lines(resp, first=first, silent=silent):
+            async for line in _lines(read, first=first, silent=silent):
                 event = _watch_event(line, info, what)
                 if event is not None:
                     yield event
@@ -652,6 +684,33 @@ class KubeCluster:
         finally:
             self._streams.discard(resp)
             resp.close()
+
+    async def _aiohttp_stream(
+        self, path: str, query: Sequence[tuple[str, str]], what: str
+    ) -> tuple[aiohttp.ClientResponse, _Read]:
+        """A watch on the aiohttp session (a proxy, ``transport="aiohttp"``): the response and
+        its reader (a broken stream raises :class:`Disconnected`, as on the lean client)."""
+        import aiohttp
+
+        # no sock_read: _lines bounds the silence (a longer one before the first byte)
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.connect_timeout)
+        resp = await self._send("GET", path, query=query, timeout=timeout)
+        if resp.status >= 400:
+            try:
+                data = await resp.read()
+            except (aiohttp.ClientError, TimeoutError):
+                data = b""
+            finally:
+                resp.release()
+            raise error_from_status(resp.status, data, resp.headers, what=what)
+
+        async def read() -> bytes:
+            try:
+                return await resp.content.readany()
+            except aiohttp.ClientError as e:
+                raise Disconnected(f"watch stream ended: {e}") from e
+
+        return resp, read
 
     # ------------------------------------------------------------------ writes
 
@@ -866,6 +925,9 @@ _HOSTNAME = socket.gethostname()
 #: kubernetes-asyncio's read buffer (watch events of large objects exceed aiohttp's default)
 _READ_BUFSIZE = 2**21
 
+#: reads the next piece of a watch's body (``b""`` at its end)
+_Read = Callable[[], Awaitable[bytes]]
+
 
 def _environment_proxy(server: str) -> str | None:
     """The proxy the environment names for ``server`` (``HTTPS_PROXY``/``HTTP_PROXY`` by the
@@ -1009,39 +1071,90 @@ class _WatchStalled(Exception):
 
 
 async def _lines(
-    resp: aiohttp.ClientResponse, *, first: float | None = None, silent: float | None = None
+    read: _Read, *, first: float | None = None, silent: float | None = None
 ) -> AsyncIterator[bytes]:
-    """The response body split at newlines. A dropped connection ends the stream (the
-    caller resumes from its last resourceVersion); no byte for ``first`` seconds at the
-    start or ``silent`` seconds later raises :class:`_WatchStalled`."""
-    buf = b""
+    """The body that ``read`` returns piece by piece, split at newlines (no bound on a line's
+    length). A dropped connection ends the stream (the caller resumes from its last
+    resourceVersion); no byte for ``first`` seconds at the start or ``silent`` seconds later
+    raises :class:`_WatchStalled`.
+
+    The bound counts while a read waits (from its start), not while the consumer handles a
+    line. One timer per stream, re-armed lazily (it was an ``asyncio.timeout`` per read, a
+    timer handle made and cancelled for every event: a fifth of a watch event's CPU)."""
+    loop = asyncio.get_running_loop()
+    pending: list[bytes] = []  # the start of a line whose newline has not arrived yet
     bound = first
+    timer: asyncio.TimerHandle | None = None
+    waiting: asyncio.Task[Any] | None = None  # the task waiting in read(), while it waits
+    since = 0.0  # when that read started
+    expired = False
+    received = False
+
+    def check() -> None:
+        nonlocal timer, expired
+        timer = None
+        if bound is None:
+            return
+        task = waiting
+        if task is None:  # between reads: the next read starts the bound again
+            timer = loop.call_at(loop.time() + bound, check)
+            return
+        due = since + bound
+        if loop.time() >= due - 0.001:  # (a loop's timers may run up to its resolution early)
+            expired = True
+            task.cancel()
+        else:
+            timer = loop.call_at(due, check)
+
     try:
         while True:
-            wait = asyncio.timeout(bound)
+            since = loop.time()
+            if timer is None and bound is not None:
+                timer = loop.call_at(since + bound, check)
+            task = waiting = asyncio.current_task()
+            assert task is not None
+            cancelling = task.cancelling()
             try:
-                async with wait:
-                    chunk = await resp.content.readany()
-            except TimeoutError:
-                if wait.expired():
-                    raise _WatchStalled(bound or 0.0) from None
+                chunk = await read()
+            except asyncio.CancelledError:
+                if expired:
+                    expired = False
+                    if task.uncancel() <= cancelling:
+                        raise _WatchStalled(bound or 0.0) from None
                 raise
+            finally:
+                waiting = None
             if not chunk:
                 break
-            bound = silent
-            buf += chunk
-            while True:
-                i = buf.find(b"\n")
-                if i < 0:
-                    break
-                line, buf = buf[:i], buf[i + 1 :]
+            if not received:  # the first byte: from now on the bound is ``silent``
+                received = True
+                bound = silent
+                if timer is not None:
+                    timer.cancel()
+                    timer = None
+            if b"\n" not in chunk:
+                pending.append(chunk)
+                continue
+            if pending:
+                pending.append(chunk)
+                chunk = b"".join(pending)
+                pending.clear()
+            lines = chunk.split(b"\n")
+            tail = lines.pop()
+            if tail:
+                pending.append(tail)
+            for line in lines:
                 if line.strip():
                     yield line
-    except (aiohttp.ClientError, TimeoutError, ConnectionError) as e:
+    except (TransportError, TimeoutError, ConnectionError) as e:
         logger.debug("watch stream ended: %s", e)
         return
-    if buf.strip():
-        yield buf
+    finally:
+        if timer is not None:
+            timer.cancel()
+    rest = b"".join(pending)
+    if rest.strip():
+        yield rest
 
 
 def _watch_event(line: bytes, info: ResourceInfo, what: str) -> WatchEvent | None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -84,8 +85,6 @@ def classify_transport_error(exc: BaseException) -> RetryableTransportError | No
     """Map an aiohttp, asyncio or lean-transport failure to a :class:`RetryableTransportError`,
     or None when it is not a transport failure worth retrying (e.g. a TLS verification
     error, a malformed response)."""
-    import aiohttp  # only KubeCluster has transport errors; MemoryCluster never loads aiohttp
-
     from workloadbuilder.cluster import _transport as lean
 
     # the lean transport's failures, classified as their aiohttp counterparts are below
@@ -94,6 +93,13 @@ def classify_transport_error(exc: BaseException) -> RetryableTransportError | No
     if isinstance(exc, lean.Disconnected):
         return RetryableTransportError(exc, not_sent=False)
     if isinstance(exc, lean.TransportError):  # TLSError, ProtocolError: final
+        return None
+    # an aiohttp failure needs aiohttp loaded: never import it just to look (the lean path,
+    # the scheduler's default, does not load it)
+    aiohttp = sys.modules.get("aiohttp")
+    if aiohttp is None:
+        if isinstance(exc, (asyncio.TimeoutError, ConnectionResetError)):
+            return RetryableTransportError(exc, not_sent=False)
         return None
     if isinstance(exc, (aiohttp.ClientSSLError, aiohttp.InvalidURL)):
         return None

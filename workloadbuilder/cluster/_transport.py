@@ -1,5 +1,5 @@
 """A lean HTTP/1.1 keep-alive client for :class:`~workloadbuilder.cluster.KubeCluster`'s
-unary requests (get, list, create, update, patch, delete, bind, events).
+unary requests (get, list, create, update, patch, delete, bind, events) and its watches.
 
 Why: on the real-plane benchmark most of the scheduler's CPU went to aiohttp's request and
 response machinery (per request: URL objects, header multidicts, a payload object, stream
@@ -28,7 +28,15 @@ typed so the caller can tell whether the request may have reached the server:
 * :class:`ProtocolError` -- the server's response is not valid HTTP/1.1;
 * the builtin ``TimeoutError`` -- the connect or whole-request deadline passed.
 
-Watches (long-lived streams) and proxies stay on aiohttp.
+Streams (:meth:`HttpTransport.stream`, what a watch is): a GET whose body is read piece by
+piece as it arrives (chunked, ``Content-Length`` or read-to-close; gzip decoded). Each stream
+has a connection of its own, outside the pool and its ``max_connections`` bound, and closed
+when the stream ends: a connection that carried a stream is never reused. The connect
+deadline applies; once the head is in, nothing bounds the wait for the next byte (the caller
+bounds the silence it tolerates). A connection that breaks before the body is complete is
+:class:`Disconnected` on the next read.
+
+Proxies stay on aiohttp (in ``KubeCluster``).
 """
 
 from __future__ import annotations
@@ -38,8 +46,8 @@ import ssl
 import time
 import urllib.parse
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
-from typing import cast
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, cast
 
 __all__ = [
     "ConnectError",
@@ -48,6 +56,7 @@ __all__ = [
     "HttpTransport",
     "ProtocolError",
     "Response",
+    "Stream",
     "TLSError",
     "TransportError",
 ]
@@ -58,6 +67,9 @@ _IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
 
 #: the most bytes a response head (status line and headers) may take
 _MAX_HEAD = 256 * 1024
+
+#: a stream stops reading from its socket while this many body bytes wait to be read
+_STREAM_HIGH_WATER = 2**21
 
 _NONE, _LENGTH, _CHUNKED, _CLOSE = range(4)
 
@@ -190,15 +202,19 @@ class _Connection(asyncio.Protocol):
 
     # -------------------------------------------------------------- requests
 
-    def send(self, data: bytes, *, head_only: bool, deadline: float) -> asyncio.Future[Response]:
-        """Write one request; the future gets its response (or the failure)."""
+    def send(
+        self, data: bytes, *, head_only: bool, deadline: float | None
+    ) -> asyncio.Future[Response]:
+        """Write one request; the future gets its response (or the failure). ``deadline``
+        (loop time) bounds the whole response (None: no bound)."""
         assert self.transport is not None
         waiter: asyncio.Future[Response] = self._loop.create_future()
         self._waiter = waiter
         self._head_only = head_only
         self._headers = None
         self._scan = 0
-        self._timer = self._loop.call_at(deadline, self._timed_out)
+        if deadline is not None:
+            self._timer = self._loop.call_at(deadline, self._timed_out)
         self.transport.write(data)
         return waiter
 
@@ -390,6 +406,242 @@ class _Connection(asyncio.Protocol):
             self._chunk = -1
 
 
+class _StreamConnection(_Connection):
+    """A connection that carries one streamed response, then closes (never reused)."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        high_water: int,
+        registry: set[_StreamConnection],
+    ) -> None:
+        super().__init__(loop)
+        self.reusable = False
+        self._registry = registry  # the transport's open streams: left when closed
+        self._high_water = high_water
+        self._in_body = False
+        self._data = bytearray()  # body bytes not read yet
+        self._eof = False
+        self._error: BaseException | None = None
+        self._reader: asyncio.Future[None] | None = None
+        self._paused = False
+        self._inflate: zlib._Decompress | None = None
+
+    # -------------------------------------------------------------- asyncio.Protocol
+
+    def data_received(self, data: bytes) -> None:
+        if self._eof or self._error is not None:
+            return  # after the end: bytes nobody reads (the connection is closing)
+        if not self._in_body and self._waiter is None:
+            self.close()  # no request in flight (cannot happen): drop the connection
+            return
+        self._buf += data
+        try:
+            if not self._in_body:
+                self._parse_head()
+            if self._in_body:
+                self._feed()
+        except ProtocolError as e:
+            self._end_with(e)
+            self.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._registry.discard(self)
+        if not self._in_body:
+            super().connection_lost(exc)  # fails the request waiting for the head
+            return
+        self.closed = True
+        if self._eof or self._error is not None:
+            return
+        if self._mode == _CLOSE:
+            self._end()  # read-to-close: the close is the end
+            return
+        if exc is None:
+            err = Disconnected("the server closed the stream before its end", head_received=True)
+        else:
+            err = Disconnected(f"connection lost: {exc}", head_received=True)
+            err.__cause__ = exc
+        self._end_with(err)
+
+    # -------------------------------------------------------------- the stream
+
+    def close(self) -> None:
+        """Close the connection (a stream's connection is never reused)."""
+        super().close()
+        self._registry.discard(self)
+
+    def stop(self) -> None:
+        """The reader is done: end the stream (reads return ``b""``) and close."""
+        if not self._eof and self._error is None:
+            self._eof = True
+            self._wake()
+        self.close()
+
+    async def read(self) -> bytes:
+        """The body bytes received since the last read (waiting for some); ``b""`` at the
+        end of the body; :class:`Disconnected` or :class:`ProtocolError` if it broke."""
+        while not self._data:
+            if self._error is not None:
+                raise self._error
+            if self._eof:
+                return b""
+            reader = self._reader = self._loop.create_future()
+            try:
+                await reader
+            finally:
+                self._reader = None
+        data = bytes(self._data)
+        self._data.clear()
+        t = self.transport
+        if self._paused and not self.closed and t is not None and not t.is_closing():
+            self._paused = False
+            t.resume_reading()
+        return data
+
+    # -------------------------------------------------------------- internals
+
+    def _parse_head(self) -> None:
+        buf = self._buf
+        while not self._in_body:
+            end = buf.find(b"\r\n\r\n", self._scan)
+            if end < 0:
+                if len(buf) > _MAX_HEAD:
+                    raise ProtocolError("response head too large")
+                self._scan = max(0, len(buf) - 3)
+                return
+            head = bytes(buf[:end])
+            del buf[: end + 4]
+            self._scan = 0
+            if not self._start(head):
+                continue  # an informational (1xx) response: the real one follows
+            headers = self._headers
+            assert headers is not None
+            encoding = headers._items.get("content-encoding", "identity").lower().strip()
+            if encoding in ("gzip", "x-gzip"):
+                self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            elif encoding == "deflate":
+                self._inflate = zlib.decompressobj()
+            elif encoding != "identity":
+                raise ProtocolError(f"unsupported content-encoding {encoding!r}")
+            self._in_body = True
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            waiter, self._waiter = self._waiter, None
+            if waiter is not None and not waiter.done():
+                waiter.set_result(Response(self._status, self._reason, headers, b""))
+
+    def _feed(self) -> None:
+        buf = self._buf
+        mode = self._mode
+        if mode == _CHUNKED:
+            done = self._chunked(buf)
+            if self._body:
+                self._deliver(bytes(self._body))
+                self._body.clear()
+            if done:
+                self._end()
+        elif mode == _LENGTH:
+            n = min(len(buf), self._remaining)
+            if n:
+                self._deliver(bytes(buf[:n]))
+                del buf[:n]
+                self._remaining -= n
+            if not self._remaining:
+                self._end()
+        elif mode == _CLOSE:
+            if buf:
+                self._deliver(bytes(buf))
+                buf.clear()
+        else:
+            self._end()
+
+    def _deliver(self, data: bytes) -> None:
+        if self._inflate is not None:
+            try:
+                data = self._inflate.decompress(data)
+            except zlib.error as e:
+                raise ProtocolError(f"cannot decode the stream: {e}") from e
+        if not data:
+            return
+        self._data += data
+        self._wake()
+        t = self.transport
+        if len(self._data) > self._high_water and not self._paused and t and not t.is_closing():
+            self._paused = True
+            t.pause_reading()
+
+    def _end(self) -> None:
+        if self._inflate is not None:
+            try:
+                rest = self._inflate.flush()
+            except zlib.error as e:  # pragma: no cover - flush of a valid stream
+                raise ProtocolError(f"cannot decode the stream: {e}") from e
+            self._inflate = None
+            if rest:
+                self._data += rest
+        self._eof = True
+        self._wake()
+        self.close()
+
+    def _end_with(self, exc: BaseException) -> None:
+        if not self._in_body:
+            self._fail(exc)
+            return
+        if not self._eof and self._error is None:
+            self._error = exc
+            self._wake()
+
+    def _wake(self) -> None:
+        reader = self._reader
+        if reader is not None and not reader.done():
+            reader.set_result(None)
+
+
+class Stream:
+    """A streamed response (:meth:`HttpTransport.stream`): ``status``, ``reason`` and
+    ``headers`` at once, the body through :meth:`read`. Close it when done (its connection
+    is never reused)."""
+
+    __slots__ = ("_conn", "headers", "reason", "status")
+
+    def __init__(self, conn: _StreamConnection, head: Response) -> None:
+        self._conn = conn
+        self.status = head.status
+        self.reason = head.reason
+        self.headers = head.headers
+
+    async def read(self) -> bytes:
+        """The next piece of the (decoded) body as it arrives; ``b""`` once the body is
+        complete or the stream was closed. Raises :class:`Disconnected` when the connection
+        breaks before the body's end, :class:`ProtocolError` for bad framing. No deadline
+        of its own: bound it with ``asyncio.timeout``."""
+        return await self._conn.read()
+
+    async def read_all(self, limit: int = 2**24) -> bytes:
+        """The rest of the body (at most ``limit`` bytes; more is a :class:`ProtocolError`)."""
+        parts = bytearray()
+        while True:
+            data = await self._conn.read()
+            if not data:
+                return bytes(parts)
+            parts += data
+            if len(parts) > limit:
+                raise ProtocolError(f"response body larger than {limit} bytes")
+
+    @property
+    def closed(self) -> bool:
+        """Whether the connection is closed."""
+        return self._conn.closed
+
+    def close(self) -> None:
+        """Close the connection (idempotent); a pending :meth:`read` returns ``b""``."""
+        self._conn.stop()
+
+    def __repr__(self) -> str:
+        return f"Stream({self.status} {self.reason})"
+
+
 class HttpTransport:
     """Keep-alive HTTP/1.1 to one server (``http://`` or ``https://`` base URL; a path in it
     prefixes every request target).
@@ -427,13 +679,19 @@ class HttpTransport:
         self.idle_timeout = idle_timeout
         self._idle: list[_Connection] = []
         self._open: set[_Connection] = set()
+        self._streams: set[_StreamConnection] = set()
         self._sem: asyncio.Semaphore | None = None
         self._closed = False
 
     @property
     def connections(self) -> int:
-        """Open connections (idle or carrying a request)."""
+        """Open connections of the pool (idle or carrying a request; streams not counted)."""
         return len(self._open)
+
+    @property
+    def streams(self) -> int:
+        """Open streams (each on a connection of its own)."""
+        return len(self._streams)
 
     async def request(
         self,
@@ -486,13 +744,50 @@ class HttpTransport:
             resp.body = _decompress(resp.body, encoding)
         return resp
 
+    async def stream(
+        self,
+        target: str,
+        headers: Iterable[tuple[str, str]] = (),
+        *,
+        connect_timeout: float = 10.0,
+        head_timeout: float | None = None,
+        high_water: int = _STREAM_HIGH_WATER,
+    ) -> Stream:
+        """Send a GET on a new connection of its own and return once the response head is in;
+        read the body with :meth:`Stream.read`, then :meth:`Stream.close` it. The connection
+        is never returned to the pool. ``head_timeout``: seconds for the head after the
+        connection is made (None: no bound); the body has no deadline. ``high_water``: body
+        bytes buffered before the socket stops being read (until the next read; a larger
+        piece is never refused). Raises as :meth:`request` does."""
+        if self._closed:
+            raise RuntimeError("HttpTransport is closed")
+        loop = asyncio.get_running_loop()
+        data = self._encode("GET", target, headers, None)
+        conn = await self._connect(
+            loop,
+            loop.time() + connect_timeout,
+            lambda: _StreamConnection(loop, max(1, high_water), self._streams),
+            into=self._streams,
+        )
+        assert isinstance(conn, _StreamConnection)
+        deadline = None if head_timeout is None else loop.time() + head_timeout
+        try:
+            head = await conn.send(data, head_only=False, deadline=deadline)
+        except BaseException:
+            conn.close()
+            raise
+        return Stream(conn, head)
+
     async def close(self) -> None:
-        """Close every connection; the transport is unusable after."""
+        """Close every connection and stream; the transport is unusable after."""
         self._closed = True
         for conn in list(self._open):
             conn.close()
         self._open.clear()
         self._idle.clear()
+        for stream in list(self._streams):
+            stream.stop()
+        self._streams.clear()
 
     # -------------------------------------------------------------- internals
 
@@ -529,11 +824,17 @@ class HttpTransport:
             self._open.discard(conn)
         return None
 
-    async def _connect(self, loop: asyncio.AbstractEventLoop, deadline: float) -> _Connection:
+    async def _connect(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        deadline: float,
+        factory: Callable[[], _Connection] | None = None,
+        into: set[_StreamConnection] | set[_Connection] | None = None,
+    ) -> _Connection:
         try:
             async with asyncio.timeout_at(deadline):
                 _, conn = await loop.create_connection(
-                    lambda: _Connection(loop),
+                    factory or (lambda: _Connection(loop)),
                     self.host,
                     self.port,
                     ssl=self._ssl,
@@ -545,10 +846,11 @@ class HttpTransport:
             raise TimeoutError(f"connecting to {self._host_header} timed out") from None
         except OSError as e:
             raise ConnectError(f"cannot connect to {self._host_header}: {e}") from e
-        self._open.add(conn)
+        opened: set[Any] = self._open if into is None else into
+        opened.add(conn)
         if self._closed:
             conn.close()
-            self._open.discard(conn)
+            opened.discard(conn)
             raise RuntimeError("HttpTransport is closed")
         return conn
 
