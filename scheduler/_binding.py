@@ -10,6 +10,7 @@ instead of every placed gang waiting behind one pod of every other."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -156,37 +157,52 @@ class Binder:
 
     def _pump(self) -> None:
         """Fill the free bind slots."""
-        while self._in_flight < self.concurrency:
-            b = self._next_batch()
-            if b is None:
-                return
-            i = b.next
-            b.next += 1
-            self._in_flight += 1
-            self.tasks.spawn(self._send(b, i))
+        while (work := self._take()) is not None:
+            self.tasks.spawn(self._send(*work))
+
+    def _take(self) -> tuple[_Batch, int] | None:
+        """Take a free bind slot and the pod it sends next (None: no slot, or nothing to
+        send)."""
+        if self._in_flight >= self.concurrency:
+            return None
+        b = self._next_batch()
+        if b is None:
+            return None
+        i = b.next
+        b.next += 1
+        self._in_flight += 1
+        return b, i
 
     async def _send(self, b: _Batch, i: int) -> None:
-        p, node = b.pairs[i]
-        try:
+        """Bind ``b.pairs[i]``, then -- while there is more to send -- the next pod a free
+        slot would take, in this task (one task per slot in use, not one per pod)."""
+        while True:
+            p, node = b.pairs[i]
             try:
-                ok = await self._bind_one(p, node)
-            except Exception:  # a plugin bug must not stall the batches behind this one
-                _log.exception("binding %s/%s to %s failed", p.namespace, p.name, node)
-                if self.cache.pods.get(p.key) is p:
-                    self.cache.forget(p)
-                ok = False
-            if ok:
-                # answered first (a canary releases the rest of its gang to the free
-                # slots), then the event: when the event queue is full this slot stays
-                # taken until there is room, so bindings cannot outrun their events
+                try:
+                    ok = await self._bind_one(p, node)
+                except Exception:  # a plugin bug must not stall the batches behind this one
+                    _log.exception("binding %s/%s to %s failed", p.namespace, p.name, node)
+                    if self.cache.pods.get(p.key) is p:
+                        self.cache.forget(p)
+                    ok = False
+                if ok:
+                    # answered first (a canary releases the rest of its gang to the free
+                    # slots), then the event: when the event queue is full this slot stays
+                    # taken until there is room, so bindings cannot outrun their events
+                    self._answered(b, ok)
+                    self._pump()
+                    await self.status.scheduled(p, node)
+            finally:
+                self._in_flight -= 1
+            if not ok:
                 self._answered(b, ok)
-                self._pump()
-                await self.status.scheduled(p, node)
-        finally:
-            self._in_flight -= 1
-        if not ok:
-            self._answered(b, ok)
-        self._pump()
+            work = self._take()  # what _pump would hand to a new task first
+            self._pump()
+            if work is None:
+                return
+            b, i = work
+            await asyncio.sleep(0)  # where that task's first step would run
 
     def _answered(self, b: _Batch, ok: bool) -> None:
         b.done += 1

@@ -86,6 +86,9 @@ class EventHandlers:
         self._node_due: float | None = None
         #: called when a Node event is collected (the run loop recomputes its wakeup)
         self.on_node_pending: Callable[[], None] = lambda: None
+        #: during a Pod SYNC into an empty queue: the groups whose new pods arrived, to be
+        #: refreshed once each when the list is in (see :meth:`on_pod`)
+        self._synced_groups: dict[tuple[str, str], None] | None = None
 
     def _node_event(self, event: ClusterEvent, obj: Any) -> None:
         """Offer a Node event to the queue, or collect it while a burst lasts: the waiting
@@ -273,10 +276,21 @@ class EventHandlers:
         now = self.clock.now()
         if kind == "SYNC":
             seen = set()
-            for o in obj:
-                meta = o.get("metadata") or {}
-                seen.add((str(meta.get("namespace") or "default"), str(meta.get("name"))))
-                self.on_pod("ADDED", o)
+            # Into an empty queue (the first start) no entity waits or is in flight, so a
+            # new pod's Pod Add moves nothing, and its group's entity ends up as one refresh
+            # with all of the list's pods in would leave it: refresh each group once, in the
+            # order its first pod came, instead of once per pod (O(pods x group size))
+            groups: dict[tuple[str, str], None] | None = {} if not self.queue.entities else None
+            self._synced_groups = groups
+            try:
+                for o in obj:
+                    meta = o.get("metadata") or {}
+                    seen.add((str(meta.get("namespace") or "default"), str(meta.get("name"))))
+                    self.on_pod("ADDED", o)
+            finally:
+                self._synced_groups = None
+            for gk in groups or ():
+                self.enqueuer.refresh_group(gk)
             for key in [k for k in self.cache.pods if k not in seen]:
                 self.pod_gone(key)
             return
@@ -293,6 +307,10 @@ class EventHandlers:
                 self.enqueuer.refresh_for(old)
             return
         if old is None:
+            groups = self._synced_groups
+            if groups is not None and new.group_key is not None:
+                groups[new.group_key] = None  # refreshed once the SYNC is in
+                return
             self.enqueuer.refresh_for(new)
             target = self._group_entity(new)
             if target is not None:  # unscheduled / assigned Pod Add in the same group

@@ -27,7 +27,7 @@ from scheduler._status import (
 )
 from scheduler._tasks import Tasks
 from workloadbuilder.cluster import Cluster
-from workloadbuilder.runtime import Clock, Feed, WallClock, gc_policy, settle
+from workloadbuilder.runtime import Clock, Feed, WallClock, gc_policy, probe_feeds, settle
 
 if TYPE_CHECKING:
     from workloadbuilder.runtime import Component
@@ -174,6 +174,7 @@ class Scheduler:
                 ]
         if self.config.preemption:  # only preemption reads PodDisruptionBudgets
             self._feeds.append(Feed(c, "PodDisruptionBudget", h.on_pdb, optional=True))
+        await probe_feeds(self._feeds)  # which optional kinds are served: one round trip
         for f in self._feeds:
             await f.start()
         if self.config.gc_freeze:  # the initial lists are cached: freeze the long-lived heap

@@ -72,6 +72,48 @@ async def test_allowed_unserved_and_unreachable_pass_and_each_kind_is_listed_onc
     await _check(_Answers({"nodes": ApiError("cannot reach the API server", status=0)}))
 
 
+async def test_the_lists_go_out_together_and_are_judged_in_order() -> None:
+    class _Together(_Answers):
+        """Each list waits until every kind's list has arrived (so they must be in flight
+        at once) before it answers."""
+
+        def __init__(self, errors: dict[str, Exception], kinds: int) -> None:
+            super().__init__(errors)
+            self.kinds = kinds
+            self.waiting = 0
+            self.arrived = asyncio.Event()
+
+        async def list(self, kind: Any, *args: Any, **kwargs: Any) -> Any:
+            self.waiting += 1
+            if self.waiting == self.kinds:
+                self.arrived.set()
+            await asyncio.wait_for(self.arrived.wait(), 5)
+            return await super().list(kind, *args, **kwargs)
+
+    async def check(cluster: _Answers) -> None:
+        await check_access(
+            cluster,
+            ["Node", "Pod", "PodGroup"],
+            source="kubeconfig /k, current context",
+            component="the scheduler",
+            rbac="clusterrole.yaml",
+        )
+
+    together = _Together({}, kinds=3)
+    await check(together)
+    assert together.listed == ["nodes", "pods", "podgroups"]
+    # the first answer in the order of the kinds decides, as when checked one by one:
+    # an unreachable first kind leaves the later 401 to the component...
+    await check(_Answers({"nodes": ApiError("cannot reach", status=0), "pods": Unauthorized("no")}))
+    # ...an unserved one does not, and a 403 before a 401 is the 403
+    with pytest.raises(AccessError) as info:
+        await check(_Answers({"nodes": NotFound("not served"), "pods": Unauthorized("no")}))
+    assert info.value.status == 401
+    with pytest.raises(AccessError) as info:
+        await check(_Answers({"pods": Forbidden("forbidden"), "podgroups": Unauthorized("no")}))
+    assert info.value.status == 403 and "list pods" in str(info.value)
+
+
 def test_credential_source_names_the_file_or_the_service_account(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -117,6 +117,29 @@ def test_a_frozen_cycle_is_collected_by_the_next_complete_collection(clean_gc: N
         policy.uninstall()
 
 
+def test_garbage_at_install_is_frozen_and_freed_by_the_next_complete_collection(
+    clean_gc: None,
+) -> None:
+    # install runs no full collection first (it cost ~70 ms of the scheduler's start and
+    # found nothing): a cycle that is already unreachable is frozen with the live heap...
+    clock = _Clock()
+    policy = GcPolicy(complete_every=300.0, clock=clock)
+    gc.collect()
+    ref = _cycle()
+    policy.install()
+    try:
+        assert ref() is not None and not _tracked(ref())
+        gc.collect()
+        assert ref() is not None
+        clock.t += 301.0  # ...and freed by the first complete collection
+        gc.collect()
+        gc.collect()
+        assert ref() is None
+        assert policy.complete_collections == 1
+    finally:
+        policy.uninstall()
+
+
 def test_a_disabled_collector_is_left_alone(clean_gc: None) -> None:
     policy = GcPolicy()
     gc.disable()

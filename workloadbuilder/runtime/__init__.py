@@ -5,7 +5,8 @@
 * :class:`Component`: ``start / stop / sync / until_idle / next_wakeup``, so a component
   runs for real or is stepped by a simulator.
 * :class:`Feed`: an :class:`~workloadbuilder.cluster.Informer` per kind turned into one
-  synchronous handler (the informer fan-in); :func:`settle` waits until feeds are quiet.
+  synchronous handler (the informer fan-in); :func:`settle` waits until feeds are quiet;
+  :func:`probe_feeds` learns together which optional kinds are served.
 * :class:`LeaderElector`: ``coordination.k8s.io/v1`` Lease leader election.
 * :class:`HealthServer`: ``/metrics``, ``/healthz``, ``/livez``, ``/readyz``.
 * :func:`add_kube_flags` / :func:`kube_cluster`: ``--kubeconfig --context`` to a
@@ -35,7 +36,7 @@ from workloadbuilder.runtime._eventloop import (
     resolve_event_loop,
     run,
 )
-from workloadbuilder.runtime._feed import Feed, Handler, settle
+from workloadbuilder.runtime._feed import Feed, Handler, probe_feeds, settle
 from workloadbuilder.runtime._gc import GcPolicy, gc_policy
 from workloadbuilder.runtime._health import HealthServer
 from workloadbuilder.runtime._kubeflags import add_kube_flags, kube_cluster
@@ -93,6 +94,7 @@ __all__ = [
     "kube_cluster",
     "link_pod",
     "link_pod_template",
+    "probe_feeds",
     "resolve_event_loop",
     "run",
     "settle",

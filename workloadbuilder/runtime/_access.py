@@ -7,6 +7,7 @@ retrying forever."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -24,6 +25,8 @@ __all__ = ["AccessError", "check_access", "credential_source"]
 
 #: where a pod's service-account token is mounted
 SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+#: start-up checks in flight at once
+_CONCURRENT = 8
 
 
 class AccessError(WorkloadBuilderError):
@@ -66,30 +69,45 @@ async def check_access(
     the credentials (:func:`credential_source`), ``component`` the program, ``rbac`` where
     its role is described. A kind the server does not serve, and a server that cannot be
     reached (after the client's retries), are left to the component: it retries as before."""
+    infos: list[ResourceInfo] = []
     seen: set[tuple[str, str]] = set()
     for kind in kinds:
         info = resource_info(kind)
-        if (info.group, info.plural) in seen:
+        if (info.group, info.plural) not in seen:
+            seen.add((info.group, info.plural))
+            infos.append(info)
+    # the lists go out together (at most _CONCURRENT in flight: one round trip instead of
+    # one per kind); their answers are read in the order of ``kinds``, so the error raised,
+    # and whether one is, are those of checking them one after another
+    limit = asyncio.Semaphore(_CONCURRENT)
+
+    async def probe(info: ResourceInfo) -> Exception | None:
+        async with limit:
+            try:
+                await cluster.list(info, limit=1)
+            except (ApiError, OSError) as e:
+                return e
+            return None
+
+    async with asyncio.TaskGroup() as group:
+        probes = [group.create_task(probe(info)) for info in infos]
+    for info, task in zip(infos, probes, strict=True):
+        error = task.result()
+        if error is None or isinstance(error, NotFound):
             continue
-        seen.add((info.group, info.plural))
-        try:
-            await cluster.list(info, limit=1)
-        except Unauthorized:
+        if isinstance(error, Unauthorized):
             raise AccessError(
                 f"the API server rejected the credentials from {source} (401 Unauthorized: "
                 f"the token or client certificate is invalid, expired or revoked); "
                 f"{component} cannot work without valid credentials",
                 status=401,
             ) from None
-        except Forbidden as e:
+        if isinstance(error, Forbidden):
             what = f"{info.plural}.{info.group}" if info.group else info.plural
             raise AccessError(
                 f"{component} is not allowed to list {what} with the credentials from "
-                f"{source} (403 Forbidden: {e.message}); it cannot work without reading "
+                f"{source} (403 Forbidden: {error.message}); it cannot work without reading "
                 f"them: grant list and watch on {what} to its identity (see {rbac})",
                 status=403,
             ) from None
-        except NotFound:
-            continue
-        except (ApiError, OSError):
-            return  # unreachable or failing: not an answer about the credentials
+        return  # unreachable or failing: not an answer about the credentials

@@ -18,7 +18,7 @@ from typing import Any
 from workloadbuilder.cluster import Cluster, Informer, KubeObject, ResourceInfo, resource_info
 from workloadbuilder.errors import Forbidden, NotFound
 
-__all__ = ["Feed", "Handler", "settle"]
+__all__ = ["Feed", "Handler", "probe_feeds", "settle"]
 
 _log = logging.getLogger(__name__)
 
@@ -48,28 +48,45 @@ class Feed:
         #: incremented for every event handled
         self.events = 0
         self.informer: Informer | None = None
+        #: an optional kind was probed (:meth:`probe`), and what its probe raised
+        self._probed = False
+        self._probe_error: Exception | None = None
+
+    async def probe(self) -> None:
+        """For an optional kind: list one object to learn whether it is served and allowed
+        (``available``). :meth:`start` probes by itself unless this ran before; an error
+        other than not served / forbidden is kept and raised by :meth:`start`, so probing
+        feeds together (:func:`probe_feeds`) fails where starting them one by one would."""
+        if not self.optional or self._probed:
+            return
+        self._probed = True
+        try:
+            await self.cluster.list(self.info, limit=1)
+        except NotFound as e:
+            _log.info("%s not served (%s); not watching it", self.info.kind, e)
+            self.available = False
+        except Forbidden as e:
+            # served but not allowed: a missing RBAC rule, not a cluster without the API.
+            # Say so loudly: without this kind, grouped pods would wait forever.
+            _log.warning(
+                "not allowed to list %s (%s); not watching it: grant list and watch on %s "
+                "to the scheduler's identity (see examples/deploy/scheduler/clusterrole.yaml)",
+                self.info.kind,
+                e,
+                self.info.plural,
+            )
+            self.available = False
+        except Exception as e:
+            self._probe_error = e
 
     async def start(self) -> None:
         """Start the informer, wait for its first list, hand it over as one SYNC."""
-        if self.optional:
-            try:
-                await self.cluster.list(self.info, limit=1)
-            except NotFound as e:
-                _log.info("%s not served (%s); not watching it", self.info.kind, e)
-                self.available = False
-                return
-            except Forbidden as e:
-                # served but not allowed: a missing RBAC rule, not a cluster without the API.
-                # Say so loudly: without this kind, grouped pods would wait forever.
-                _log.warning(
-                    "not allowed to list %s (%s); not watching it: grant list and watch on %s "
-                    "to the scheduler's identity (see examples/deploy/scheduler/clusterrole.yaml)",
-                    self.info.kind,
-                    e,
-                    self.info.plural,
-                )
-                self.available = False
-                return
+        await self.probe()
+        if self._probe_error is not None:
+            error, self._probe_error, self._probed = self._probe_error, None, False
+            raise error
+        if not self.available:
+            return
         inf = Informer(self.cluster, self.info)
         self.informer = inf
         await inf.start()
@@ -103,6 +120,12 @@ class Feed:
         if self.informer is not None:
             await self.informer.stop()
             self.informer = None
+
+
+async def probe_feeds(feeds: Sequence[Feed]) -> None:
+    """Probe the optional feeds' kinds together (one round trip instead of one per kind,
+    before they are started one by one): see :meth:`Feed.probe`."""
+    await asyncio.gather(*(f.probe() for f in feeds if f.optional))
 
 
 async def settle(feeds: Sequence[Feed], *, quiet_rounds: int = 5, max_rounds: int = 1000) -> None:

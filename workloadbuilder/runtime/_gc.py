@@ -10,10 +10,12 @@ burst of thousands of pods, several times, each a pause proportional to the whol
 :class:`GcPolicy` keeps the collector on (cycles are still found) but stops re-walking
 what has proved long-lived:
 
-* :meth:`GcPolicy.install` (the scheduler calls it once its informers have synced) runs one
-  full collection and then ``gc.freeze()``: what is alive after start-up -- modules, the
-  configuration, the initial lists -- moves to the permanent generation, which collections
-  do not walk.
+* :meth:`GcPolicy.install` (the scheduler calls it once its informers have synced) calls
+  ``gc.freeze()``: what is tracked after start-up -- modules, the configuration, the
+  initial lists -- moves to the permanent generation, which collections do not walk. It
+  runs no full collection first: in the scheduler that walk found nothing unreachable
+  and cost ~70 ms of its start (1,000 nodes, 5,000 pods); a cycle that is already garbage
+  then is frozen with the rest and freed by the next complete collection (below).
 * After every full collection (an automatic one or ``gc.collect()``), the survivors are
   frozen too: they have just proved long-lived. So the next full collection only walks
   what was promoted since, and the cost of full collections follows the allocation rate,
@@ -81,14 +83,13 @@ class GcPolicy:
         return self._installed
 
     def install(self) -> None:
-        """Collect, freeze what is alive, and freeze the survivors of every later full
-        collection (idempotent)."""
+        """Freeze what the collector tracks now (no collection first: see the module's
+        docstring), and the survivors of every later full collection (idempotent)."""
         if self._installed:
             return
         self._installed = True
         if not gc.isenabled():  # someone turned the collector off: leave it to them
             return
-        gc.collect()
         gc.freeze()
         self._last_complete = self._clock()
         gc.callbacks.append(self._after_collection)
