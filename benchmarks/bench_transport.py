@@ -49,16 +49,22 @@ async def _bounded(n: int, jobs: list[Any]) -> None:
     await asyncio.gather(*(one(j) for j in jobs))
 
 
-async def one_round(
-    plane: ControlPlane, admin: AsyncRestClient, transport: str, ns: str, args: argparse.Namespace
-) -> dict[str, Any]:
-    names = [f"p{i:05d}" for i in range(args.pods)]
+async def _create_pods(admin: AsyncRestClient, ns: str, count: int) -> list[str]:
+    """Create ``count`` unbound pods in ``ns`` (32 at a time); returns their names."""
+    names = [f"p{i:05d}" for i in range(count)]
 
     async def create(name: str) -> None:
         pod = make_pod(name).scheduler_name("bench-transport").request("cpu", "1").obj()
         await admin.call("POST", f"/api/v1/namespaces/{ns}/pods", pod)
 
     await _bounded(32, [lambda n=n: create(n) for n in names])
+    return names
+
+
+async def one_round(
+    plane: ControlPlane, admin: AsyncRestClient, transport: str, ns: str, args: argparse.Namespace
+) -> dict[str, Any]:
+    names = await _create_pods(admin, ns, args.pods)
     cluster = KubeCluster.from_kubeconfig(plane.kubeconfig, transport=transport)  # type: ignore[arg-type]
     async with cluster as kube:
         await kube.get("Namespace", ns)  # connect, load credentials: not timed
@@ -91,11 +97,7 @@ async def one_round(
 async def watch_round(
     plane: ControlPlane, admin: AsyncRestClient, transport: str, ns: str, args: argparse.Namespace
 ) -> dict[str, Any]:
-    names = [f"p{i:05d}" for i in range(args.pods)]
-
-    async def create(name: str) -> None:
-        pod = make_pod(name).scheduler_name("bench-transport").request("cpu", "1").obj()
-        await admin.call("POST", f"/api/v1/namespaces/{ns}/pods", pod)
+    names = await _create_pods(admin, ns, args.pods)
 
     async def bind(name: str) -> None:
         body = {
@@ -106,7 +108,6 @@ async def watch_round(
         }
         await admin.call("POST", f"/api/v1/namespaces/{ns}/pods/{name}/binding", body)
 
-    await _bounded(32, [lambda n=n: create(n) for n in names])
     listed = await admin.call("GET", f"/api/v1/namespaces/{ns}/pods?limit=1")
     rv = str(listed["metadata"]["resourceVersion"])
     await _bounded(32, [lambda n=n: bind(n) for n in names])

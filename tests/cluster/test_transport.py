@@ -433,7 +433,9 @@ async def test_cancelled_request_drops_its_connection(
 # ------------------------------------------------------------------ TLS
 
 
-async def test_tls_with_client_certificate_and_server_hostname(tmp_path: Path) -> None:
+def _mutual_tls(tmp_path: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """(server context requiring a client certificate, client context with alice's): a CA,
+    a serving certificate valid for 127.0.0.1 and localhost, and the client alice."""
     from workloadbuilder.testing._pki import Pki
 
     pki = Pki(tmp_path / "pki")
@@ -442,6 +444,13 @@ async def test_tls_with_client_certificate_and_server_hostname(tmp_path: Path) -
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(pki.ca_cert))
     server_ctx.load_cert_chain(str(serving.cert), str(serving.key))
     server_ctx.verify_mode = ssl.CERT_REQUIRED
+    ctx = ssl.create_default_context(cafile=str(pki.ca_cert))
+    ctx.load_cert_chain(str(alice.cert), str(alice.key))
+    return server_ctx, ctx
+
+
+async def test_tls_with_client_certificate_and_server_hostname(tmp_path: Path) -> None:
+    server_ctx, ctx = _mutual_tls(tmp_path)
     peers: list[Any] = []
     s = Server()
 
@@ -452,8 +461,6 @@ async def test_tls_with_client_certificate_and_server_hostname(tmp_path: Path) -
     s.default = who
     url = await s.start(server_ctx)
     try:
-        ctx = ssl.create_default_context(cafile=str(pki.ca_cert))
-        ctx.load_cert_chain(str(alice.cert), str(alice.key))
         t = HttpTransport(url, ssl_context=ctx)
         for _ in range(3):
             assert (await t.request("GET", "/")).status == 200
@@ -829,14 +836,7 @@ def held_stream(release: asyncio.Event) -> Reply:
 
 
 async def test_tls_stream_with_client_certificate_and_server_hostname(tmp_path: Path) -> None:
-    from workloadbuilder.testing._pki import Pki
-
-    pki = Pki(tmp_path / "pki")
-    serving = pki.serving("server")
-    alice = pki.client("alice", ("team",))
-    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(pki.ca_cert))
-    server_ctx.load_cert_chain(str(serving.cert), str(serving.key))
-    server_ctx.verify_mode = ssl.CERT_REQUIRED
+    server_ctx, ctx = _mutual_tls(tmp_path)
     peers: list[Any] = []
     s = Server()
 
@@ -849,8 +849,6 @@ async def test_tls_stream_with_client_certificate_and_server_hostname(tmp_path: 
     s.default = watch
     url = await s.start(server_ctx)
     try:
-        ctx = ssl.create_default_context(cafile=str(pki.ca_cert))
-        ctx.load_cert_chain(str(alice.cert), str(alice.key))
         t = HttpTransport(url, ssl_context=ctx, server_hostname="localhost")
         stream = await t.stream("/w")
         assert await read_to_end(stream) == [b'{"tls":true}\n']

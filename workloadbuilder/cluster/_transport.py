@@ -264,15 +264,9 @@ class _Connection(asyncio.Protocol):
         buf = self._buf
         while self._waiter is not None:
             if self._headers is None:
-                end = buf.find(b"\r\n\r\n", self._scan)
-                if end < 0:
-                    if len(buf) > _MAX_HEAD:
-                        raise ProtocolError("response head too large")
-                    self._scan = max(0, len(buf) - 3)
+                head = self._take_head()
+                if head is None:
                     return
-                head = bytes(buf[:end])
-                del buf[: end + 4]
-                self._scan = 0
                 if not self._start(head):
                     continue  # an informational (1xx) response: the real one follows
                 if self._mode == _NONE:
@@ -298,6 +292,21 @@ class _Connection(asyncio.Protocol):
             if self._chunked(buf):
                 self._finish(bytes(self._body))
             return
+
+    def _take_head(self) -> bytes | None:
+        """The next response head, taken off the buffer without its blank line; None while
+        it has not all arrived (the next search starts where this one stopped)."""
+        buf = self._buf
+        end = buf.find(b"\r\n\r\n", self._scan)
+        if end < 0:
+            if len(buf) > _MAX_HEAD:
+                raise ProtocolError("response head too large")
+            self._scan = max(0, len(buf) - 3)
+            return None
+        head = bytes(buf[:end])
+        del buf[: end + 4]
+        self._scan = 0
+        return head
 
     def _start(self, head: bytes) -> bool:
         """Parse a response head; False for a 1xx response (skipped)."""
@@ -501,17 +510,10 @@ class _StreamConnection(_Connection):
     # -------------------------------------------------------------- internals
 
     def _parse_head(self) -> None:
-        buf = self._buf
         while not self._in_body:
-            end = buf.find(b"\r\n\r\n", self._scan)
-            if end < 0:
-                if len(buf) > _MAX_HEAD:
-                    raise ProtocolError("response head too large")
-                self._scan = max(0, len(buf) - 3)
+            head = self._take_head()
+            if head is None:
                 return
-            head = bytes(buf[:end])
-            del buf[: end + 4]
-            self._scan = 0
             if not self._start(head):
                 continue  # an informational (1xx) response: the real one follows
             headers = self._headers
