@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
-try:  # optional: a faster JSON encoder for request bodies (decoding stays with json: orjson
-    # reads integers beyond 64 bits as floats)
+try:  # optional: faster JSON for request bodies and responses (``_loads`` leaves text with 19
+    # or more digits in a row to json: orjson reads integers beyond 64 bits as floats)
     import orjson as _orjson
 except ImportError:  # pragma: no cover - depends on the installation
     _orjson = None  # type: ignore[assignment]
