@@ -112,6 +112,12 @@ async def test_the_lists_go_out_together_and_are_judged_in_order() -> None:
     with pytest.raises(AccessError) as info:
         await check(_Answers({"pods": Forbidden("forbidden"), "podgroups": Unauthorized("no")}))
     assert info.value.status == 403 and "list pods" in str(info.value)
+    # any other failure surfaces as itself (not wrapped in an ExceptionGroup), as it did when
+    # the kinds were checked one by one; a 401 after it is not reached
+    with pytest.raises(RuntimeError, match="KubeCluster is closed"):
+        await check(
+            _Answers({"nodes": RuntimeError("KubeCluster is closed"), "pods": Unauthorized("no")})
+        )
 
 
 def test_credential_source_names_the_file_or_the_service_account(

@@ -82,10 +82,12 @@ async def check_access(
     limit = asyncio.Semaphore(_CONCURRENT)
 
     async def probe(info: ResourceInfo) -> Exception | None:
+        # every failure is returned, none raised: a task group would wrap it in an
+        # ExceptionGroup, and the first in order must surface as itself
         async with limit:
             try:
                 await cluster.list(info, limit=1)
-            except (ApiError, OSError) as e:
+            except Exception as e:
                 return e
             return None
 
@@ -95,6 +97,8 @@ async def check_access(
         error = task.result()
         if error is None or isinstance(error, NotFound):
             continue
+        if not isinstance(error, (ApiError, OSError)):
+            raise error  # what checking one after another would have let through
         if isinstance(error, Unauthorized):
             raise AccessError(
                 f"the API server rejected the credentials from {source} (401 Unauthorized: "
