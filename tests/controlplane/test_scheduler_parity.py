@@ -1675,9 +1675,10 @@ async def test_preemption_tree_leaf_above_its_min_count_is_a_difference(
     pods for the others, nominates them and, in most runs, leaves them unbound (seen for
     120 s; in one run t-a-2 got no condition at all), while a flat gang above its quorum in
     the same place binds all three. Its outcome depends on timing: in one CI run under load
-    it retried them after the preemption and bound all three (its log shows no retry at all
-    after the preemption in the stranded runs). Ours treats the leaf as the flat gang,
-    always: the two left behind preempt two low pods and all three bind."""
+    it retried them after the preemption and bound all three, in another it bound one of
+    the two (its log shows no retry at all after the preemption in the stranded runs).
+    Ours treats the leaf as the flat gang, always: the two left behind preempt two low pods
+    and all three bind."""
 
     async def upstream_side(s: Side) -> tuple[int, set[str], str | None]:
         low, high = await _classes(s)
@@ -1709,10 +1710,13 @@ async def test_preemption_tree_leaf_above_its_min_count_is_a_difference(
         f"\n== CW7 upstream bound={ub} left={sorted(uleft)} t-a-1 nominated to {unode} "
         f"t-a-2 status={pods['t-a-2'].get('status')}; ours bound={ob} left={sorted(oleft)}"
     )
-    if ub == 3:  # upstream retried the nominated pods after its preemption (timing)
-        assert len(uleft) == 1 and all(pods[f"t-a-{i}"]["spec"].get("nodeName") for i in range(3))
-    else:  # the usual outcome: the two nominated pods stranded
-        assert ub == 1 and len(uleft) in (1, 2) and not pods["t-a-1"]["spec"].get("nodeName")
+    # Upstream's outcome depends on timing: it strands both nominated pods (usual), or
+    # retries one or both after its preemption. Whatever it did must be consistent: the
+    # first cycle's pod bound, one or two low pods preempted, the 4-cpu node not overfull.
+    assert pods["t-a-0"]["spec"].get("nodeName")
+    assert 1 <= ub <= 3 and len(uleft) in (1, 2) and ub + len(uleft) <= 4
+    if ub == 1:  # stranded: nothing but t-a-0 bound
+        assert not pods["t-a-1"]["spec"].get("nodeName")
     assert ob == 3 and len(oleft) == 1
 
 
