@@ -5,6 +5,7 @@ of plugin factories a profile is built from."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -747,18 +748,69 @@ class PodGroupPodsCount:
         return out
 
 
+#: statuses of a failed request that may still have been carried out: no answer at all (the
+#: connection dropped or timed out after the request went out), or the server's own
+#: failure or timeout while handling it
+_OUTCOME_UNKNOWN = frozenset({0, 500, 503, 504})
+
+
+def _assigned_node(e: ApiError) -> str | None:
+    """The node a binding ``Conflict`` says the pod is already assigned to (the API
+    server's ``pod NAME is already assigned to node "NODE"``), or None."""
+    marker = 'is already assigned to node "'
+    at = e.message.rfind(marker)
+    if at < 0:
+        return None
+    rest = e.message[at + len(marker) :]
+    end = rest.find('"')
+    return rest[:end] if end > 0 else None
+
+
 class DefaultBinder:
-    """``pods/binding`` through the Cluster protocol."""
+    """``pods/binding`` through the Cluster protocol.
+
+    A binding whose answer was lost (no answer, or a 500/503/504) may have been carried out:
+    the pod may be bound although the call failed. Forgetting it then would hand the
+    node's resources to other pods while the pod holds them (an overcommitted node once the
+    cache learns the truth). So the binding is sent again -- at once, then after
+    ``retry_backoff`` seconds doubling up to 5 s, for at most ``retry_for`` seconds -- and a
+    ``Conflict`` saying the pod is already assigned to *this* node means an earlier attempt
+    did the work: the binding succeeded. Any other answer is final."""
 
     name = "DefaultBinder"
+    #: seconds before the second retry of a binding whose answer was lost (doubling, at
+    #: most 5 s); the first retry goes at once
+    retry_backoff: float = 0.5
+    #: seconds of waits at most between such retries; then the last failure stands
+    retry_for: float = 30.0
 
     async def bind(self, cluster: Cluster, pod: PodInfo, node: str) -> Status:
-        """Bind; an API error becomes an ``Error`` status."""
-        try:
-            await cluster.bind(pod.namespace, pod.name, node, pod_uid=pod.uid or None)
-        except ApiError as e:
-            return Status(code=Code.ERROR, message=f"binding rejected: {e}", plugin=self.name)
-        return SUCCESS
+        """Bind; an API error becomes an ``Error`` status (after the retries above)."""
+        unsure = False  # an earlier attempt may have bound the pod
+        waited, delay = 0.0, 0.0
+        while True:
+            try:
+                await cluster.bind(pod.namespace, pod.name, node, pod_uid=pod.uid or None)
+            except ApiError as e:
+                if unsure and e.status == 409 and _assigned_node(e) == node:
+                    _log.info(
+                        "binding %s/%s to %s: an attempt whose answer was lost bound it",
+                        pod.namespace,
+                        pod.name,
+                        node,
+                    )
+                    return SUCCESS
+                if e.status not in _OUTCOME_UNKNOWN or waited >= self.retry_for:
+                    return Status(
+                        code=Code.ERROR, message=f"binding rejected: {e}", plugin=self.name
+                    )
+                unsure = True
+                if delay:
+                    await asyncio.sleep(delay)
+                waited += delay
+                delay = min(5.0, delay * 2) if delay else self.retry_backoff
+                continue
+            return SUCCESS
 
 
 #: extension point (configuration name) -> the default profile's plugins, in order

@@ -8,6 +8,8 @@ it may inject, at random with the configured probabilities:
 * ``500``/``503`` (not forwarded);
 * a stall longer than the client's timeout (not forwarded);
 * a reset: the connection is dropped without an answer (not forwarded);
+* a lost answer: the request is forwarded (it runs), then the connection is dropped
+  without relaying the answer (only for paths ending in ``lost_answer_suffix``);
 
 and on watch streams: cut the connection after a random number of events (mid-line), or
 stall (stop relaying without closing). :meth:`FaultProxy.drop_watches` cuts every open watch;
@@ -58,6 +60,10 @@ class FaultPlan:
     p_stall: float = 0.0
     stall_seconds: float = 3.0
     p_reset: float = 0.0
+    #: forward the request, then drop the connection without the answer (the client cannot
+    #: tell whether it ran); only for request paths ending in ``lost_answer_suffix``
+    p_lost_answer: float = 0.0
+    lost_answer_suffix: str = ""
     #: cut a watch after a uniform random number of relayed lines in this range (None: never)
     watch_cut_after: tuple[int, int] | None = None
     #: probability that a watch, instead of being cut, stalls (stops relaying) at that point
@@ -183,6 +189,16 @@ class FaultProxy:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._release.wait(), plan.stall_seconds)
             return _status(504, "Timeout", "injected stall")
+        if (
+            not is_watch
+            and request.path.endswith(plan.lost_answer_suffix)
+            and self._chance(plan.p_lost_answer)
+        ):
+            await self._forward(request, is_watch)
+            self.counts["lost_answer"] += 1
+            if request.transport is not None:
+                request.transport.abort()
+            raise asyncio.CancelledError
         return await self._forward(request, is_watch)
 
     async def _forward(self, request: web.Request, is_watch: bool) -> web.StreamResponse:
