@@ -105,6 +105,10 @@ class Binder:
         """Bind slots taken (a binding sent, or its ``Scheduled`` event waiting for room)."""
         return self._in_flight
 
+    def waiting(self) -> bool:
+        """Whether a placed pod waits for a bind slot (or for its gang's canary)."""
+        return bool(self._waiting) or any(b.next < len(b.pairs) for b in self._open)
+
     @property
     def pending(self) -> int:
         """Batches placed and not completely answered yet."""
@@ -195,6 +199,8 @@ class Binder:
                     await self.status.scheduled(p, node)
             finally:
                 self._in_flight -= 1
+                if not self._in_flight:  # the events held back behind the bindings
+                    self.status.bindings_done()
             if not ok:
                 self._answered(b, ok)
             work = self._take()  # what _pump would hand to a new task first

@@ -43,10 +43,10 @@ class SchedulerConfig:
     bind_concurrency: int = attrs.field(default=16, validator=_positive)
     #: record ``Scheduled`` / ``FailedScheduling`` Events
     record_events: bool = True
-    #: Event writes in flight while bindings are (queued in order; bindings are not
-    #: counted); more when the queue is more than half full, or holds more than
-    #: ``bind_concurrency`` with no binding in flight, up to ``bind_concurrency``
-    #: (``StatusWriter.event_writers_limit``)
+    #: Event writes in flight while bindings are and no placed pod waits for a bind slot
+    #: (queued in order; bindings are not counted; none while pods wait); more when the
+    #: queue is more than half full, or holds more than ``bind_concurrency`` with no
+    #: binding in flight, up to ``bind_concurrency`` (``StatusWriter.event_writers_limit``)
     event_concurrency: int = attrs.field(default=4, validator=_positive)
     #: Events waiting for a writer at most (about 100 bytes each while its pod lives, 250
     #: once it is gone): a slow API server cannot make the backlog grow without bound.

@@ -98,6 +98,7 @@ class Scheduler:
             on_bound=self._count_bound,
         )
         self.status.binds_in_flight = lambda: self.binder.in_flight
+        self.status.binds_waiting = self.binder.waiting
         self.handlers = EventHandlers(
             self.cache, self.queue, self.enqueuer, self.status, self.clock
         )

@@ -88,6 +88,9 @@ class StatusWriter:
         #: bindings in flight (the scheduler sets this): while there are, the event writers
         #: follow the backlog instead of taking every slot (:meth:`event_writers_limit`)
         self.binds_in_flight: Callable[[], int] = lambda: 0
+        #: whether placed pods wait for a bind slot (the scheduler sets this): then the
+        #: events wait too, until the queue is half full (:meth:`event_writers_limit`)
+        self.binds_waiting: Callable[[], bool] = lambda: False
         #: when the condition in ``sent_group`` was sent (clock time)
         self._group_sent_at: dict[tuple[str, str], float] = {}
         #: explanations held back by ``status_refresh_interval``: key -> (due, what);
@@ -302,23 +305,27 @@ class StatusWriter:
         """How many event writes may be in flight now. With no binding in flight and more
         events queued than bindings may be in flight, as many as bindings may be
         (``max(event_concurrency, bind_concurrency)``: a burst's backlog drains at the
-        bindings' pace; a few events keep ``event_concurrency``). While bindings are in flight,
-        ``event_concurrency`` until half of ``max_queued_events`` wait, then more, up to
-        that maximum when the queue is full: a burst of bindings goes first and its
-        events follow it, and a sustained stream's events keep pace with its bindings
+        bindings' pace; a few events keep ``event_concurrency``). While bindings are in
+        flight, until half of ``max_queued_events`` wait: none while placed pods wait for a
+        bind slot (a burst is bound first, then its events follow: each write taken from
+        the bindings costs the API server what a binding costs), ``event_concurrency``
+        otherwise; beyond half, more, from ``event_concurrency`` up to that maximum when
+        the queue is full, so a sustained stream's events keep pace with its bindings
         (which wait for room when the queue is full)."""
         cfg = self.config
         low = cfg.event_concurrency
         high = max(low, cfg.bind_concurrency)
-        if high == low:
-            return low
         if not self.binds_in_flight():
             return high if len(self._event_queue) > high else low
         half = cfg.max_queued_events // 2
         over = len(self._event_queue) - half
         if over <= 0:
-            return low
+            return 0 if self.binds_waiting() else low
         return low + (high - low) * over // max(1, cfg.max_queued_events - half)
+
+    def bindings_done(self) -> None:
+        """No binding is in flight any more: start the event writes held back for them."""
+        self._pump_events()
 
     def _pump_events(self) -> None:
         limit = self.event_writers_limit()

@@ -197,6 +197,11 @@ class CountingEvents:
         self.max_in_flight = 0
         self.max_in_flight_binding = 0
         self.binds: Any = lambda: 0
+        self.waiting: Any = lambda: False
+        #: event writes started while a placed pod waited for a bind slot
+        self.started_while_waiting = 0
+        #: pods bound when the first event write started
+        self.first_event_after: int | None = None
         self.reasons: list[tuple[str, str]] = []
         #: pods in the order their binding returned
         self.bound: list[str] = []
@@ -215,6 +220,10 @@ class CountingEvents:
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         if self.binds():
             self.max_in_flight_binding = max(self.max_in_flight_binding, self.in_flight)
+        if self.waiting():
+            self.started_while_waiting += 1
+        if self.first_event_after is None:
+            self.first_event_after = len(self.bound)
         try:
             for _ in range(3):
                 await asyncio.sleep(0)
@@ -235,12 +244,15 @@ async def test_events_are_written_in_order_with_bounded_concurrency(
     cfg = SchedulerConfig(event_concurrency=2)
     s = Scheduler(rec, cfg, clock=clock)
     rec.binds = lambda: s.binder.in_flight
+    rec.waiting = s.binder.waiting
     env.schedulers.append(s)
     assert await s.until_idle() == 12
     # event_concurrency: the queue stays under half full while bindings are in flight, and
-    # holds fewer events than bind_concurrency once none is
+    # holds fewer events than bind_concurrency once none is; none is written while a
+    # placed pod waits for a bind slot
     assert rec.max_in_flight == 2
-    assert 1 <= rec.max_in_flight_binding <= 2
+    assert rec.max_in_flight_binding <= 2
+    assert rec.started_while_waiting == 0
     assert s.status.events_pending == 0
     assert sorted(rec.reasons) == sorted(
         (f"g{g}-{i}", "Scheduled") for g in (0, 1) for i in range(6)
@@ -338,20 +350,50 @@ async def test_a_burst_of_binds_writes_every_scheduled_event(
     assert cfg.event_concurrency < rec.max_in_flight <= cfg.bind_concurrency
 
 
+async def test_a_burst_is_bound_before_its_events_are_written(
+    mem_env: tuple[Env, ManualClock],
+) -> None:
+    # 40 pods, 4 bind slots: while placed pods wait for a slot no event write starts (each
+    # would cost the API server what a binding costs; the bindings go first, as with one
+    # semaphore for both); once none waits, the events follow, one per pod.
+    env, clock = mem_env
+    await env.node("a", cpu="64", memory="64Gi")
+    for g in range(5):
+        await env.gang(f"g{g}", 8)
+    rec = CountingEvents(env.cluster)
+    s = Scheduler(rec, SchedulerConfig(bind_concurrency=4), clock=clock)
+    rec.binds = lambda: s.binder.in_flight
+    rec.waiting = s.binder.waiting
+    env.schedulers.append(s)
+    assert await s.until_idle() == 40
+    assert rec.started_while_waiting == 0
+    assert len(rec.reasons) == 40 and s.status.events_pending == 0
+    # the writes came after the burst: the first one started once fewer than one burst of
+    # bindings was left (the last pods were sent)
+    assert rec.first_event_after is not None and rec.first_event_after >= 40 - 4
+
+
 def test_event_writers_follow_the_backlog(mem_env: tuple[Env, ManualClock]) -> None:
-    # event_concurrency while bindings are in flight and the queue is at most half full,
-    # then more up to bind_concurrency when it is full; all of them with no binding in flight
-    # and more events queued than that
+    # event_concurrency while bindings are in flight and the queue is at most half full
+    # (none while placed pods wait for a bind slot), then more up to bind_concurrency when
+    # it is full; all of them with no binding in flight and more events queued than that
     env, clock = mem_env
     cfg = SchedulerConfig(event_concurrency=4, bind_concurrency=16, max_queued_events=100)
     st = Scheduler(env.cluster, cfg, clock=clock).status
-    binds = 5
+    binds, waiting = 5, False
     st.binds_in_flight = lambda: binds
+    st.binds_waiting = lambda: waiting
     queued = st._event_queue
     entry = ("default", "p", "uid", "Normal", "Scheduled", "n1")
     assert st.event_writers_limit() == 4
     queued.extend([entry] * 50)
     assert st.event_writers_limit() == 4
+    waiting = True  # a burst: its bindings go first
+    assert st.event_writers_limit() == 0
+    queued.append(entry)  # beyond half full: the writers grow whatever waits
+    assert st.event_writers_limit() == 4
+    waiting = False
+    queued.pop()
     queued.extend([entry] * 25)
     assert st.event_writers_limit() == 10
     queued.extend([entry] * 25)
