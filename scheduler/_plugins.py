@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -773,26 +774,29 @@ class DefaultBinder:
     the pod may be bound although the call failed. Forgetting it then would hand the
     node's resources to other pods while the pod holds them (an overcommitted node once the
     cache learns the truth). So the binding is sent again -- at once, then after
-    ``retry_backoff`` seconds doubling up to 5 s, for at most ``retry_for`` seconds -- and a
-    ``Conflict`` saying the pod is already assigned to *this* node means an earlier attempt
-    did the work: the binding succeeded. Any other answer is final."""
+    ``retry_backoff`` seconds doubling up to 5 s, for at most ``retry_for`` seconds after
+    the first such failure -- and a ``Conflict`` saying the pod is already assigned to
+    *this* node means an earlier attempt did the work: the binding succeeded. Any other
+    answer is final."""
 
     name = "DefaultBinder"
     #: seconds before the second retry of a binding whose answer was lost (doubling, at
     #: most 5 s); the first retry goes at once
     retry_backoff: float = 0.5
-    #: seconds of waits at most between such retries; then the last failure stands
-    retry_for: float = 30.0
+    #: seconds after the first lost answer when the last failure stands (no retry starts
+    #: later: a stop while the API server is unreachable waits at most about this long,
+    #: plus the cluster's own retries of the last attempt)
+    retry_for: float = 15.0
 
     async def bind(self, cluster: Cluster, pod: PodInfo, node: str) -> Status:
         """Bind; an API error becomes an ``Error`` status (after the retries above)."""
-        unsure = False  # an earlier attempt may have bound the pod
-        waited, delay = 0.0, 0.0
+        since: float | None = None  # when an attempt's answer was first lost
+        delay = 0.0
         while True:
             try:
                 await cluster.bind(pod.namespace, pod.name, node, pod_uid=pod.uid or None)
             except ApiError as e:
-                if unsure and e.status == 409 and _assigned_node(e) == node:
+                if since is not None and e.status == 409 and _assigned_node(e) == node:
                     _log.info(
                         "binding %s/%s to %s: an attempt whose answer was lost bound it",
                         pod.namespace,
@@ -800,14 +804,16 @@ class DefaultBinder:
                         node,
                     )
                     return SUCCESS
-                if e.status not in _OUTCOME_UNKNOWN or waited >= self.retry_for:
+                now = time.monotonic()
+                if since is None and e.status in _OUTCOME_UNKNOWN:
+                    since = now
+                left = self.retry_for - (now - since) if since is not None else 0.0
+                if e.status not in _OUTCOME_UNKNOWN or left <= 0:
                     return Status(
                         code=Code.ERROR, message=f"binding rejected: {e}", plugin=self.name
                     )
-                unsure = True
                 if delay:
-                    await asyncio.sleep(delay)
-                waited += delay
+                    await asyncio.sleep(min(delay, left))
                 delay = min(5.0, delay * 2) if delay else self.retry_backoff
                 continue
             return SUCCESS
