@@ -379,15 +379,7 @@ FIVE_PERCENT = FaultPlan(
 
 
 async def test_faults_under_load_same_end_state(plane: ControlPlane, tmp_path: Path) -> None:
-    doc = yaml.safe_load(Path(plane.kubeconfig).read_text())
-    proxy = FaultProxy(
-        plane.server,
-        ca_file=Path(doc["clusters"][0]["cluster"]["certificate-authority"]),
-        cert_file=Path(doc["users"][0]["user"]["client-certificate"]),
-        key_file=Path(doc["users"][0]["user"]["client-key"]),
-        plan=FIVE_PERCENT,
-        seed=16,
-    )
+    proxy = FaultProxy.in_front_of(plane.server, plane.kubeconfig, plan=FIVE_PERCENT, seed=16)
     url = await proxy.start()
     try:
         kubeconfig = _proxy_kubeconfig(tmp_path / "proxy.kubeconfig", url)

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from _chaos import (
     CONDITION,
     NODE_CPU,
@@ -52,16 +51,6 @@ GANG = 16  # pods of 1 cpu: NODES * NODE_CPU / GANG = 4 gangs fit
 GANGS = 6
 
 
-def _credentials(plane: ControlPlane) -> tuple[Path, Path, Path]:
-    doc = yaml.safe_load(Path(plane.kubeconfig).read_text())
-    user = doc["users"][0]["user"]
-    return (
-        Path(doc["clusters"][0]["cluster"]["certificate-authority"]),
-        Path(user["client-certificate"]),
-        Path(user["client-key"]),
-    )
-
-
 async def _events(api: Api, ns: str) -> dict[str, int]:
     doc = await api.call("GET", f"/api/v1/namespaces/{ns}/events")
     out: dict[str, int] = {}
@@ -91,8 +80,7 @@ async def test_lost_binding_answers_overcommit_nothing(control_plane: ControlPla
     name = f"lost-{ns}"
     gangs = [Gang(f"g{i}", GANG) for i in range(GANGS)]
     fits = NODES * NODE_CPU // GANG
-    ca, cert, key = _credentials(control_plane)
-    proxy = FaultProxy(control_plane.server, ca_file=ca, cert_file=cert, key_file=key, seed=21)
+    proxy = FaultProxy.in_front_of(control_plane.server, control_plane.kubeconfig, seed=21)
     proxy.plan = FaultPlan(p_lost_answer=0.25, lost_answer_suffix="/binding")
     url = await proxy.start()
     cluster = KubeCluster(Configuration(host=url))

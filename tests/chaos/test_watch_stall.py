@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from _chaos import (
     Api,
     Gang,
@@ -60,16 +59,6 @@ POD_WATCH = "/api/v1/pods"  # the scheduler watches every pod
 FINISH_TIMEOUT = 600.0
 
 
-def _credentials(plane: ControlPlane) -> tuple[Path, Path, Path]:
-    doc = yaml.safe_load(Path(plane.kubeconfig).read_text())
-    user = doc["users"][0]["user"]
-    return (
-        Path(doc["clusters"][0]["cluster"]["certificate-authority"]),
-        Path(user["client-certificate"]),
-        Path(user["client-key"]),
-    )
-
-
 async def _arrive(api: Api, ns: str, scheduler: str, gangs: list[Gang], seconds: float) -> None:
     pause = seconds / max(1, len(gangs))
     for g in gangs:
@@ -99,8 +88,7 @@ async def test_a_stalled_pod_watch_under_load_is_resumed_and_misses_nothing(
     name = f"stall-{ns}"
     gangs = [Gang(f"g{i:04d}", s) for i, s in enumerate(gang_sizes(size["pods"], rng))]
     total = sum(g.size for g in gangs)
-    ca, cert, key = _credentials(control_plane)
-    proxy = FaultProxy(control_plane.server, ca_file=ca, cert_file=cert, key_file=key, seed=16)
+    proxy = FaultProxy.in_front_of(control_plane.server, control_plane.kubeconfig, seed=16)
     url = await proxy.start()
     cluster = KubeCluster(
         Configuration(host=url), watch_bookmark_interval=interval, watch_stall_factor=FACTOR

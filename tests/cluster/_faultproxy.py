@@ -32,6 +32,7 @@ from pathlib import Path
 
 import aiohttp
 import attrs
+import yaml
 from aiohttp import web
 
 __all__ = ["FaultPlan", "FaultProxy"]
@@ -98,6 +99,23 @@ class FaultProxy:
         self.log: list[tuple[float, str, str, dict[str, str]]] = []
         self._release = asyncio.Event()
         self.url = ""
+
+    @classmethod
+    def in_front_of(
+        cls, server: str, kubeconfig: str | Path, *, plan: FaultPlan | None = None, seed: int = 0
+    ) -> FaultProxy:
+        """A proxy to ``server`` with the CA and client certificate of ``kubeconfig`` (a
+        control plane's admin kubeconfig: its first cluster and user)."""
+        doc = yaml.safe_load(Path(kubeconfig).read_text())
+        user = doc["users"][0]["user"]
+        return cls(
+            server,
+            ca_file=Path(doc["clusters"][0]["cluster"]["certificate-authority"]),
+            cert_file=Path(user["client-certificate"]),
+            key_file=Path(user["client-key"]),
+            plan=plan,
+            seed=seed,
+        )
 
     async def start(self) -> str:
         """Listen on an ephemeral 127.0.0.1 port; returns the proxy's URL."""

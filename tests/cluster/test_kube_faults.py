@@ -15,11 +15,9 @@ import functools
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from _faultproxy import FaultPlan, FaultProxy  # tests/cluster is on sys.path (rootdir-relative)
 from kubernetes_asyncio.client import Configuration
 
@@ -30,18 +28,6 @@ from workloadbuilder.errors import ApiError, Gone, NotFound
 pytestmark = pytest.mark.controlplane
 
 Event = tuple[str, str, str | None]  # (type, name, resourceVersion; None for DELETED)
-
-
-def _admin_credentials(plane: Any) -> tuple[Path, Path, Path]:
-    """CA, client certificate and key of the control plane's admin kubeconfig."""
-    doc = yaml.safe_load(Path(plane.kubeconfig).read_text())
-    cluster = doc["clusters"][0]["cluster"]
-    user = doc["users"][0]["user"]
-    return (
-        Path(cluster["certificate-authority"]),
-        Path(user["client-certificate"]),
-        Path(user["client-key"]),
-    )
 
 
 @pytest.fixture
@@ -64,8 +50,7 @@ async def ns(direct: KubeCluster) -> AsyncIterator[str]:
 
 @pytest.fixture
 async def proxy(control_plane: Any) -> AsyncIterator[FaultProxy]:
-    ca, cert, key = _admin_credentials(control_plane)
-    fp = FaultProxy(control_plane.server, ca_file=ca, cert_file=cert, key_file=key, seed=4)
+    fp = FaultProxy.in_front_of(control_plane.server, control_plane.kubeconfig, seed=4)
     await fp.start()
     try:
         yield fp
