@@ -20,9 +20,7 @@ from typing import Any
 
 import pytest
 from _chaos import (
-    CONDITION,
     NODE_CPU,
-    PG_PATH,
     PODS_PATH,
     Api,
     Gang,
@@ -61,13 +59,6 @@ async def _events(api: Api, ns: str) -> dict[str, int]:
     return out
 
 
-def _condition(group: dict[str, Any]) -> str | None:
-    for c in (group.get("status") or {}).get("conditions") or ():
-        if c.get("type") == CONDITION:
-            return str(c.get("status"))
-    return None
-
-
 def _scheduled_false(pod: dict[str, Any]) -> dict[str, Any] | None:
     for c in (pod.get("status") or {}).get("conditions") or ():
         if c.get("type") == "PodScheduled" and c.get("status") == "False":
@@ -97,12 +88,12 @@ async def test_lost_binding_answers_overcommit_nothing(control_plane: ControlPla
             )
             assert not runner.done(), runner
 
-            async def settled() -> bool:
-                # every gang tried (its PodGroup has the condition) and nothing in flight
-                doc = await api.call("GET", PG_PATH.format(ns=ns))
-                conds = [_condition(g) for g in doc["items"]]
+            def settled() -> bool:
+                # every gang tried (the observer saw its PodGroup's condition) and nothing
+                # in flight
+                last = sorted(seq[-1] for seq in obs.conditions.values())
                 return (
-                    sorted(map(str, conds)) == ["False"] * (GANGS - fits) + ["True"] * fits
+                    last == ["False"] * (GANGS - fits) + ["True"] * fits
                     and sched.binder.pending == 0
                     and sched.binder.in_flight == 0
                 )
