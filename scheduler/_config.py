@@ -86,7 +86,8 @@ class SchedulerConfig:
     #: ``workloadbuilder scheduler`` command and the simulator (scenario option, default
     #: on) turn it on; in process it is opt-in
     preemption: bool = False
-    #: once the informers have synced, install the process's garbage-collector policy
+    #: while the informers list, collect only the youngest generation; once they have
+    #: synced, install the process's garbage-collector policy
     #: (:class:`workloadbuilder.runtime.GcPolicy`: what is alive then, and what survives each
     #: later full collection, is frozen, so full collections stop re-walking the cache; a
     #: complete collection still runs every 5 minutes). Process-wide; False leaves the

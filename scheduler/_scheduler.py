@@ -146,6 +146,8 @@ class Scheduler:
         """List every watched kind into the cache, then keep watching in the background."""
         if self._started:
             return
+        if self.config.gc_freeze:  # the initial lists will live: no older collections now
+            gc_policy.hold()
         self.binder.reset()
         self.status.reset()
         self._wake = asyncio.Event()
@@ -175,9 +177,14 @@ class Scheduler:
                 ]
         if self.config.preemption:  # only preemption reads PodDisruptionBudgets
             self._feeds.append(Feed(c, "PodDisruptionBudget", h.on_pdb, optional=True))
-        await probe_feeds(self._feeds)  # which optional kinds are served: one round trip
-        for f in self._feeds:
-            await f.start()
+        try:
+            await probe_feeds(self._feeds)  # which optional kinds are served: one round trip
+            for f in self._feeds:
+                await f.start()
+        except BaseException:
+            if gc_policy.holding:  # no install follows: the collector as it was
+                gc_policy.uninstall()
+            raise
         if self.config.gc_freeze:  # the initial lists are cached: freeze the long-lived heap
             gc_policy.install()
         self._started = True

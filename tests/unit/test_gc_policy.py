@@ -1,12 +1,16 @@
 """The garbage-collector policy (``workloadbuilder.runtime.GcPolicy``): what it freezes, that
 cycles are still collected, that frozen cycles are collected by the periodic complete
-collection, that the scheduler installs it once its informers synced."""
+collection, that a hold pauses the older generations until install, that the scheduler
+holds while its informers list and installs the policy once they synced."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import time
 import weakref
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -152,11 +156,105 @@ def test_a_disabled_collector_is_left_alone(clean_gc: None) -> None:
         policy.uninstall()
 
 
-def test_complete_every_and_young_threshold_must_be_positive() -> None:
+def test_complete_every_young_threshold_and_hold_limit_must_be_positive() -> None:
     with pytest.raises(ValueError, match="complete_every"):
         GcPolicy(complete_every=0)
     with pytest.raises(ValueError, match="young_threshold"):
         GcPolicy(young_threshold=0)
+    with pytest.raises(ValueError, match="hold_limit"):
+        GcPolicy(hold_limit=0)
+
+
+def _allocate(n: int) -> None:
+    """Allocate ``n`` tracked objects that stay alive until the end (the collector counts
+    them), then drop them."""
+    keep = [[] for _ in range(n)]
+    del keep
+
+
+def test_a_hold_runs_young_collections_only_until_install(clean_gc: None) -> None:
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        policy = GcPolicy(young_threshold=5000)
+        policy.hold()
+        assert policy.holding and not policy.installed
+        young0, middle0, _ = (s["collections"] for s in gc.get_stats())
+        _allocate(100_000)  # ~140 young collections: 14 middle ones without the hold
+        young1, middle1, _ = (s["collections"] for s in gc.get_stats())
+        assert young1 - young0 >= 100
+        assert middle1 == middle0
+        ref = _cycle()
+        gc.collect(0)  # a young cycle is still freed
+        assert ref() is None
+        policy.install()  # ends the hold: the older generations are collected again
+        assert not policy.holding and policy.installed
+        assert gc.get_threshold() == (5000, 10, 10)
+        assert policy._after_young_collection not in gc.callbacks
+        _, middle2, _ = (s["collections"] for s in gc.get_stats())
+        _allocate(200_000)  # 40 young collections at 5,000: 4 middle ones
+        _, middle3, _ = (s["collections"] for s in gc.get_stats())
+        assert middle3 > middle2
+        policy.uninstall()
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        gc.set_threshold(*saved)
+
+
+def test_a_hold_ends_by_itself_after_its_limit(clean_gc: None) -> None:
+    saved = gc.get_threshold()
+    clock = _Clock()
+    try:
+        gc.set_threshold(700, 10, 10)
+        policy = GcPolicy(hold_limit=60.0, clock=clock)
+        policy.hold()
+        clock.t += 59.0
+        gc.collect(0)
+        assert policy.holding
+        clock.t += 1.0
+        gc.collect(0)  # the first young collection past the limit ends it
+        assert not policy.holding and not policy.installed
+        assert gc.get_threshold() == (700, 10, 10)
+        _, middle0, _ = (s["collections"] for s in gc.get_stats())
+        _allocate(50_000)
+        _, middle1, _ = (s["collections"] for s in gc.get_stats())
+        assert middle1 > middle0
+        policy.install()
+        assert policy._after_young_collection not in gc.callbacks
+        policy.uninstall()
+    finally:
+        gc.set_threshold(*saved)
+
+
+def test_uninstall_ends_a_hold_and_a_hold_after_install_or_with_the_collector_off_is_a_no_op(
+    clean_gc: None,
+) -> None:
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        policy = GcPolicy()
+        policy.hold()
+        policy.hold()  # idempotent
+        assert gc.callbacks.count(policy._after_young_collection) == 1
+        policy.uninstall()
+        assert not policy.holding and gc.get_threshold() == (700, 10, 10)
+        assert policy._after_young_collection not in gc.callbacks
+        policy.install()
+        policy.hold()
+        assert not policy.holding
+        policy.uninstall()
+        gc.disable()
+        try:
+            policy.hold()
+            assert not policy.holding and gc.get_threshold() == (700, 10, 10)
+        finally:
+            gc.enable()
+        policy.hold()
+        gc.set_threshold(700, 20, 10)  # changed by someone else during the hold: kept
+        policy.uninstall()
+        assert gc.get_threshold() == (700, 20, 10)
+    finally:
+        gc.set_threshold(*saved)
 
 
 def test_the_young_threshold_is_raised_only_from_cpythons_default(clean_gc: None) -> None:
@@ -177,18 +275,62 @@ def test_the_young_threshold_is_raised_only_from_cpythons_default(clean_gc: None
         gc.set_threshold(*saved)
 
 
+class _ListSpy(MemoryCluster):
+    """Records whether the process-wide policy held the collector at each list; fails the
+    lists of ``fail_kind``."""
+
+    def __init__(self, fail_kind: str | None = None) -> None:
+        super().__init__()
+        self.holding: list[bool] = []
+        self.failed = 0
+        self.fail_kind = fail_kind
+
+    async def list(self, kind: Any, *args: Any, **kwargs: Any) -> Any:
+        self.holding.append(gc_policy.holding)
+        if getattr(kind, "kind", kind) == self.fail_kind:
+            self.failed += 1
+            raise RuntimeError("list refused")
+        return await super().list(kind, *args, **kwargs)
+
+
 @pytest.mark.parametrize("enabled", [True, False])
 async def test_the_scheduler_installs_the_policy_after_its_informers_synced(
     clean_gc: None, enabled: bool
 ) -> None:
-    cluster = MemoryCluster()
+    cluster = _ListSpy()
     s = Scheduler(cluster, SchedulerConfig(gc_freeze=enabled))
     assert not gc_policy.installed
     await s.start()
     try:
         assert gc_policy.installed is enabled
         assert (gc.get_freeze_count() > 0) is enabled
+        # the informers' lists ran under a hold (older generations paused), ended by install
+        assert cluster.holding and all(h is enabled for h in cluster.holding)
+        assert not gc_policy.holding
     finally:
         await s.stop()
         await cluster.close()
         gc_policy.uninstall()
+
+
+async def test_a_start_cancelled_while_listing_ends_the_hold(clean_gc: None) -> None:
+    # the Pod list fails (the informer retries it): start is stopped while it waits
+    saved = gc.get_threshold()
+    cluster = _ListSpy(fail_kind="Pod")
+    s = Scheduler(cluster, SchedulerConfig())
+    try:
+        task = asyncio.create_task(s.start())
+        deadline = time.monotonic() + 10.0
+        while cluster.failed < 2 and time.monotonic() < deadline:  # the Pod list retried
+            await asyncio.sleep(0.01)
+        assert not task.done() and cluster.failed >= 2
+        assert gc_policy.holding
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert not gc_policy.holding and not gc_policy.installed
+        assert gc.get_threshold() == saved
+    finally:
+        await s.stop()
+        await cluster.close()
+        gc.set_threshold(*saved)
