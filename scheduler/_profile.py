@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import yaml
 
 from scheduler._config import DEFAULT_SCHEDULER_NAME, SchedulerConfig
 from scheduler._framework import Framework
@@ -487,6 +486,8 @@ def load_config(path: str | Path) -> LoadedConfig:
         raise ConfigError(f"cannot read {path}: {e.strerror or e}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"cannot read {path}: not UTF-8 text") from None
+    import yaml  # only a configuration file needs it (no import cost at start-up)
+
     try:
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as e:

@@ -14,7 +14,6 @@ import sys
 from typing import Any
 
 import attrs
-import yaml
 
 from scheduler._config import DEFAULT_SCHEDULER_NAME, SchedulerConfig
 from scheduler._metrics import REGISTRY, WATCH_STALLS
@@ -422,6 +421,8 @@ async def _explain_command(args: argparse.Namespace) -> int:
     if args.output == "json":
         print(json.dumps(report, indent=2))
     elif args.output == "yaml":
+        import yaml
+
         print(yaml.safe_dump(report, sort_keys=False), end="")
     else:
         print(render_explain(report), end="")

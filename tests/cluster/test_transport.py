@@ -11,6 +11,7 @@ connections, big lines, refreshed tokens) on both transports."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import gzip
 import json
 import socket
@@ -189,6 +190,40 @@ async def test_sequential_requests_reuse_one_connection(
     assert first.headers["x-n"] == "0"
     assert first.headers["accept-encoding"] == "gzip"
     assert first.body == b'{"i":1}'
+
+
+async def test_header_tuples_are_encoded_once_and_each_request_carries_its_own(
+    server: Server, client: HttpTransport
+) -> None:
+    # a tuple of fields is encoded once and reused while the same fields come again; any
+    # other fields (a new tuple, a list, a refreshed token) are what the request carries
+    a = (("X-A", "1"), ("Authorization", "Bearer t1"))
+    sent: list[Any] = [
+        a,
+        a,
+        (("X-A", "1"), ("Authorization", "Bearer t2")),
+        [("X-A", "2")],
+        a,
+        (("Accept-Encoding", "identity"),),
+    ]
+    for fields in sent:
+        resp = await client.request("GET", "/h", fields)
+        assert resp.status == 200
+    seen = [
+        (r.headers.get("x-a"), r.headers.get("authorization"), r.headers["accept-encoding"])
+        for r in server.requests
+    ]
+    assert seen == [
+        ("1", "Bearer t1", "gzip"),
+        ("1", "Bearer t1", "gzip"),
+        ("1", "Bearer t2", "gzip"),
+        ("2", None, "gzip"),
+        ("1", "Bearer t1", "gzip"),
+        (None, None, "identity"),
+    ]
+    assert all(r.headers["host"] == server.url.removeprefix("http://") for r in server.requests)
+    with pytest.raises(ValueError, match="invalid header"):  # checked when first encoded
+        await client.request("GET", "/h", (("X-A", "1\r\nX-B: 2"),))
 
 
 async def test_concurrency_is_bounded_by_the_pool(server: Server, client: HttpTransport) -> None:
@@ -505,6 +540,33 @@ def _status(code: int, reason: str) -> bytes:
     return json.dumps(
         {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason, "code": code}
     ).encode()
+
+
+async def test_kube_cluster_request_paths_headers_and_event_timestamps(server: Server) -> None:
+    async with _kube(server.url, "auto", []) as kube:
+        await kube.bind("ns-1", "p.a-b_c~0", "n")  # DNS names go as they are
+        await kube.get("ConfigMap", "a b/ç?", "x y")  # anything else is quoted
+        before = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+        await kube.create_event(
+            namespace="ns-1",
+            involved_object={"apiVersion": "v1", "kind": "Pod", "name": "p"},
+            reason="Scheduled",
+            message="m",
+        )
+        after = datetime.datetime.now(datetime.UTC)
+    bind, get, event = server.requests
+    assert bind.target == "/api/v1/namespaces/ns-1/pods/p.a-b_c~0/binding"
+    assert get.target == "/api/v1/namespaces/x%20y/configmaps/a%20b%2F%C3%A7%3F"
+    for r in (bind, get, event):
+        assert r.headers["accept"] == "application/json"
+        assert r.headers["content-type"] == "application/json"
+        assert r.headers["user-agent"].startswith("workloadbuilder")
+    body = json.loads(event.body)
+    assert body["firstTimestamp"] == body["lastTimestamp"]
+    stamp = datetime.datetime.strptime(body["firstTimestamp"], "%Y-%m-%dT%H:%M:%SZ").replace(
+        tzinfo=datetime.UTC
+    )
+    assert before <= stamp <= after
 
 
 @pytest.mark.parametrize("transport", ["auto", "aiohttp"])

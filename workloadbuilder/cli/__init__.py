@@ -22,22 +22,24 @@ import importlib
 import importlib.util
 import inspect
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from workloadbuilder.cli._build import build_objects
-from workloadbuilder.cli._common import (
-    Document,
-    InputError,
-    add_filename_flag,
-    one_line,
-    parse_manifests,
-    read_manifests,
-)
-from workloadbuilder.cli._validate import validate_document
 from workloadbuilder.errors import WorkloadBuilderError
+
+if TYPE_CHECKING:
+    from workloadbuilder.cli._build import build_objects
+    from workloadbuilder.cli._common import (
+        Document,
+        InputError,
+        add_filename_flag,
+        parse_manifests,
+        read_manifests,
+    )
+    from workloadbuilder.cli._validate import validate_document
 
 __all__ = [
     "Document",
@@ -49,6 +51,38 @@ __all__ = [
     "read_manifests",
     "validate_document",
 ]
+
+#: public names resolved on first access (module that defines them): a component's start
+#: (``workloadbuilder scheduler``) does not load the manifest commands' modules
+_LAZY = {
+    "Document": "workloadbuilder.cli._common",
+    "InputError": "workloadbuilder.cli._common",
+    "add_filename_flag": "workloadbuilder.cli._common",
+    "parse_manifests": "workloadbuilder.cli._common",
+    "read_manifests": "workloadbuilder.cli._common",
+    "build_objects": "workloadbuilder.cli._build",
+    "validate_document": "workloadbuilder.cli._validate",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+def _one_line(e: BaseException) -> str:
+    from workloadbuilder.cli._common import one_line  # an error path: loaded when needed
+
+    return one_line(e)
+
 
 _BUILTIN = ("_build", "_validate", "_lint", "_controlplane", "_conformance")
 #: the command each built-in module registers (tests/unit checks this against _BUILTIN)
@@ -96,7 +130,7 @@ def _unavailable(parser: _Parser, sub: Any, name: str, error: ImportError) -> No
         message = f"the {name!r} command needs {missing}, which is not installed: {hint}"
     else:
         hint = "its dependencies are missing"
-        message = f"the {name!r} command is unavailable: {one_line(error)}"
+        message = f"the {name!r} command is unavailable: {_one_line(error)}"
     sub.add_parser(name, help=f"(unavailable: {hint})", add_help=False)
     parser.unavailable[name] = message
 
@@ -162,6 +196,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
     if argv is None:
         argv = sys.argv[1:]
+    if "numpy" not in sys.modules:
+        # no command does linear algebra: OpenBLAS's thread pool (one thread per core,
+        # started when numpy is imported) would only cost CPU (~50 ms of a start on 2 cores)
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     parser = _make_parser(argv)
     unavailable = parser.unavailable.get(_command_of(argv) or "")
     if unavailable is not None:
@@ -200,14 +238,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except (WorkloadBuilderError, OSError) as e:
-        print(f"error: {one_line(e)}", file=sys.stderr)
+        print(f"error: {_one_line(e)}", file=sys.stderr)
         return 1
     except UnicodeDecodeError as e:  # input read outside read_manifests (a command's own file)
-        print(f"error: input is not UTF-8 text: {one_line(e)}", file=sys.stderr)
+        print(f"error: input is not UTF-8 text: {_one_line(e)}", file=sys.stderr)
         return 1
     except Exception as e:  # a bug: still one line; -v logs the traceback
         _log.info("internal error", exc_info=True)
-        print(f"error: internal error: {type(e).__name__}: {one_line(e)}", file=sys.stderr)
+        print(f"error: internal error: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
         return 1
 
 

@@ -1,8 +1,8 @@
 """One async seam to cluster state: the :class:`Cluster` protocol and its implementations.
 
-:class:`MemoryCluster` is the embedded, in-process cluster. :class:`KubeCluster` (a real
+:class:`MemoryCluster` is the embedded, in-process cluster. It, :class:`KubeCluster` (a real
 API server) and :class:`KubeConfigError` are imported on first access, so programs that only
-use ``MemoryCluster`` never load its modules. :class:`HttpTransport` is the lean keep-alive
+use one of them never load the other's modules. :class:`HttpTransport` is the lean keep-alive
 HTTP/1.1 client that carries ``KubeCluster``'s requests and watches (benchmarks use it for
 their plain clients too); aiohttp is imported only for a proxy or ``transport="aiohttp"``,
 kubernetes-asyncio only for the credentials that need it.
@@ -24,7 +24,6 @@ from workloadbuilder.cluster._informer import (
     pods_by_node,
     pods_by_pod_group,
 )
-from workloadbuilder.cluster._memory import MemoryCluster
 from workloadbuilder.cluster._protocol import (
     Cluster,
     KubeObject,
@@ -44,6 +43,7 @@ from workloadbuilder.cluster._retry import RetryPolicy
 
 if TYPE_CHECKING:
     from workloadbuilder.cluster._kube import KubeCluster, KubeConfigError
+    from workloadbuilder.cluster._memory import MemoryCluster
     from workloadbuilder.cluster._transport import HttpTransport, TransportError
 
 __all__ = [
@@ -79,6 +79,7 @@ __all__ = [
 
 #: public names resolved on first access (module that defines them)
 _LAZY = {
+    "MemoryCluster": "workloadbuilder.cluster._memory",
     "KubeCluster": "workloadbuilder.cluster._kube",
     "KubeConfigError": "workloadbuilder.cluster._kube",
     "HttpTransport": "workloadbuilder.cluster._transport",

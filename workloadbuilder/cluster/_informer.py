@@ -436,7 +436,7 @@ class Informer:
                 continue
             try:
                 result = fn(*args)
-                if inspect.isawaitable(result):
+                if result is not None and inspect.isawaitable(result):
                     await result
             except asyncio.CancelledError:
                 raise

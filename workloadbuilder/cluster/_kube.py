@@ -25,7 +25,9 @@ import datetime
 import json
 import logging
 import os
+import re
 import socket
+import time
 import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -195,6 +197,8 @@ class KubeCluster:
         self._streams: set[aiohttp.ClientResponse | Stream] = set()
         self._timeout: aiohttp.ClientTimeout | None = None  # made on the aiohttp path only
         self._timeout_for = (request_timeout, connect_timeout)
+        #: the request headers that do not change, by content type and user agent
+        self._fixed_headers: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {}
 
     # ------------------------------------------------------------------ construction
 
@@ -389,20 +393,25 @@ class KubeCluster:
 
     # ------------------------------------------------------------------ transport
 
-    async def _headers(self, settings: ClientSettings, content_type: str) -> dict[str, str]:
+    async def _headers(
+        self, settings: ClientSettings, content_type: str
+    ) -> tuple[tuple[str, str], ...]:
         """The request headers: ``Accept``, ``Content-Type``, ``User-Agent`` and the
         credentials, read through the settings every time (exec plugins, token files and
         rotated service-account tokens refresh them)."""
-        headers = {
-            "Accept": "application/json",
-            "Content-Type": content_type,
-            "User-Agent": self.user_agent,
-        }
+        key = (content_type, self.user_agent)
+        fixed = self._fixed_headers.get(key)
+        if fixed is None:
+            fixed = self._fixed_headers[key] = (
+                ("Accept", "application/json"),
+                ("Content-Type", content_type),
+                ("User-Agent", self.user_agent),
+            )
         if settings.authorization is not None:
             token = await settings.authorization()
             if token:
-                headers["authorization"] = token
-        return headers
+                return (*fixed, ("authorization", token))
+        return fixed
 
     async def _exchange(
         self,
@@ -414,7 +423,9 @@ class KubeCluster:
     ) -> tuple[int, Mapping[str, str], bytes]:
         """One attempt of a unary request: (status, headers, body). Transport failures
         become ``RetryableTransportError`` (or a final ``ApiError``), as on aiohttp."""
-        settings = await self._client()
+        settings = self._settings
+        if settings is None or self._closed or self._loop is not asyncio.get_running_loop():
+            settings = await self._client()  # connects, or says why it cannot
         http = self._http
         if http is None:
             import aiohttp
@@ -439,7 +450,7 @@ class KubeCluster:
             r = await http.request(
                 method,
                 target,
-                headers.items(),
+                headers,
                 data,
                 timeout=self.request_timeout,
                 connect_timeout=self.connect_timeout,
@@ -476,7 +487,7 @@ class KubeCluster:
                     total=self.request_timeout, sock_connect=self.connect_timeout
                 )
             timeout = self._timeout
-        headers = await self._headers(settings, content_type)
+        headers = dict(await self._headers(settings, content_type))
         url = f"{settings.host}{path}"
         if query:
             url += "?" + urllib.parse.urlencode(list(query))
@@ -639,9 +650,7 @@ class KubeCluster:
             target = f"{path}?{urllib.parse.urlencode(query)}"
             try:
                 # no read deadline: _lines bounds the silence (a longer one before the first byte)
-                stream = await http.stream(
-                    target, headers.items(), connect_timeout=self.connect_timeout
-                )
+                stream = await http.stream(target, headers, connect_timeout=self.connect_timeout)
             except (TransportError, TimeoutError) as e:
                 marker = classify_transport_error(e)
                 if marker is not None:
@@ -888,7 +897,7 @@ class KubeCluster:
         reporting_component: str = "workloadbuilder",
     ) -> None:
         """Record a core/v1 Event about ``involved_object`` (apiVersion/kind/name/uid)."""
-        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = _timestamp()
         involved = {
             k: involved_object[k]
             for k in ("apiVersion", "kind", "name", "uid", "resourceVersion", "fieldPath")
@@ -921,6 +930,21 @@ class KubeCluster:
 
 #: the ``reportingInstance`` of our events (client-go's recorder also reads it once)
 _HOSTNAME = socket.gethostname()
+
+#: the second :func:`_timestamp` last formatted, and its text
+_stamp: tuple[int, str] = (-1, "")
+
+
+def _timestamp() -> str:
+    """The time now, UTC, to the second, as an Event's timestamps give it (formatted once
+    per second)."""
+    global _stamp
+    second = int(time.time())
+    if second != _stamp[0]:
+        text = datetime.datetime.fromtimestamp(second, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        _stamp = (second, text)
+    return _stamp[1]
+
 
 #: kubernetes-asyncio's read buffer (watch events of large objects exceed aiohttp's default)
 _READ_BUFSIZE = 2**21
@@ -1015,11 +1039,18 @@ def _plugin_source(paths: Sequence[str], context: str) -> ConfigSource:
     return source
 
 
+#: what ``quote(..., safe="")`` leaves as it is (every DNS name and label qualifies)
+_UNRESERVED = re.compile(r"[A-Za-z0-9_.~-]*")
+
+
+def _segment(text: str) -> str:
+    """``text`` quoted for one path segment."""
+    return text if _UNRESERVED.fullmatch(text) else quote(text, safe="")
+
+
 def _path(info: ResourceInfo, namespace: str | None, name: str | None = None) -> str:
     ns = (namespace or "default") if info.namespaced else None
-    return info.path(
-        quote(ns, safe="") if ns else None, quote(name, safe="") if name is not None else None
-    )
+    return info.path(_segment(ns) if ns else None, _segment(name) if name is not None else None)
 
 
 def _write_query(dry_run: bool, field_manager: str | None) -> list[tuple[str, str]]:

@@ -684,6 +684,10 @@ class HttpTransport:
         self._streams: set[_StreamConnection] = set()
         self._sem: asyncio.Semaphore | None = None
         self._closed = False
+        #: the last tuple of header fields encoded, and its encoding (most requests of a
+        #: client send the same fields)
+        self._fields_for: tuple[tuple[str, str], ...] | None = None
+        self._fields = ""
 
     @property
     def connections(self) -> int:
@@ -796,24 +800,37 @@ class HttpTransport:
     def _encode(
         self, method: str, target: str, headers: Iterable[tuple[str, str]], body: bytes | None
     ) -> bytes:
-        lines = [f"{method} {self._prefix}{target} HTTP/1.1", f"Host: {self._host_header}"]
+        if " " in target or "\r" in target or "\n" in target:
+            raise ValueError(f"invalid request target {target!r}")
+        if headers.__class__ is tuple and headers == self._fields_for:
+            fields = self._fields  # the same header fields as the last request: encoded
+        else:
+            fields = self._encode_fields(headers)
+            if headers.__class__ is tuple:
+                self._fields_for, self._fields = cast(tuple[tuple[str, str], ...], headers), fields
+        if body is not None:
+            length = f"Content-Length: {len(body)}\r\n"
+        elif method in ("POST", "PUT", "PATCH"):
+            length = "Content-Length: 0\r\n"
+        else:
+            length = ""
+        head = f"{method} {self._prefix}{target} HTTP/1.1\r\n{fields}{length}\r\n".encode()
+        return head + body if body else head
+
+    def _encode_fields(self, headers: Iterable[tuple[str, str]]) -> str:
+        """``Host``, the caller's fields and ``Accept-Encoding`` (unless the caller sent
+        one), each line CRLF-terminated."""
+        lines = [f"Host: {self._host_header}\r\n"]
         has_encoding = False
         for name, value in headers:
             if "\r" in value or "\n" in value or "\r" in name or "\n" in name or ":" in name:
                 raise ValueError(f"invalid header {name!r}")
             if name.lower() == "accept-encoding":
                 has_encoding = True
-            lines.append(f"{name}: {value}")
+            lines.append(f"{name}: {value}\r\n")
         if not has_encoding:
-            lines.append("Accept-Encoding: gzip")
-        if body is not None:
-            lines.append(f"Content-Length: {len(body)}")
-        elif method in ("POST", "PUT", "PATCH"):
-            lines.append("Content-Length: 0")
-        if any(c in target for c in " \r\n"):
-            raise ValueError(f"invalid request target {target!r}")
-        head = ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")
-        return head + body if body else head
+            lines.append("Accept-Encoding: gzip\r\n")
+        return "".join(lines)
 
     def _take_idle(self) -> _Connection | None:
         idle = self._idle

@@ -25,6 +25,11 @@
 * :func:`link_pod` / :func:`link_pod_template`: link pods an operator creates to their group.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from workloadbuilder.runtime._access import AccessError, check_access, credential_source
 from workloadbuilder.runtime._clock import Clock, ManualClock, WallClock
 from workloadbuilder.runtime._component import Component
@@ -41,22 +46,24 @@ from workloadbuilder.runtime._gc import GcPolicy, gc_policy
 from workloadbuilder.runtime._health import HealthServer
 from workloadbuilder.runtime._kubeflags import add_kube_flags, kube_cluster
 from workloadbuilder.runtime._leader import LeaderElector
-from workloadbuilder.runtime._podlink import link_pod, link_pod_template
 from workloadbuilder.runtime._ratelimit import RateLimitedCluster, TokenBucket
-from workloadbuilder.runtime._reconciler import (
-    CONDITION_GANG_SCHEDULED,
-    CONDITION_INITIALLY_SCHEDULED,
-    EVENT_FAILED_COMPILATION,
-    EVENT_FAILED_WORKLOAD_CREATE,
-    EVENT_GANG_PREEMPTED,
-    EVENT_GANG_SCHEDULED,
-    EVENT_GANG_UNSCHEDULABLE,
-    OwnerConditions,
-    OwnerlessObjects,
-    Reconciler,
-    ReconcileResult,
-)
 from workloadbuilder.runtime._workqueue import WorkQueue
+
+if TYPE_CHECKING:
+    from workloadbuilder.runtime._podlink import link_pod, link_pod_template
+    from workloadbuilder.runtime._reconciler import (
+        CONDITION_GANG_SCHEDULED,
+        CONDITION_INITIALLY_SCHEDULED,
+        EVENT_FAILED_COMPILATION,
+        EVENT_FAILED_WORKLOAD_CREATE,
+        EVENT_GANG_PREEMPTED,
+        EVENT_GANG_SCHEDULED,
+        EVENT_GANG_UNSCHEDULABLE,
+        OwnerConditions,
+        OwnerlessObjects,
+        Reconciler,
+        ReconcileResult,
+    )
 
 __all__ = [
     "CONDITION_GANG_SCHEDULED",
@@ -99,3 +106,34 @@ __all__ = [
     "run",
     "settle",
 ]
+
+#: public names resolved on first access (module that defines them): the integrations' parts,
+#: which the scheduler does not load
+_LAZY = {
+    "link_pod": "workloadbuilder.runtime._podlink",
+    "link_pod_template": "workloadbuilder.runtime._podlink",
+    "CONDITION_GANG_SCHEDULED": "workloadbuilder.runtime._reconciler",
+    "CONDITION_INITIALLY_SCHEDULED": "workloadbuilder.runtime._reconciler",
+    "EVENT_FAILED_COMPILATION": "workloadbuilder.runtime._reconciler",
+    "EVENT_FAILED_WORKLOAD_CREATE": "workloadbuilder.runtime._reconciler",
+    "EVENT_GANG_PREEMPTED": "workloadbuilder.runtime._reconciler",
+    "EVENT_GANG_SCHEDULED": "workloadbuilder.runtime._reconciler",
+    "EVENT_GANG_UNSCHEDULABLE": "workloadbuilder.runtime._reconciler",
+    "OwnerConditions": "workloadbuilder.runtime._reconciler",
+    "OwnerlessObjects": "workloadbuilder.runtime._reconciler",
+    "Reconciler": "workloadbuilder.runtime._reconciler",
+    "ReconcileResult": "workloadbuilder.runtime._reconciler",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
