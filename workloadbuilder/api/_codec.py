@@ -107,60 +107,111 @@ def _unstructure_attrs(cls: type) -> Callable[[Any], dict[str, Any]]:
     return unstructure
 
 
-def _structure_value(value: Any, tp: Any) -> Any:
-    if value is None:
-        return None
+def _identity(value: Any) -> Any:
+    return value
+
+
+@functools.cache
+def _structurer(tp: Any) -> Callable[[Any], Any]:
+    """The function that checks and converts a JSON value to ``tp`` (None stays None),
+    worked out once per type: the type's shape is not looked at again for every value."""
     if tp is Int32:
-        number = _structure_value(value, int)
-        if not _INT32_MIN <= number <= _INT32_MAX:
-            raise TypeError(f"expected a 32-bit integer, got {number}")
-        return number
+
+        def int32(value: Any) -> Any:
+            if value is None:
+                return None
+            number = structure_int(value)
+            if not _INT32_MIN <= number <= _INT32_MAX:
+                raise TypeError(f"expected a 32-bit integer, got {number}")
+            return number
+
+        structure_int = _structurer(int)
+        return int32
     origin = get_origin(tp)
     if origin in (typing.Union, types.UnionType):
         members = [m for m in get_args(tp) if m is not type(None)]
-        if len(members) == 1:
-            return _structure_value(value, members[0])
-        return value
+        return _structurer(members[0]) if len(members) == 1 else _identity
     if origin is tuple:
         args = get_args(tp)
         item_tp = args[0] if args else Any
-        if not isinstance(value, (list, tuple)):
-            raise TypeError(f"expected a list, got {type(value).__name__}")
-        items = []
-        for i, v in enumerate(value):
-            if v is None and isinstance(item_tp, type) and attrs.has(item_tp):
-                v = {}  # JSON null in a list of structs decodes to the zero struct (Go)
-            try:
-                items.append(_structure_value(v, item_tp))
-            except CodecError as e:
-                sep = "" if e.path.startswith("[") or not e.path else "."
-                raise CodecError(f"[{i}]{sep}{e.path}", e.detail) from None
-            except (TypeError, ValueError) as e:
-                raise CodecError(f"[{i}]", str(e)) from None
-        return tuple(items)
+        item = _structurer(item_tp)
+        of_structs = isinstance(item_tp, type) and attrs.has(item_tp)
+
+        def sequence(value: Any) -> Any:
+            if value is None:
+                return None
+            if not isinstance(value, (list, tuple)):
+                raise TypeError(f"expected a list, got {type(value).__name__}")
+            items = []
+            for i, v in enumerate(value):
+                if v is None and of_structs:
+                    v = {}  # JSON null in a list of structs decodes to the zero struct (Go)
+                try:
+                    items.append(item(v))
+                except CodecError as e:
+                    sep = "" if e.path.startswith("[") or not e.path else "."
+                    raise CodecError(f"[{i}]{sep}{e.path}", e.detail) from None
+                except (TypeError, ValueError) as e:
+                    raise CodecError(f"[{i}]", str(e)) from None
+            return tuple(items)
+
+        return sequence
     if origin in (dict, Mapping) or tp in (dict, Mapping):
-        if not isinstance(value, Mapping):
-            raise TypeError(f"expected an object, got {type(value).__name__}")
-        return dict(value)
+
+        def mapping(value: Any) -> Any:
+            if value is None:
+                return None
+            if not isinstance(value, Mapping):
+                raise TypeError(f"expected an object, got {type(value).__name__}")
+            return dict(value)
+
+        return mapping
     if tp is Any:
-        return value
+        return _identity
     if isinstance(tp, type) and attrs.has(tp):
-        if not isinstance(value, Mapping):
-            raise TypeError(f"expected an object, got {type(value).__name__}")
-        return converter.structure(value, tp)
+        hook: list[Callable[[Any, Any], Any]] = []  # the class's hook, found at first use
+
+        def struct(value: Any) -> Any:
+            if value is None:
+                return None
+            if not isinstance(value, Mapping):
+                raise TypeError(f"expected an object, got {type(value).__name__}")
+            if not hook:
+                hook.append(converter.get_structure_hook(tp))
+            return hook[0](value, tp)
+
+        return struct
     if tp is bool:
-        if not isinstance(value, bool):
+
+        def boolean(value: Any) -> Any:
+            if value is None or value is True or value is False:
+                return value
             raise TypeError(f"expected a boolean, got {value!r}")
-        return value
+
+        return boolean
     if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"expected an integer, got {value!r}")
-        return value
+
+        def integer(value: Any) -> Any:
+            if value is None:
+                return None
+            if value.__class__ is bool or not isinstance(value, int):
+                raise TypeError(f"expected an integer, got {value!r}")
+            return value
+
+        return integer
     if tp is str:
-        if not isinstance(value, str):
+
+        def string(value: Any) -> Any:
+            if value is None or value.__class__ is str or isinstance(value, str):
+                return value
             raise TypeError(f"expected a string, got {value!r}")
-        return value
-    return converter.structure(value, tp)
+
+        return string
+
+    def other(value: Any) -> Any:
+        return None if value is None else converter.structure(value, tp)
+
+    return other
 
 
 class CodecError(ValueError):
@@ -182,15 +233,19 @@ def _structure_attrs(cls: type) -> Callable[[Mapping[str, Any], Any], Any]:
         if a.default is attrs.NOTHING and a.name != UNKNOWN
     )
 
+    fields: list[tuple[str, str, Callable[[Any], Any]]] = []  # filled at the first use
+
     def structure(data: Mapping[str, Any], _: Any) -> Any:
         if not isinstance(data, Mapping):
             raise CodecError("", f"expected an object, got {type(data).__name__}")
+        if not fields:
+            fields.extend((a, j, _structurer(tp)) for a, j, tp in plan)
         kwargs: dict[str, Any] = {}
-        for attr_name, json_name, tp in plan:
+        for attr_name, json_name, convert in fields:
             if json_name not in data:
                 continue
             try:
-                value = _structure_value(data[json_name], tp)
+                value = convert(data[json_name])
             except CodecError as e:
                 sep = "" if e.path.startswith("[") or not e.path else "."
                 raise CodecError(f"{json_name}{sep}{e.path}", e.detail) from None

@@ -535,18 +535,17 @@ class KubeCluster:
         async def attempt() -> dict[str, Any]:
             nonlocal may_have_run
             try:
-                return await attempt_once()
+                status, headers, data = await self._exchange(
+                    method, path, query, payload, content_type
+                )
+                if status >= 400:
+                    if status == 404 and retried_not_found_ok and may_have_run:
+                        return {}
+                    raise error_from_status(status, data, headers, what=f"{method} {path}")
             except (ApiError, RetryableTransportError) as e:
                 # what a non-idempotent request may retry surely did not run
                 may_have_run = may_have_run or not is_retryable(e, idempotent=False)
                 raise
-
-        async def attempt_once() -> dict[str, Any]:
-            status, headers, data = await self._exchange(method, path, query, payload, content_type)
-            if status >= 400:
-                if status == 404 and retried_not_found_ok and may_have_run:
-                    return {}
-                raise error_from_status(status, data, headers, what=f"{method} {path}")
             if not data or not decode:
                 return {}
             try:
