@@ -78,7 +78,7 @@ class _Eval:
 
     def best(self) -> int:
         """The best row, or -1 when no node fits (lowest row wins ties: deterministic)."""
-        row = int(np.argmax(self.score))
+        row = int(self.score.argmax())
         return row if self.score[row] > _NEG else -1
 
     def ranked(self) -> Rows:

@@ -80,10 +80,6 @@ class ClientSettings:
     authorization: TokenSource | None
 
 
-async def _no_token() -> str | None:
-    return None
-
-
 def _static(value: str) -> TokenSource:
     async def token() -> str | None:
         return value
@@ -201,7 +197,9 @@ class Kubeconfig:
             ctx.verify_mode = ssl.CERT_NONE
         return ctx
 
-    def _authorization(self) -> TokenSource:
+    def _authorization(self) -> TokenSource | None:
+        """The source of the ``Authorization`` header (None: the user has no token or
+        password, e.g. a client certificate)."""
         user = self.user
         token = user.get("token")
         if token:
@@ -212,7 +210,7 @@ class Kubeconfig:
         if "username" in user and "password" in user:
             pair = f"{user['username']}:{user['password']}".encode()
             return _static("Basic " + base64.b64encode(pair).decode())
-        return _no_token
+        return None
 
 
 def _load_cert_chain(ctx: ssl.SSLContext, cert: bytes, key: bytes | None) -> None:
