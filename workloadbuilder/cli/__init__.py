@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
+from workloadbuilder._lazy import lazy_names
 from workloadbuilder.errors import WorkloadBuilderError
 
 if TYPE_CHECKING:
@@ -65,17 +66,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(globals(), _LAZY)
 
 
 def _one_line(e: BaseException) -> str:

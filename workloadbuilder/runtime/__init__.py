@@ -27,9 +27,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from workloadbuilder._lazy import lazy_names
 from workloadbuilder.runtime._access import AccessError, check_access, credential_source
 from workloadbuilder.runtime._clock import Clock, ManualClock, WallClock
 from workloadbuilder.runtime._component import Component
@@ -126,14 +126,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(globals(), _LAZY)

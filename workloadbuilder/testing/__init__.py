@@ -17,9 +17,9 @@ pull in ``cryptography`` (the harness's PKI) or the HTTP client.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from workloadbuilder._lazy import lazy_names
 from workloadbuilder.testing.builders import (
     PAUSE_IMAGE,
     CompositePodGroupBuilder,
@@ -147,14 +147,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'workloadbuilder.testing' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(globals(), _LAZY)
