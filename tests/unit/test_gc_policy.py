@@ -51,6 +51,23 @@ def clean_gc() -> Iterator[None]:
             gc_policy.install()
 
 
+@pytest.fixture
+def cpython_thresholds(clean_gc: None) -> Iterator[None]:
+    """CPython's default thresholds (700, 10, 10) during the test; the ones before after."""
+    saved = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*saved)
+
+
+def _collections() -> tuple[int, int]:
+    """Young and middle collections so far."""
+    young, middle, _ = (s["collections"] for s in gc.get_stats())
+    return young, middle
+
+
 class _Clock:
     def __init__(self) -> None:
         self.t = 1000.0
@@ -172,107 +189,89 @@ def _allocate(n: int) -> None:
     del keep
 
 
-def test_a_hold_runs_young_collections_only_until_install(clean_gc: None) -> None:
-    saved = gc.get_threshold()
-    try:
-        gc.set_threshold(700, 10, 10)
-        policy = GcPolicy(young_threshold=5000)
-        policy.hold()
-        assert policy.holding and not policy.installed
-        young0, middle0, _ = (s["collections"] for s in gc.get_stats())
-        _allocate(100_000)  # ~140 young collections: 14 middle ones without the hold
-        young1, middle1, _ = (s["collections"] for s in gc.get_stats())
-        assert young1 - young0 >= 100
-        assert middle1 == middle0
-        ref = _cycle()
-        gc.collect(0)  # a young cycle is still freed
-        assert ref() is None
-        policy.install()  # ends the hold: the older generations are collected again
-        assert not policy.holding and policy.installed
-        assert gc.get_threshold() == (5000, 10, 10)
-        assert policy._after_young_collection not in gc.callbacks
-        _, middle2, _ = (s["collections"] for s in gc.get_stats())
-        _allocate(200_000)  # 40 young collections at 5,000: 4 middle ones
-        _, middle3, _ = (s["collections"] for s in gc.get_stats())
-        assert middle3 > middle2
-        policy.uninstall()
-        assert gc.get_threshold() == (700, 10, 10)
-    finally:
-        gc.set_threshold(*saved)
+def test_a_hold_runs_young_collections_only_until_install(cpython_thresholds: None) -> None:
+    policy = GcPolicy(young_threshold=5000)
+    policy.hold()
+    assert policy.holding and not policy.installed
+    young0, middle0 = _collections()
+    _allocate(100_000)  # ~140 young collections: 14 middle ones without the hold
+    young1, middle1 = _collections()
+    assert young1 - young0 >= 100
+    assert middle1 == middle0
+    ref = _cycle()
+    gc.collect(0)  # a young cycle is still freed
+    assert ref() is None
+    policy.install()  # ends the hold: the older generations are collected again
+    assert not policy.holding and policy.installed
+    assert gc.get_threshold() == (5000, 10, 10)
+    assert policy._after_young_collection not in gc.callbacks
+    _, middle2 = _collections()
+    _allocate(200_000)  # 40 young collections at 5,000: 4 middle ones
+    _, middle3 = _collections()
+    assert middle3 > middle2
+    policy.uninstall()
+    assert gc.get_threshold() == (700, 10, 10)
 
 
-def test_a_hold_ends_by_itself_after_its_limit(clean_gc: None) -> None:
-    saved = gc.get_threshold()
+def test_a_hold_ends_by_itself_after_its_limit(cpython_thresholds: None) -> None:
     clock = _Clock()
-    try:
-        gc.set_threshold(700, 10, 10)
-        policy = GcPolicy(hold_limit=60.0, clock=clock)
-        policy.hold()
-        clock.t += 59.0
-        gc.collect(0)
-        assert policy.holding
-        clock.t += 1.0
-        gc.collect(0)  # the first young collection past the limit ends it
-        assert not policy.holding and not policy.installed
-        assert gc.get_threshold() == (700, 10, 10)
-        _, middle0, _ = (s["collections"] for s in gc.get_stats())
-        _allocate(50_000)
-        _, middle1, _ = (s["collections"] for s in gc.get_stats())
-        assert middle1 > middle0
-        policy.install()
-        assert policy._after_young_collection not in gc.callbacks
-        policy.uninstall()
-    finally:
-        gc.set_threshold(*saved)
+    policy = GcPolicy(hold_limit=60.0, clock=clock)
+    policy.hold()
+    clock.t += 59.0
+    gc.collect(0)
+    assert policy.holding
+    clock.t += 1.0
+    gc.collect(0)  # the first young collection past the limit ends it
+    assert not policy.holding and not policy.installed
+    assert gc.get_threshold() == (700, 10, 10)
+    _, middle0 = _collections()
+    _allocate(50_000)
+    _, middle1 = _collections()
+    assert middle1 > middle0
+    policy.install()
+    assert policy._after_young_collection not in gc.callbacks
+    policy.uninstall()
 
 
 def test_uninstall_ends_a_hold_and_a_hold_after_install_or_with_the_collector_off_is_a_no_op(
-    clean_gc: None,
+    cpython_thresholds: None,
 ) -> None:
-    saved = gc.get_threshold()
+    policy = GcPolicy()
+    policy.hold()
+    policy.hold()  # idempotent
+    assert gc.callbacks.count(policy._after_young_collection) == 1
+    policy.uninstall()
+    assert not policy.holding and gc.get_threshold() == (700, 10, 10)
+    assert policy._after_young_collection not in gc.callbacks
+    policy.install()
+    policy.hold()
+    assert not policy.holding
+    policy.uninstall()
+    gc.disable()
     try:
-        gc.set_threshold(700, 10, 10)
-        policy = GcPolicy()
         policy.hold()
-        policy.hold()  # idempotent
-        assert gc.callbacks.count(policy._after_young_collection) == 1
-        policy.uninstall()
         assert not policy.holding and gc.get_threshold() == (700, 10, 10)
-        assert policy._after_young_collection not in gc.callbacks
-        policy.install()
-        policy.hold()
-        assert not policy.holding
-        policy.uninstall()
-        gc.disable()
-        try:
-            policy.hold()
-            assert not policy.holding and gc.get_threshold() == (700, 10, 10)
-        finally:
-            gc.enable()
-        policy.hold()
-        gc.set_threshold(700, 20, 10)  # changed by someone else during the hold: kept
-        policy.uninstall()
-        assert gc.get_threshold() == (700, 20, 10)
     finally:
-        gc.set_threshold(*saved)
+        gc.enable()
+    policy.hold()
+    gc.set_threshold(700, 20, 10)  # changed by someone else during the hold: kept
+    policy.uninstall()
+    assert gc.get_threshold() == (700, 20, 10)
 
 
-def test_the_young_threshold_is_raised_only_from_cpythons_default(clean_gc: None) -> None:
-    saved = gc.get_threshold()
-    try:
-        gc.set_threshold(700, 10, 10)
-        policy = GcPolicy(young_threshold=5000)
-        policy.install()
-        assert gc.get_threshold() == (5000, 10, 10)
-        policy.uninstall()
-        assert gc.get_threshold() == (700, 10, 10)
-        gc.set_threshold(2000, 10, 10)  # chosen by someone else: kept
-        policy.install()
-        assert gc.get_threshold() == (2000, 10, 10)
-        policy.uninstall()
-        assert gc.get_threshold() == (2000, 10, 10)
-    finally:
-        gc.set_threshold(*saved)
+def test_the_young_threshold_is_raised_only_from_cpythons_default(
+    cpython_thresholds: None,
+) -> None:
+    policy = GcPolicy(young_threshold=5000)
+    policy.install()
+    assert gc.get_threshold() == (5000, 10, 10)
+    policy.uninstall()
+    assert gc.get_threshold() == (700, 10, 10)
+    gc.set_threshold(2000, 10, 10)  # chosen by someone else: kept
+    policy.install()
+    assert gc.get_threshold() == (2000, 10, 10)
+    policy.uninstall()
+    assert gc.get_threshold() == (2000, 10, 10)
 
 
 class _ListSpy(MemoryCluster):
@@ -313,9 +312,8 @@ async def test_the_scheduler_installs_the_policy_after_its_informers_synced(
         gc_policy.uninstall()
 
 
-async def test_a_start_cancelled_while_listing_ends_the_hold(clean_gc: None) -> None:
+async def test_a_start_cancelled_while_listing_ends_the_hold(cpython_thresholds: None) -> None:
     # the Pod list fails (the informer retries it): start is stopped while it waits
-    saved = gc.get_threshold()
     cluster = _ListSpy(fail_kind="Pod")
     s = Scheduler(cluster, SchedulerConfig())
     try:
@@ -329,8 +327,7 @@ async def test_a_start_cancelled_while_listing_ends_the_hold(clean_gc: None) -> 
         with pytest.raises(asyncio.CancelledError):
             await task
         assert not gc_policy.holding and not gc_policy.installed
-        assert gc.get_threshold() == saved
+        assert gc.get_threshold() == (700, 10, 10)
     finally:
         await s.stop()
         await cluster.close()
-        gc.set_threshold(*saved)
