@@ -494,7 +494,9 @@ async def _scheduler_command(args: argparse.Namespace) -> int:
     loaded = _settings(args)
     if args.kubeconfig is None and loaded.client_connection.kubeconfig:
         args.kubeconfig = loaded.client_connection.kubeconfig
-    kube = kube_cluster(args)
+    # uncompressed responses, as kube-scheduler asks for them (DisableCompression): next to
+    # the API server, gzip costs both sides CPU and saves nothing
+    kube = kube_cluster(args, compression=False)
     WATCH_STALLS.source = lambda: kube.watch_stalls
     cluster = _rate_limited(kube, loaded)
     try:  # rejected credentials or no right to read nodes and pods: stop now, say why

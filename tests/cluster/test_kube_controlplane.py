@@ -9,6 +9,7 @@ run, binding/eviction/events, pagination, and kinds the generated client does no
 from __future__ import annotations
 
 import contextlib
+import json
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -297,3 +298,28 @@ async def test_typed_update_status(kube: KubeCluster, ns: str) -> None:
     assert updated.status is not None
     assert [c.reason for c in updated.status.conditions] == ["Unschedulable"]
     assert updated.metadata.name == "g"
+
+
+async def test_uncompressed_responses_on_request(control_plane: Any, ns: str) -> None:
+    # kube-apiserver gzips a response over 128 KiB for a client that accepts gzip;
+    # compression=False (what the scheduler uses, as kube-scheduler does) gets it plain
+    data = {f"k{i}": "v" * 1000 for i in range(200)}
+    seen = {}
+    for compression in (True, False):
+        cluster = KubeCluster.from_kubeconfig(control_plane.kubeconfig, compression=compression)
+        async with cluster as kube:
+            if compression:
+                await kube.create(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "ConfigMap",
+                        "metadata": {"name": "big", "namespace": ns},
+                        "data": data,
+                    }
+                )
+            status, headers, body = await kube._exchange(
+                "GET", f"/api/v1/namespaces/{ns}/configmaps/big", (), None, "application/json"
+            )
+            assert status == 200 and json.loads(body)["data"] == data
+            seen[compression] = headers.get("content-encoding")
+    assert seen == {True: "gzip", False: None}

@@ -336,3 +336,25 @@ def test_a_plain_kubeconfig_does_not_import_kubernetes_asyncio(tmp_path: Path) -
         print(json.dumps([server, "kubernetes_asyncio" in sys.modules]))
     """
     assert run_fresh(code) == ["http://127.0.0.1:9", False]
+
+
+async def test_disable_compression_asks_for_uncompressed_responses(
+    server: Server, tmp_path: Path
+) -> None:
+    for disabled, expected in ((True, "identity"), (False, "gzip"), (None, "gzip")):
+        entry: dict[str, Any] = {"server": server.url}
+        if disabled is not None:
+            entry["disable-compression"] = disabled
+        path = _write(
+            tmp_path / f"c-{disabled}",
+            _config({"c": entry}, {"u": {"token": "t"}}, {"x": ("c", "u")}, current="x"),
+        )
+        kube = KubeCluster.from_kubeconfig(path)
+        try:
+            settings = await kube._client()
+            assert settings.disable_compression is (disabled is True)
+            headers = dict(await kube._headers(settings, "application/json"))
+            assert headers.get("Accept-Encoding", "gzip") == expected
+            assert headers["authorization"] == "Bearer t"
+        finally:
+            await kube.close()

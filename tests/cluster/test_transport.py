@@ -570,6 +570,34 @@ async def test_kube_cluster_request_paths_headers_and_event_timestamps(server: S
 
 
 @pytest.mark.parametrize("transport", ["auto", "aiohttp"])
+async def test_kube_cluster_asks_for_uncompressed_responses_when_told(
+    server: Server, transport: str
+) -> None:
+    big = json.dumps({"kind": "ConfigMap", "data": {"a": "x" * 4096}}).encode()
+    for compression in (True, False):
+        server.requests.clear()
+        cluster = KubeCluster(
+            Configuration(host=server.url),
+            transport=transport,  # type: ignore[arg-type]
+            compression=compression,
+        )
+        async with cluster as kube:
+            server.replies = [
+                ok(gzip.compress(big), headers="content-encoding: gzip\r\n"),
+                ok(b'{"kind":"Status"}'),
+            ]
+            got = await kube.get("ConfigMap", "a", "ns")  # a gzipped answer is still read
+            assert isinstance(got, dict) and got["data"]["a"] == "x" * 4096
+            await kube.bind("ns", "p", "n")
+        for r in server.requests:
+            encoding = r.headers.get("accept-encoding", "")
+            if compression:  # client-go's default: gzip accepted
+                assert "gzip" in encoding
+            else:  # as kube-scheduler asks (DisableCompression)
+                assert encoding == "identity"
+
+
+@pytest.mark.parametrize("transport", ["auto", "aiohttp"])
 async def test_kube_cluster_error_semantics_on_both_transports(
     server: Server, transport: str
 ) -> None:

@@ -21,6 +21,7 @@ is the one-step "load + open".
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import json
 import logging
@@ -140,7 +141,12 @@ class KubeCluster:
     patch, delete, bind, evict, events) and watches on the lean keep-alive HTTP/1.1 client
     of ``_transport.py`` unless a proxy is configured, where they go on aiohttp;
     ``"aiohttp"`` sends everything through aiohttp; ``"lean"`` is ``"auto"`` that refuses a
-    proxy. aiohttp is imported only for a proxy or ``"aiohttp"``.
+    proxy. aiohttp is imported only for a proxy or ``"aiohttp"``. ``compression`` (default
+    True, as client-go's default): ask for gzip-compressed responses (the API server
+    compresses those over 128 KiB: large lists); False, or ``disable-compression: true`` in
+    the kubeconfig's cluster, asks for them uncompressed (``Accept-Encoding: identity``), as
+    kube-scheduler and kube-controller-manager always do: next to the API server
+    compression costs both sides CPU and saves nothing.
 
     A watch that asked for bookmarks is *stalled* when no byte (event or bookmark) arrives
     for ``watch_stall_factor`` x ``watch_bookmark_interval`` seconds (one interval more
@@ -164,6 +170,7 @@ class KubeCluster:
         max_connections: int = 100,
         user_agent: str = _USER_AGENT,
         transport: TransportChoice | None = None,
+        compression: bool = True,
         _source: ConfigSource | None = None,
         _description: str = "",
     ) -> None:
@@ -182,6 +189,7 @@ class KubeCluster:
         self.watch_stalls: dict[str, int] = {}
         self.max_connections = max_connections
         self.user_agent = user_agent
+        self.compression = compression
         if transport is None:
             transport = os.environ.get(TRANSPORT_ENV) or "auto"  # type: ignore[assignment]
         if transport not in ("auto", "lean", "aiohttp"):
@@ -197,8 +205,8 @@ class KubeCluster:
         self._streams: set[aiohttp.ClientResponse | Stream] = set()
         self._timeout: aiohttp.ClientTimeout | None = None  # made on the aiohttp path only
         self._timeout_for = (request_timeout, connect_timeout)
-        #: the request headers that do not change, by content type and user agent
-        self._fixed_headers: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {}
+        #: the request headers that do not change, by content type, user agent, compression
+        self._fixed_headers: dict[tuple[str, str, bool], tuple[tuple[str, str], ...]] = {}
 
     # ------------------------------------------------------------------ construction
 
@@ -226,7 +234,13 @@ class KubeCluster:
             raise KubeConfigError(f"kubeconfig not found: {paths}")
         kubeconfig = read_kubeconfig(existing, context)
         if kubeconfig.needs_plugin:
-            source = _plugin_source(existing, kubeconfig.context)
+            loaded = _plugin_source(existing, kubeconfig.context)
+            disable_compression = kubeconfig.cluster.get("disable-compression") is True
+
+            async def source() -> ClientSettings:  # the cluster's fields are ours to read
+                settings = await loaded()
+                return dataclasses.replace(settings, disable_compression=disable_compression)
+
         else:
 
             async def source() -> ClientSettings:
@@ -399,14 +413,18 @@ class KubeCluster:
         """The request headers: ``Accept``, ``Content-Type``, ``User-Agent`` and the
         credentials, read through the settings every time (exec plugins, token files and
         rotated service-account tokens refresh them)."""
-        key = (content_type, self.user_agent)
+        compressed = self.compression and not settings.disable_compression
+        key = (content_type, self.user_agent, compressed)
         fixed = self._fixed_headers.get(key)
         if fixed is None:
-            fixed = self._fixed_headers[key] = (
+            fields = [
                 ("Accept", "application/json"),
                 ("Content-Type", content_type),
                 ("User-Agent", self.user_agent),
-            )
+            ]
+            if not compressed:
+                fields.append(("Accept-Encoding", "identity"))
+            fixed = self._fixed_headers[key] = tuple(fields)
         if settings.authorization is not None:
             token = await settings.authorization()
             if token:

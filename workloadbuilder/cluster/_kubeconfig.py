@@ -9,7 +9,7 @@ component). This module reads what most kubeconfigs hold itself:
   ``current-context`` sets it; relative paths are relative to the file the entry came from;
 * the context: the given one, else ``current-context``;
 * the cluster: ``server``, ``certificate-authority`` / ``-data`` (data wins),
-  ``insecure-skip-tls-verify``, ``tls-server-name``, ``proxy-url``;
+  ``insecure-skip-tls-verify``, ``tls-server-name``, ``proxy-url``, ``disable-compression``;
 * the user: ``client-certificate`` / ``-data`` and ``client-key`` / ``-data`` (data wins),
   ``token`` or ``tokenFile`` (the file re-read at most once a minute, as client-go does, so
   a rotated token is picked up), ``username`` / ``password`` (basic auth).
@@ -78,6 +78,8 @@ class ClientSettings:
     proxy: str | None
     proxy_headers: Mapping[str, str] | None
     authorization: TokenSource | None
+    #: the cluster's ``disable-compression``: ask for uncompressed responses
+    disable_compression: bool = False
 
 
 def _static(value: str) -> TokenSource:
@@ -164,6 +166,7 @@ class Kubeconfig:
             proxy=str(proxy) if proxy else None,
             proxy_headers=None,
             authorization=self._authorization(),
+            disable_compression=self.cluster.get("disable-compression") is True,
         )
 
     # ------------------------------------------------------------------ internals
