@@ -302,7 +302,7 @@ async def test_typed_update_status(kube: KubeCluster, ns: str) -> None:
 
 async def test_uncompressed_responses_on_request(control_plane: Any, ns: str) -> None:
     # kube-apiserver gzips a response over 128 KiB for a client that accepts gzip;
-    # compression=False (what the scheduler uses, as kube-scheduler does) gets it plain
+    # compression=False (or disable-compression in the kubeconfig) gets it plain
     data = {f"k{i}": "v" * 1000 for i in range(200)}
     seen = {}
     for compression in (True, False):

@@ -145,8 +145,7 @@ class KubeCluster:
     True, as client-go's default): ask for gzip-compressed responses (the API server
     compresses those over 128 KiB: large lists); False, or ``disable-compression: true`` in
     the kubeconfig's cluster, asks for them uncompressed (``Accept-Encoding: identity``), as
-    kube-scheduler and kube-controller-manager always do: next to the API server
-    compression costs both sides CPU and saves nothing.
+    kube-scheduler and kube-controller-manager always do.
 
     A watch that asked for bookmarks is *stalled* when no byte (event or bookmark) arrives
     for ``watch_stall_factor`` x ``watch_bookmark_interval`` seconds (one interval more
