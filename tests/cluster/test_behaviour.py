@@ -5,6 +5,7 @@ docs/cluster.md; assertions here hold on both."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -485,9 +486,20 @@ async def test_watch_without_version_starts_with_current_state(cluster: Cluster,
     stream = cluster.watch("ConfigMap", ns, label_selector="app=w", timeout_seconds=20)
     task = asyncio.ensure_future(collect(stream, 1))
     await asyncio.sleep(0)
-    await cluster.create(cm("s3", ns, metadata={"labels": {"app": "w"}}))
+    started = time.monotonic()
+    made = await cluster.create(cm("s3", ns, metadata={"labels": {"app": "w"}}))
     live = await task
-    assert [(e.type, meta(e.object)["name"]) for e in live] == [("ADDED", "s3")]
+    # s3 arrives either in the watch's initial state or as a live event, whichever side of
+    # the watch's start its create lands; on failure, say when the watch ended and what
+    # the server holds
+    got = [(e.type, meta(e.object)["name"]) for e in live]
+    if got != [("ADDED", "s3")]:
+        listed = await cluster.list("ConfigMap", ns, label_selector="app=w")
+        held = [(meta(o)["name"], meta(o)["resourceVersion"]) for o in listed.items]
+        pytest.fail(
+            f"watch gave {got} and ended {time.monotonic() - started:.2f}s after s3's create"
+            f" (resourceVersion {meta(made)['resourceVersion']}); the server lists {held}"
+        )
 
 
 async def test_watch_label_selector_transitions(cluster: Cluster, ns: str) -> None:
