@@ -101,7 +101,7 @@ def _sizes(root: object, prefix: str, out: dict[str, int], seen: set[int], depth
 def _probe() -> None:
     from prometheus_client import CollectorRegistry
 
-    from scheduler import Scheduler
+    from workloadbuilder.scheduler import Scheduler
 
     # the scheduler's GC policy keeps the long-lived heap frozen (runtime.GcPolicy), and
     # gc.get_objects() lists only the collected generations: thaw it, collect everything

@@ -27,8 +27,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scheduler import Scheduler, load_config
 from workloadbuilder.cluster import MemoryCluster
+from workloadbuilder.scheduler import Scheduler, load_config
 from workloadbuilder.testing.builders import (
     make_composite_pod_group,
     make_node,

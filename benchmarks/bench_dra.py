@@ -31,7 +31,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scheduler import Scheduler, SchedulerConfig
 from workloadbuilder.api import (
     GangSchedulingPolicy,
     ObjectMeta,
@@ -40,6 +39,7 @@ from workloadbuilder.api import (
     PodGroupSpec,
 )
 from workloadbuilder.cluster import MemoryCluster
+from workloadbuilder.scheduler import Scheduler, SchedulerConfig
 
 DRIVER = "gpu.example.com"
 SELECTOR = (

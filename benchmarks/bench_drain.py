@@ -33,8 +33,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scheduler import Scheduler, SchedulerConfig
 from workloadbuilder.cluster import Cluster, MemoryCluster
+from workloadbuilder.scheduler import Scheduler, SchedulerConfig
 from workloadbuilder.testing.builders import make_node, make_pod, make_pod_group
 
 POOL = "bench.workloadbuilder.io/pool"

@@ -23,8 +23,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scheduler import Scheduler, SchedulerConfig
 from workloadbuilder.cluster import MemoryCluster
+from workloadbuilder.scheduler import Scheduler, SchedulerConfig
 from workloadbuilder.testing.builders import (
     make_node,
     make_pod,

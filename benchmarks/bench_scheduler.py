@@ -45,7 +45,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scheduler import Scheduler, SchedulerConfig
 from workloadbuilder.api import (
     GangSchedulingPolicy,
     ObjectMeta,
@@ -58,6 +57,7 @@ from workloadbuilder.api import (
 from workloadbuilder.cluster import Cluster, MemoryCluster
 from workloadbuilder.runtime import add_event_loop_flag, resolve_event_loop
 from workloadbuilder.runtime import run as run_on_loop
+from workloadbuilder.scheduler import Scheduler, SchedulerConfig
 
 
 class TimedBinds:

@@ -124,7 +124,7 @@ def trace(hours: float, pods: int, nodes: int, seed: int) -> str:
 
 async def run_sim(args: argparse.Namespace) -> dict[str, Any]:
     """The simulated day, sampled after every round."""
-    from simulator import Simulation, parse_scenario
+    from workloadbuilder.simulator import Simulation, parse_scenario
 
     text = trace(args.hours, args.pods, args.nodes, args.seed)
     out = Path(args.out)

@@ -35,8 +35,8 @@ from _chaos import (
 )
 from kubernetes_asyncio.client import Configuration
 
-from scheduler import Scheduler, SchedulerConfig
 from workloadbuilder.cluster import KubeCluster
+from workloadbuilder.scheduler import Scheduler, SchedulerConfig
 from workloadbuilder.testing import ControlPlane
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cluster"))

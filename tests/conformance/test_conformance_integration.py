@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-import integrations
+from workloadbuilder import integrations
 from workloadbuilder.api import to_dict
 from workloadbuilder.cli import main
 from workloadbuilder.cluster import Cluster, ClusterProxy, KubeObject, MemoryCluster

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from scheduler import Scheduler, SchedulerConfig, load_config
 from workloadbuilder.api import to_dict
 from workloadbuilder.cli import main
 from workloadbuilder.cluster import MemoryCluster
@@ -31,6 +30,7 @@ from workloadbuilder.conformance import (
     render_text,
     select_rules,
 )
+from workloadbuilder.scheduler import Scheduler, SchedulerConfig, load_config
 
 OURS = "wb-conformance"
 RULES = load_rules()

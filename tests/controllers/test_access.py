@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from integrations.cli import run_integrations
 from workloadbuilder.cluster import ClusterProxy, MemoryCluster, resource_info
 from workloadbuilder.errors import ApiError, Forbidden, NotFound, Unauthorized
+from workloadbuilder.integrations.cli import run_integrations
 from workloadbuilder.runtime import AccessError, check_access, credential_source
 
 

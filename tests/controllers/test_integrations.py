@@ -5,12 +5,16 @@ from __future__ import annotations
 import copy
 import json
 
-from integrations.job import SCHEDULING_ANNOTATION, OptInJobIntegration, opted_in_job
-from integrations.jobset import JobSetIntegration
-from integrations.lws import LeaderWorkerSetIntegration
 from tests.controllers.conftest import names, run_until_quiet
 from workloadbuilder.api import PodGroup, object_to_dict
 from workloadbuilder.cluster import MemoryCluster
+from workloadbuilder.integrations.job import (
+    SCHEDULING_ANNOTATION,
+    OptInJobIntegration,
+    opted_in_job,
+)
+from workloadbuilder.integrations.jobset import JobSetIntegration
+from workloadbuilder.integrations.lws import LeaderWorkerSetIntegration
 from workloadbuilder.kinds import plan_job
 from workloadbuilder.kinds.lws import lws_pods
 from workloadbuilder.runtime import EVENT_FAILED_COMPILATION, Reconciler

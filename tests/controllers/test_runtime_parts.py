@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from integrations.cli import detect_native_job_integration, run_integrations
 from tests.controllers.conftest import names, run_until_quiet
 from workloadbuilder.builder import POD_SET_ANNOTATION, PodSet, simple_workload
 from workloadbuilder.cluster import ClusterProxy, MemoryCluster
+from workloadbuilder.integrations.cli import detect_native_job_integration, run_integrations
 from workloadbuilder.kinds import JobIntegration, JobSetIntegration, plan_for
 from workloadbuilder.runtime import (
     LeaderElector,
@@ -181,7 +181,7 @@ def test_metrics_and_cli_usage_errors(capsys: pytest.CaptureFixture[str]) -> Non
 
     from prometheus_client import CollectorRegistry, generate_latest
 
-    from integrations.cli import IntegrationsMetrics, register
+    from workloadbuilder.integrations.cli import IntegrationsMetrics, register
 
     rec = Reconciler(MemoryCluster(), JobSetIntegration())
     rec.reconciles, rec.errors = 3, 1

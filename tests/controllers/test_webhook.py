@@ -13,8 +13,8 @@ from typing import Any
 import aiohttp
 from aiohttp.test_utils import TestClient, TestServer
 
-from integrations.webhook import PodWebhook, patch_ca_bundle, self_signed
 from workloadbuilder.cluster import MemoryCluster
+from workloadbuilder.integrations.webhook import PodWebhook, patch_ca_bundle, self_signed
 
 
 class _Fixed:
@@ -130,7 +130,7 @@ async def test_tls_and_certificate_reload(tmp_path: Path) -> None:
 
 async def test_self_signed_patches_the_ca_bundle() -> None:
     cluster = MemoryCluster()
-    from integrations.webhook import MUTATING_WEBHOOK_CONFIGURATION
+    from workloadbuilder.integrations.webhook import MUTATING_WEBHOOK_CONFIGURATION
 
     config = {
         "apiVersion": "admissionregistration.k8s.io/v1",

@@ -32,9 +32,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import integrations
-from integrations.webhook import PodWebhook, self_signed
+from workloadbuilder import integrations
 from workloadbuilder.cluster import MemoryCluster
+from workloadbuilder.integrations.webhook import PodWebhook, self_signed
 from workloadbuilder.kinds import plan_for
 from workloadbuilder.kinds.lws import lws_pods
 from workloadbuilder.runtime import Reconciler

@@ -19,9 +19,9 @@ from typing import Any, TypeVar
 
 from waits import priority_class_admitted
 
-from scheduler import Scheduler, SchedulerConfig
 from workloadbuilder.cluster import KubeCluster
 from workloadbuilder.errors import NotFound
+from workloadbuilder.scheduler import Scheduler, SchedulerConfig
 from workloadbuilder.testing import ControlPlane
 from workloadbuilder.testing.builders import make_node, make_priority_class
 

@@ -22,20 +22,13 @@ from pathlib import Path
 
 import pytest
 
-_ROOT = str(Path(__file__).resolve().parents[2])
-if sys.path[:1] != [_ROOT]:
-    sys.path.insert(0, _ROOT)
-if getattr(sys.modules.get("scheduler"), "__file__", "") is None:
-    del sys.modules["scheduler"]
-
-from controlplane._conformance_rbac import (  # noqa: E402
+from controlplane._conformance_rbac import (
     INTEGRATION_PROFILE_ONLY,
     granted,
     restricted_runner,
 )
-from scheduler import Scheduler, SchedulerConfig  # noqa: E402
-from workloadbuilder.cluster import KubeCluster  # noqa: E402
-from workloadbuilder.conformance import (  # noqa: E402
+from workloadbuilder.cluster import KubeCluster
+from workloadbuilder.conformance import (
     RUN_LABEL,
     UPSTREAM_SCHEDULER,
     ConformanceRunner,
@@ -44,8 +37,9 @@ from workloadbuilder.conformance import (  # noqa: E402
     remove_leftovers,
     render_text,
 )
-from workloadbuilder.errors import Forbidden  # noqa: E402
-from workloadbuilder.testing import ControlPlane  # noqa: E402
+from workloadbuilder.errors import Forbidden
+from workloadbuilder.scheduler import Scheduler, SchedulerConfig
+from workloadbuilder.testing import ControlPlane
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.controllermanager]
 

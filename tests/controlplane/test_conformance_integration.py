@@ -35,14 +35,13 @@ from pathlib import Path
 
 import pytest
 
-import integrations
 from controlplane._conformance_rbac import (
     SCHEDULER_PROFILE_ONLY,
     RecordingCluster,
     granted,
     restricted_runner,
 )
-from integrations.webhook import MUTATING_WEBHOOK_CONFIGURATION, PodWebhook, self_signed
+from workloadbuilder import integrations
 from workloadbuilder.cluster import KubeCluster
 from workloadbuilder.conformance import (
     RUN_LABEL,
@@ -54,6 +53,11 @@ from workloadbuilder.conformance import (
     render_text,
 )
 from workloadbuilder.errors import NotFound
+from workloadbuilder.integrations.webhook import (
+    MUTATING_WEBHOOK_CONFIGURATION,
+    PodWebhook,
+    self_signed,
+)
 from workloadbuilder.runtime import Reconciler
 from workloadbuilder.testing import ControlPlane
 

@@ -43,7 +43,6 @@ import yaml
 from waits import priority_class_admitted
 
 from controlplane._recording import RecordingCluster, Rule, rules_granted
-from scheduler import Scheduler, SchedulerConfig
 from workloadbuilder.api import (
     GangSchedulingPolicy,
     ObjectMeta,
@@ -54,6 +53,7 @@ from workloadbuilder.api import (
 from workloadbuilder.cluster import KubeCluster
 from workloadbuilder.errors import NotFound
 from workloadbuilder.runtime import LeaderElector
+from workloadbuilder.scheduler import Scheduler, SchedulerConfig
 from workloadbuilder.testing import ControlPlane, RestClient
 from workloadbuilder.testing.builders import make_node, make_pod, make_priority_class
 

@@ -11,20 +11,12 @@ printed (``pytest -s``), not compared.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
-_ROOT = str(Path(__file__).resolve().parents[2])
-if sys.path[:1] != [_ROOT]:
-    sys.path.insert(0, _ROOT)
-if getattr(sys.modules.get("scheduler"), "__file__", "") is None:
-    del sys.modules["scheduler"]
-
-from controlplane._parity import (  # noqa: E402
+from controlplane._parity import (
     UPSTREAM,
     ParitySide,
     both,
@@ -32,9 +24,9 @@ from controlplane._parity import (  # noqa: E402
     parity_sides,
     until,
 )
-from workloadbuilder.api import PodGroup, from_dict  # noqa: E402
-from workloadbuilder.testing import ControlPlane  # noqa: E402
-from workloadbuilder.testing.builders import (  # noqa: E402
+from workloadbuilder.api import PodGroup, from_dict
+from workloadbuilder.testing import ControlPlane
+from workloadbuilder.testing.builders import (
     make_pod,
     make_pod_group,
 )

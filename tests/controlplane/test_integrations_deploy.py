@@ -35,13 +35,13 @@ import pytest
 import yaml
 
 from controlplane._recording import RecordingCluster, rules_granted
-from integrations import rules_for
-from integrations.cli import detect_native_job_integration, run_integrations
-from integrations.job import SCHEDULING_ANNOTATION
-from integrations.rbac import LEADER_ELECTION_RULES
 from workloadbuilder.api import PodGroup
 from workloadbuilder.cluster import KubeCluster
 from workloadbuilder.errors import Forbidden, NotFound
+from workloadbuilder.integrations import rules_for
+from workloadbuilder.integrations.cli import detect_native_job_integration, run_integrations
+from workloadbuilder.integrations.job import SCHEDULING_ANNOTATION
+from workloadbuilder.integrations.rbac import LEADER_ELECTION_RULES
 from workloadbuilder.runtime import LeaderElector
 from workloadbuilder.testing import (
     ControlPlane,
@@ -258,7 +258,7 @@ async def test_deployment_command_line_runs_as_the_service_account(
     """``workloadbuilder`` + the Deployment's args (kubeconfig for the token, loopback ports,
     certificate files for the Secret): ready = synced and leading, the webhook answers over
     TLS, objects are created, SIGTERM releases the Lease and exits 0."""
-    from integrations.webhook import self_signed
+    from workloadbuilder.integrations.webhook import self_signed
 
     (dep,) = [d for d in _manifests() if d["kind"] == "Deployment"]
     (container,) = dep["spec"]["template"]["spec"]["containers"]

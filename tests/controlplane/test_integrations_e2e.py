@@ -30,12 +30,12 @@ from typing import Any, TypeVar
 
 import pytest
 
-import integrations
-from integrations.job import SCHEDULING_ANNOTATION, opted_in_job
-from integrations.webhook import PodWebhook, self_signed
+from workloadbuilder import integrations
 from workloadbuilder.api import PodGroup, Workload, object_to_dict
 from workloadbuilder.cluster import ClusterProxy, KubeCluster
 from workloadbuilder.errors import NotFound
+from workloadbuilder.integrations.job import SCHEDULING_ANNOTATION, opted_in_job
+from workloadbuilder.integrations.webhook import PodWebhook, self_signed
 from workloadbuilder.kinds import plan_for, plan_job
 from workloadbuilder.kinds.lws import lws_pods
 from workloadbuilder.runtime import EVENT_GANG_UNSCHEDULABLE, Reconciler
@@ -142,7 +142,7 @@ async def _running(
             }
         ],
     }
-    from integrations.webhook import MUTATING_WEBHOOK_CONFIGURATION
+    from workloadbuilder.integrations.webhook import MUTATING_WEBHOOK_CONFIGURATION
 
     await cluster.create(config)
     tasks = []
@@ -376,7 +376,7 @@ def test_crds_are_structural(crds: list[str], control_plane: ControlPlane) -> No
 async def test_gangs_end_bound_all_or_nothing_with_our_scheduler(
     control_plane: ControlPlane, crds: list[str], namespace: str
 ) -> None:
-    from scheduler import Scheduler, SchedulerConfig
+    from workloadbuilder.scheduler import Scheduler, SchedulerConfig
     from workloadbuilder.testing import make_node, make_pod_template
 
     pool_label = "integrations-e2e.workloadbuilder.test/pool"
@@ -552,7 +552,7 @@ async def test_cli_self_signed_mode_patches_the_ca_bundle_and_is_called(
     import subprocess
     import urllib.request
 
-    from integrations.webhook import MUTATING_WEBHOOK_CONFIGURATION
+    from workloadbuilder.integrations.webhook import MUTATING_WEBHOOK_CONFIGURATION
 
     port, metrics = _free_port(), _free_port()
     name = f"wb-cli-{namespace}"

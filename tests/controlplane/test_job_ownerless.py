@@ -25,10 +25,10 @@ from typing import Any
 
 import pytest
 
-import integrations
-from integrations.job import SCHEDULING_ANNOTATION, opted_in_job
+from workloadbuilder import integrations
 from workloadbuilder.api import object_to_dict
 from workloadbuilder.cluster import KubeCluster
+from workloadbuilder.integrations.job import SCHEDULING_ANNOTATION, opted_in_job
 from workloadbuilder.kinds import plan_job
 from workloadbuilder.naming import pod_group_name
 from workloadbuilder.runtime import EVENT_FAILED_WORKLOAD_CREATE, Reconciler

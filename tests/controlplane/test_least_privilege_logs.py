@@ -208,7 +208,7 @@ async def test_scheduler_logs_hold_no_token(control_plane: ControlPlane, tmp_pat
 async def test_integrations_and_webhook_logs_hold_no_token(
     control_plane: ControlPlane, crds: list[str], tmp_path: Path
 ) -> None:
-    from integrations.webhook import self_signed
+    from workloadbuilder.integrations.webhook import self_signed
 
     token, kubeconfig, args = _identity(control_plane, "integrations", tmp_path)
     cert, key, ca = self_signed(str(tmp_path / "tls"), ["127.0.0.1"])

@@ -38,24 +38,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from waits import priority_class_admitted
 
-# ``tests/`` is on sys.path, so ``tests/scheduler`` could shadow the top-level ``scheduler``
-# package as a namespace package: put the project root first (as tests/scheduler/conftest.py).
-_ROOT = str(Path(__file__).resolve().parents[2])
-if sys.path[:1] != [_ROOT]:
-    sys.path.insert(0, _ROOT)
-if getattr(sys.modules.get("scheduler"), "__file__", "") is None:
-    del sys.modules["scheduler"]
-
-from waits import priority_class_admitted  # noqa: E402
-
-from controlplane._parity import (  # noqa: E402
+from controlplane._parity import (
     UPSTREAM,
     ParitySide,
     both,
@@ -63,9 +52,9 @@ from controlplane._parity import (  # noqa: E402
     parity_sides,
     until,
 )
-from workloadbuilder.api import PodGroup  # noqa: E402
-from workloadbuilder.testing import ControlPlane  # noqa: E402
-from workloadbuilder.testing.builders import (  # noqa: E402
+from workloadbuilder.api import PodGroup
+from workloadbuilder.testing import ControlPlane
+from workloadbuilder.testing.builders import (
     make_composite_pod_group,
     make_pod,
     make_pod_group,

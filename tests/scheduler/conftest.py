@@ -3,25 +3,14 @@ real v1.37.2 API server (fake Nodes, no kubelets)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import pytest
+from sched_helpers import Env
 
-# ``tests/`` is on sys.path (packages under it), so this directory could shadow the top-level
-# ``scheduler`` package as a namespace package: put the project root first.
-_ROOT = str(Path(__file__).resolve().parents[2])
-if sys.path[:1] != [_ROOT]:
-    sys.path.insert(0, _ROOT)
-if getattr(sys.modules.get("scheduler"), "__file__", "") is None:
-    del sys.modules["scheduler"]
-
-from sched_helpers import Env  # noqa: E402
-
-from workloadbuilder.cluster import Cluster  # noqa: E402
-from workloadbuilder.runtime import ManualClock  # noqa: E402
-from workloadbuilder.testing import ControlPlane  # noqa: E402
+from workloadbuilder.cluster import Cluster
+from workloadbuilder.runtime import ManualClock
+from workloadbuilder.testing import ControlPlane
 
 
 @pytest.fixture(scope="session")

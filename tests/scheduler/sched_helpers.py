@@ -9,10 +9,10 @@ from typing import Any
 
 from waits import priority_class_admitted
 
-from scheduler import Scheduler, SchedulerConfig
 from workloadbuilder.api import PodGroup, from_dict
 from workloadbuilder.cluster import Cluster
 from workloadbuilder.errors import NotFound
+from workloadbuilder.scheduler import Scheduler, SchedulerConfig
 from workloadbuilder.testing.builders import (
     make_node,
     make_pod,

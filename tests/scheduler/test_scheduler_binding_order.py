@@ -10,10 +10,10 @@ from typing import Any
 from sched_helpers import Env
 from sched_invariant import GangWatch
 
-from scheduler import Scheduler, SchedulerConfig
-from scheduler._metrics import REGISTRY, WATCH_STALLS
 from workloadbuilder.errors import Conflict
 from workloadbuilder.runtime import ManualClock
+from workloadbuilder.scheduler import Scheduler, SchedulerConfig
+from workloadbuilder.scheduler._metrics import REGISTRY, WATCH_STALLS
 
 
 class RecordingBind:
@@ -154,7 +154,7 @@ def test_unschedulable_flush_uses_the_latest_wait() -> None:
     """The periodic flush moves an entity ``max_in_unschedulable`` after it last became
     unschedulable (an older wait of the same entity does not count), without scanning every
     entity on each pop."""
-    from scheduler._queue import SchedulingQueue
+    from workloadbuilder.scheduler._queue import SchedulingQueue
 
     now = [0.0]
     q = SchedulingQueue(lambda: now[0], max_in_unschedulable=300.0)

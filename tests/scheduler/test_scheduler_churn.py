@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from sched_helpers import Env
 
-from scheduler import Scheduler, SchedulerConfig
-from scheduler._cache import PodInfo
 from workloadbuilder.runtime import ManualClock
+from workloadbuilder.scheduler import Scheduler, SchedulerConfig
+from workloadbuilder.scheduler._cache import PodInfo
 
 pytestmark = pytest.mark.asyncio
 

@@ -23,10 +23,10 @@ from typing import Any
 
 from sched_helpers import Env
 
-from scheduler import Scheduler, SchedulerConfig
-from scheduler._plugins import default_framework
 from workloadbuilder.api import CompositePodGroup, from_dict
 from workloadbuilder.cluster import MemoryCluster
+from workloadbuilder.scheduler import Scheduler, SchedulerConfig
+from workloadbuilder.scheduler._plugins import default_framework
 from workloadbuilder.testing.builders import make_composite_pod_group
 
 RACK = "topology.kubernetes.io/rack"
@@ -220,7 +220,7 @@ async def test_no_composite_condition_by_default(env: Env) -> None:
 
 
 async def test_explain_shows_the_tree_with_each_level(env: Env) -> None:
-    from scheduler.cli import explain_report, explain_text
+    from workloadbuilder.scheduler.cli import explain_report, explain_text
 
     await env.node("a", cpu="4")
     await _cpg(env, "t", 2)

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 import yaml
 
-from scheduler import ConfigError, load_config
-from scheduler._plugins import NodeResourcesFit
 from workloadbuilder.cli import main
+from workloadbuilder.scheduler import ConfigError, load_config
+from workloadbuilder.scheduler._plugins import NodeResourcesFit
 
 GOOD = """
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -193,11 +193,13 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 def test_cli_flags_override_leader_election(tmp_path: Path) -> None:
     import argparse
 
-    from scheduler.cli import _settings  # the flag/file interplay, without a cluster
+    from workloadbuilder.scheduler.cli import (
+        _settings,  # the flag/file interplay, without a cluster
+    )
 
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers()
-    from scheduler.cli import register
+    from workloadbuilder.scheduler.cli import register
 
     register(sub)
     good = str(_write(tmp_path, GOOD))
@@ -214,7 +216,7 @@ def test_cli_flags_override_leader_election(tmp_path: Path) -> None:
 
 
 def test_topology_plugins_by_default_and_configurable(tmp_path: Path) -> None:
-    from scheduler._plugins import TopologyPlacementGenerator, default_framework
+    from workloadbuilder.scheduler._plugins import TopologyPlacementGenerator, default_framework
 
     fw = default_framework()
     assert [p.name for p in fw.placement_generate] == ["TopologyPlacementGenerator"]
@@ -290,9 +292,9 @@ def test_client_rate_flags_reach_the_rate_limiter(
 ) -> None:
     import argparse
 
-    from scheduler.cli import _rate_limited, _settings, register
     from workloadbuilder.cluster import MemoryCluster
     from workloadbuilder.runtime import RateLimitedCluster
+    from workloadbuilder.scheduler.cli import _rate_limited, _settings, register
 
     parser = argparse.ArgumentParser()
     register(parser.add_subparsers())
@@ -310,7 +312,7 @@ def test_client_rate_flags_reach_the_rate_limiter(
 def test_the_gc_freeze_flag_reaches_the_scheduler_config(tmp_path: Path) -> None:
     import argparse
 
-    from scheduler.cli import _settings, register
+    from workloadbuilder.scheduler.cli import _settings, register
 
     parser = argparse.ArgumentParser()
     register(parser.add_subparsers())

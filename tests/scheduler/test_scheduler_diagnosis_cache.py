@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import random
 
-from scheduler._cache import Cache
-from scheduler._framework import Framework
-from scheduler._interface import Placement
-from scheduler._plugins import default_framework
+from workloadbuilder.scheduler._cache import Cache
+from workloadbuilder.scheduler._framework import Framework
+from workloadbuilder.scheduler._interface import Placement
+from workloadbuilder.scheduler._plugins import default_framework
 from workloadbuilder.testing.builders import make_node, make_pod
 
 POOL = "example.com/pool"

@@ -18,12 +18,12 @@ import pytest
 from dra_helpers import DRIVER, Dra, allocated, reserved
 from sched_helpers import Env
 
-from scheduler import Scheduler, SchedulerConfig
-from scheduler._dra import DynamicResources
-from scheduler._interface import Code, Status
-from scheduler._plugins import default_framework
 from workloadbuilder.api import PodGroup, from_dict
 from workloadbuilder.errors import NotFound
+from workloadbuilder.scheduler import Scheduler, SchedulerConfig
+from workloadbuilder.scheduler._dra import DynamicResources
+from workloadbuilder.scheduler._interface import Code, Status
+from workloadbuilder.scheduler._plugins import default_framework
 from workloadbuilder.testing.builders import make_pod, make_pod_group
 
 H100 = f'device.attributes["{DRIVER}"].model == "H100"'

@@ -7,10 +7,10 @@ from typing import Any
 
 from sched_helpers import Env
 
-from scheduler import Scheduler, SchedulerConfig
-from scheduler._interface import SUCCESS, ActionType, ClusterEvent, Code, Status
-from scheduler._plugins import default_framework
 from workloadbuilder.runtime import ManualClock
+from workloadbuilder.scheduler import Scheduler, SchedulerConfig
+from workloadbuilder.scheduler._interface import SUCCESS, ActionType, ClusterEvent, Code, Status
+from workloadbuilder.scheduler._plugins import default_framework
 
 
 def _state(s: Scheduler, name: str) -> str:

@@ -15,9 +15,9 @@ from typing import Any
 
 from sched_helpers import Env
 
-from scheduler._metrics import REGISTRY
 from workloadbuilder.api import CompositePodGroup, from_dict
 from workloadbuilder.runtime import ManualClock
+from workloadbuilder.scheduler._metrics import REGISTRY
 from workloadbuilder.testing.builders import make_composite_pod_group
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sched_helpers import Env
 
-from scheduler.cli import explain_report, render_explain
+from workloadbuilder.scheduler.cli import explain_report, render_explain
 
 
 async def test_a_gated_gang_is_waiting_with_its_pod_count(env: Env) -> None:
@@ -52,7 +52,7 @@ async def test_priority_zero_is_shown_as_in_json(env: Env) -> None:
 async def test_the_scheduler_logs_each_group_at_info(
     env: Env, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="scheduler")
+    caplog.set_level(logging.INFO, logger="workloadbuilder.scheduler")
     await env.node("a", gpu=4)
     await env.gang("fits", 1, gpu=4)
     await env.gang("big", 2, gpu=4)

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from sched_helpers import Env
 
-from scheduler import Scheduler, SchedulerConfig
-from scheduler._plugins import DefaultBinder
 from workloadbuilder.errors import ApiError, Forbidden
 from workloadbuilder.runtime import ManualClock
+from workloadbuilder.scheduler import Scheduler, SchedulerConfig
+from workloadbuilder.scheduler._plugins import DefaultBinder
 
 
 class LostAnswers:

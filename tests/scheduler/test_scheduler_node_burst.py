@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler._cache import Cache
-from scheduler._eventhandlers import EventHandlers
-from scheduler._interface import ActionType, ClusterEvent, QueueingHint
-from scheduler._queue import EntityKey, SchedulingQueue
 from workloadbuilder.runtime import ManualClock
+from workloadbuilder.scheduler._cache import Cache
+from workloadbuilder.scheduler._eventhandlers import EventHandlers
+from workloadbuilder.scheduler._interface import ActionType, ClusterEvent, QueueingHint
+from workloadbuilder.scheduler._queue import EntityKey, SchedulingQueue
 
 HINTED = ClusterEvent("Node", ActionType.ADD)
 ALWAYS = ClusterEvent("Node", ActionType.UPDATE_NODE)

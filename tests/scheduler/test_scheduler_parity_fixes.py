@@ -9,9 +9,9 @@ from typing import Any
 
 from sched_helpers import Env
 
-from scheduler._queue import EntityKey
 from workloadbuilder.cluster import KubeObject, MemoryCluster, PatchType, ResourceInfo
 from workloadbuilder.runtime import ManualClock
+from workloadbuilder.scheduler._queue import EntityKey
 
 
 class _HeldBindings(MemoryCluster):

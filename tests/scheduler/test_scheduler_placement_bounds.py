@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from scheduler._cache import Cache, GroupInfo
-from scheduler._cycle import run_pod_group_cycle
-from scheduler._framework import Framework
-from scheduler._interface import Placement
-from scheduler._plugins import PodGroupPodsCount, default_framework
-from scheduler._snapshot import Snapshot
 from workloadbuilder.api import PodGroup, from_dict
+from workloadbuilder.scheduler._cache import Cache, GroupInfo
+from workloadbuilder.scheduler._cycle import run_pod_group_cycle
+from workloadbuilder.scheduler._framework import Framework
+from workloadbuilder.scheduler._interface import Placement
+from workloadbuilder.scheduler._plugins import PodGroupPodsCount, default_framework
+from workloadbuilder.scheduler._snapshot import Snapshot
 from workloadbuilder.testing.builders import make_node, make_pod, make_pod_group
 
 RACK = "topology.kubernetes.io/rack"

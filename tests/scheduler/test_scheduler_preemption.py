@@ -13,12 +13,12 @@ import attrs
 from sched_helpers import Env
 from waits import priority_class_admitted
 
-from scheduler import Scheduler, SchedulerConfig
-from scheduler._metrics import PODGROUP_PREEMPTION_ATTEMPTS
-from scheduler._plugins import default_framework
-from scheduler.cli import explain_report, render_explain
 from workloadbuilder.api import PodGroup, from_dict
 from workloadbuilder.runtime import ManualClock
+from workloadbuilder.scheduler import Scheduler, SchedulerConfig
+from workloadbuilder.scheduler._metrics import PODGROUP_PREEMPTION_ATTEMPTS
+from workloadbuilder.scheduler._plugins import default_framework
+from workloadbuilder.scheduler.cli import explain_report, render_explain
 from workloadbuilder.testing.builders import (
     make_composite_pod_group,
     make_pod,
@@ -410,7 +410,7 @@ async def test_upstream_topology_mode_frees_one_rack(env: Env) -> None:
 
 
 def test_topology_aware_is_configurable(tmp_path: Any) -> None:
-    from scheduler import load_config
+    from workloadbuilder.scheduler import load_config
 
     path = tmp_path / "sched.yaml"
     path.write_text(
@@ -659,7 +659,7 @@ async def test_single_pod_prefers_the_node_without_pdb_violations(env: Env) -> N
 def test_budget_violation_split_follows_upstream_rules() -> None:
     """The classification alone: namespaces, empty selectors, ``disruptedPods``, unlabelled
     pods, and a unit counted once per violating pod."""
-    from scheduler._pdb import disruption_budget, split_by_budget_violation
+    from workloadbuilder.scheduler._pdb import disruption_budget, split_by_budget_violation
 
     @attrs.frozen
     class P:
@@ -883,7 +883,7 @@ async def test_single_pod_preemption_metrics(mem_env: tuple[Env, ManualClock]) -
     """Upstream's pod-level metrics: ``scheduler_preemption_attempts_total`` counts every
     preemption attempt of a pod that fits nowhere (eligible or not),
     ``scheduler_preemption_victims`` the pods chosen per preemption."""
-    from scheduler._metrics import PREEMPTION_ATTEMPTS, REGISTRY
+    from workloadbuilder.scheduler._metrics import PREEMPTION_ATTEMPTS, REGISTRY
 
     env, clock = mem_env
     low, high = await _prio(env)

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from scheduler._cache import Cache, GroupInfo, PodInfo
-from scheduler._preemption import Victim, start_key, victim_units
 from workloadbuilder.api import CompositePodGroup, PodGroup, from_dict
+from workloadbuilder.scheduler._cache import Cache, GroupInfo, PodInfo
+from workloadbuilder.scheduler._preemption import Victim, start_key, victim_units
 from workloadbuilder.testing.builders import (
     make_composite_pod_group,
     make_node,

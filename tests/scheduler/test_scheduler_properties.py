@@ -10,7 +10,6 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler import Scheduler, SchedulerConfig
 from workloadbuilder.api import (
     BasicSchedulingPolicy,
     GangSchedulingPolicy,
@@ -21,6 +20,7 @@ from workloadbuilder.api import (
 )
 from workloadbuilder.cluster import MemoryCluster
 from workloadbuilder.resources import parse_quantity
+from workloadbuilder.scheduler import Scheduler, SchedulerConfig
 from workloadbuilder.testing.builders import make_node, make_pod
 
 NAME = "workloadbuilder-scheduler"

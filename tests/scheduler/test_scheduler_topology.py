@@ -22,9 +22,9 @@ from __future__ import annotations
 import pytest
 from sched_helpers import Env
 
-from scheduler import Scheduler, SchedulerConfig
-from scheduler._plugins import default_framework
 from workloadbuilder.cluster import MemoryCluster
+from workloadbuilder.scheduler import Scheduler, SchedulerConfig
+from workloadbuilder.scheduler._plugins import default_framework
 
 RACK = "topology.kubernetes.io/rack"
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler import Scheduler, SchedulerConfig
-from scheduler._plugins import node_matches_affinity
-from scheduler._resources import pod_requirements
 from workloadbuilder.api import PodGroup, from_dict
 from workloadbuilder.cluster import MemoryCluster
 from workloadbuilder.resources import format_quantity, parse_quantity
 from workloadbuilder.resources import pod_requests as pod_resource_requests
+from workloadbuilder.scheduler import Scheduler, SchedulerConfig
+from workloadbuilder.scheduler._plugins import node_matches_affinity
+from workloadbuilder.scheduler._resources import pod_requirements
 from workloadbuilder.testing.builders import make_node, make_pod, make_pod_group
 
 
@@ -133,9 +133,9 @@ def test_one_row_filter_and_score_equal_the_vectorised_ones() -> None:
 
     import numpy as np
 
-    from scheduler._cache import NodeTable
-    from scheduler._plugins import NodeResourcesFit
-    from scheduler._resources import PodRequirements
+    from workloadbuilder.scheduler._cache import NodeTable
+    from workloadbuilder.scheduler._plugins import NodeResourcesFit
+    from workloadbuilder.scheduler._resources import PodRequirements
 
     rng = random.Random(7)
     table = NodeTable()

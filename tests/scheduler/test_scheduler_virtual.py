@@ -8,9 +8,9 @@ from typing import Any
 from sched_helpers import Env
 from sched_invariant import GangWatch
 
-from scheduler._queue import SchedulingQueue
 from workloadbuilder.errors import Conflict
 from workloadbuilder.runtime import LeaderElector, ManualClock
+from workloadbuilder.scheduler._queue import SchedulingQueue
 
 
 def _state(s: Any, name: str) -> str:
@@ -99,7 +99,7 @@ async def test_failed_bind_forgets_and_requeues_remaining_need(
     await env.node("a", cpu="4")
     await env.gang("g", 3)
     flaky = FlakyBind(env.cluster, {"g-1"})
-    from scheduler import Scheduler, SchedulerConfig
+    from workloadbuilder.scheduler import Scheduler, SchedulerConfig
 
     s = Scheduler(flaky, SchedulerConfig(), clock=clock)
     env.schedulers.append(s)
@@ -216,7 +216,7 @@ async def test_failed_first_bind_leaves_the_gang_unbound(mem_env: tuple[Env, Man
     await env.node("a", cpu="4")
     await env.gang("g", 3)
     flaky = FlakyBind(env.cluster, {"g-0"})
-    from scheduler import Scheduler, SchedulerConfig
+    from workloadbuilder.scheduler import Scheduler, SchedulerConfig
 
     s = Scheduler(flaky, SchedulerConfig(), clock=clock)
     env.schedulers.append(s)
@@ -428,7 +428,7 @@ class CountingStatus:
 async def _drain_writes(env: Env, clock: ManualClock, interval: float) -> CountingStatus:
     """A backlog of 6 gangs that do not fit while nodes too small for them are added one
     every 10 s (each node wakes every gang, each attempt explains with new node counts)."""
-    from scheduler import Scheduler, SchedulerConfig
+    from workloadbuilder.scheduler import Scheduler, SchedulerConfig
 
     await env.node("a", cpu="8")
     for i in range(6):
@@ -507,8 +507,8 @@ async def test_run_attempts_a_backlog_once_per_node_burst() -> None:
     # start an attempt that fails).
     import asyncio
 
-    from scheduler import Scheduler, SchedulerConfig
     from workloadbuilder.cluster import MemoryCluster
+    from workloadbuilder.scheduler import Scheduler, SchedulerConfig
 
     cluster = MemoryCluster()
     env = Env(cluster, "default", "memory")

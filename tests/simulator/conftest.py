@@ -5,12 +5,3 @@ top-level ``scheduler`` package as a namespace package: put the project root fir
 """
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-_ROOT = str(Path(__file__).resolve().parents[2])
-if sys.path[:1] != [_ROOT]:
-    sys.path.insert(0, _ROOT)
-if getattr(sys.modules.get("scheduler"), "__file__", "") is None:
-    del sys.modules["scheduler"]

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from simulator import parse_quantity
 from workloadbuilder.api import CompositePodGroup, PodGroup
 from workloadbuilder.cluster import Cluster
+from workloadbuilder.simulator import parse_quantity
 
 
 def _req(pod: Mapping[str, Any]) -> dict[str, float]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from simulator import parse_quantity
 from workloadbuilder.api import PodGroup
 from workloadbuilder.cluster import Cluster
+from workloadbuilder.simulator import parse_quantity
 
 
 def _cpu(pod: Mapping[str, Any]) -> float:

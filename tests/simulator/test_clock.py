@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from simulator import VirtualClock
+from workloadbuilder.simulator import VirtualClock
 
 
 async def test_sleepers_wake_only_when_time_is_advanced() -> None:

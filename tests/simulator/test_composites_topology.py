@@ -12,7 +12,7 @@ from sim_helpers import scenario
 from sim_topo_toy import TopoToyScheduler
 from sim_trees import BLOCK, RACK, rack_gang, racks, tree
 
-from simulator import Simulation, SimulationResult, parse_scenario, render_table
+from workloadbuilder.simulator import Simulation, SimulationResult, parse_scenario, render_table
 
 
 async def run(text: str, **kwargs: Any) -> SimulationResult:

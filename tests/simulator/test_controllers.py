@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from simulator._controllers import controls, plan_object
 from workloadbuilder.kinds import IntegrationRegistry, JobIntegration
+from workloadbuilder.simulator._controllers import controls, plan_object
 
 
 def _job() -> dict[str, Any]:
@@ -49,8 +49,8 @@ def test_lws_restart_follows_the_restart_policy() -> None:
     """The replica group (its ``group-index``) is recreated with RecreateGroupOnPodRestart
     (also when unset, the LWS v1 default) and RecreateGroupAfterStart; the pod alone with
     None and the deprecated Default."""
-    from simulator._controllers import lws_restart
     from workloadbuilder.kinds.lws import lws_pods
+    from workloadbuilder.simulator._controllers import lws_restart
     from workloadbuilder.testing.builders import make_lws, make_pod_template
 
     lws = make_lws("serve").replicas(2).size(2)

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from simulator import parse_scenario
 from workloadbuilder.cli import main
+from workloadbuilder.simulator import parse_scenario
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "simulations"
 
@@ -100,7 +100,7 @@ spec:
     ],
 )
 def test_device_shorthand_errors_name_the_field(devices: str, path: str) -> None:
-    from simulator import ScenarioError
+    from workloadbuilder.simulator import ScenarioError
 
     text = f"""
 apiVersion: sim.workloadbuilder.io/v1alpha1
@@ -118,7 +118,7 @@ spec:
 
 
 def test_resource_kinds_are_checked_by_the_codec() -> None:
-    from simulator import ScenarioError
+    from workloadbuilder.simulator import ScenarioError
 
     with pytest.raises(ScenarioError) as err:
         parse_scenario(

@@ -10,7 +10,7 @@ import yaml
 from sim_helpers import gang, job, nodes, scenario
 from sim_toy import ToyScheduler
 
-from simulator import (
+from workloadbuilder.simulator import (
     Simulation,
     SimulationResult,
     parse_scenario,
@@ -293,7 +293,7 @@ async def test_bad_reference_at_run_time_names_the_document() -> None:
         "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
         "spec: {priorityClassName: nope, containers: [{name: c}]}\n",
     )
-    from simulator import ScenarioError
+    from workloadbuilder.simulator import ScenarioError
 
     try:
         await run(text)

@@ -11,8 +11,8 @@ import pytest
 import yaml
 from sim_helpers import gang, job, nodes, scenario
 
-from simulator import ScenarioError, Simulation, SimulationResult, parse_scenario
 from workloadbuilder.cluster import Cluster, ClusterProxy, KubeObject, MemoryCluster, ResourceInfo
+from workloadbuilder.simulator import ScenarioError, Simulation, SimulationResult, parse_scenario
 
 _SCHEDULING = ("Workload", "PodGroup", "CompositePodGroup")
 AT = "sim.workloadbuilder.io/at"

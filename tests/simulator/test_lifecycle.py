@@ -12,8 +12,14 @@ import pytest
 import yaml
 from sim_helpers import gang, job, nodes, scenario
 
-from simulator import ScenarioError, Simulation, SimulationResult, parse_scenario, render_table
 from workloadbuilder.cli import main
+from workloadbuilder.simulator import (
+    ScenarioError,
+    Simulation,
+    SimulationResult,
+    parse_scenario,
+    render_table,
+)
 from workloadbuilder.testing.builders import make_pod, make_pod_group
 
 AT = "sim.workloadbuilder.io/at"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sim_helpers import gang, nodes, scenario
 
-from simulator import (
+from workloadbuilder.simulator import (
     Simulation,
     SimulationResult,
     parse_scenario,
@@ -15,7 +15,7 @@ from simulator import (
     utilization_series,
     write_report,
 )
-from simulator._result import compress_names
+from workloadbuilder.simulator._result import compress_names
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

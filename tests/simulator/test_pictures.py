@@ -9,8 +9,8 @@ from matplotlib.colors import to_rgb
 from sim_helpers import gang, nodes, scenario
 from sim_topo_toy import TopoToyScheduler
 
-from simulator import GroupRecord, Simulation, parse_scenario, write_report
-from simulator._report import _domain_mark, _group_colors, _group_label, _palette
+from workloadbuilder.simulator import GroupRecord, Simulation, parse_scenario, write_report
+from workloadbuilder.simulator._report import _domain_mark, _group_colors, _group_label, _palette
 
 
 def _grey(color: object) -> bool:

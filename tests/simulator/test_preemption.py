@@ -11,9 +11,15 @@ from typing import Any
 import pytest
 from sim_helpers import gang, nodes, scenario
 
-from simulator import ScenarioError, Simulation, SimulationResult, parse_scenario, render_table
 from workloadbuilder.cli import main
 from workloadbuilder.cluster import Cluster, ClusterProxy, KubeObject, MemoryCluster
+from workloadbuilder.simulator import (
+    ScenarioError,
+    Simulation,
+    SimulationResult,
+    parse_scenario,
+    render_table,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "simulations"
 RACK = "example.com/rack"
@@ -51,7 +57,7 @@ def test_preemption_racks_example(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 async def test_the_table_lists_preemptions() -> None:
-    from simulator import load_scenario
+    from workloadbuilder.simulator import load_scenario
 
     result = await Simulation(load_scenario(str(EXAMPLES / "preemption-racks.yaml"))).run()
     table = render_table(result)

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sim_helpers import gang, nodes, scenario
 
-from simulator import Simulation, SimulationResult, parse_quantity, parse_scenario
+from workloadbuilder.simulator import Simulation, SimulationResult, parse_quantity, parse_scenario
 
 _gangs = st.lists(
     st.tuples(

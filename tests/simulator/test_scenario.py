@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sim_helpers import gang, nodes, scenario
 
-from simulator import (
+from workloadbuilder.simulator import (
     ScenarioError,
     expand_node_pool,
     format_duration,

@@ -64,7 +64,7 @@ def test_search_places_the_tree_greedy_rejects(capsys: pytest.CaptureFixture[str
 async def _with_toy(name: str) -> dict[str, Any]:
     from sim_topo_toy import TopoToyScheduler
 
-    from simulator import Simulation, load_scenario
+    from workloadbuilder.simulator import Simulation, load_scenario
 
     result = await Simulation(
         load_scenario(str(EXAMPLES / f"{name}.yaml")),

@@ -35,7 +35,7 @@ def _modules_after_parsing(argv: list[str]) -> list[str]:
 
 def test_the_scheduler_command_loads_no_other_command_and_no_kubernetes_asyncio() -> None:
     modules = set(_modules_after_parsing(["scheduler", "--kubeconfig", "k"]))
-    assert "scheduler.cli" in modules
+    assert "workloadbuilder.scheduler.cli" in modules
     unneeded = {
         "workloadbuilder.cli._conformance",
         "workloadbuilder.cli._controlplane",
@@ -43,8 +43,8 @@ def test_the_scheduler_command_loads_no_other_command_and_no_kubernetes_asyncio(
         "workloadbuilder.conformance",
         "workloadbuilder.testing",
         "kubernetes_asyncio",
-        "simulator",
-        "integrations",
+        "workloadbuilder.simulator",
+        "workloadbuilder.integrations",
         # the manifest commands' helpers, the embedded cluster, the integrations' kinds,
         # builder and reconciler: ~90 ms of a start (workloadbuilder.cli's re-exports,
         # workloadbuilder.cluster's MemoryCluster and workloadbuilder.runtime's Reconciler
@@ -62,13 +62,18 @@ def test_the_scheduler_command_loads_no_other_command_and_no_kubernetes_asyncio(
     assert {m.split(".")[0] for m in modules} & unneeded == set()
     assert modules & unneeded == set()
     # a command of a provider registered under another name still works
-    assert "scheduler.cli" in set(_modules_after_parsing(["explain", "podgroup", "g"]))
+    assert "workloadbuilder.scheduler.cli" in set(
+        _modules_after_parsing(["explain", "podgroup", "g"])
+    )
 
 
 def test_a_builtin_command_loads_no_provider_and_help_lists_all() -> None:
     modules = set(_modules_after_parsing(["lint", "topology", "-f", "x.yaml"]))
     assert "workloadbuilder.cli._lint" in modules
-    assert "scheduler.cli" not in modules and "workloadbuilder.cli._conformance" not in modules
+    assert (
+        "workloadbuilder.scheduler.cli" not in modules
+        and "workloadbuilder.cli._conformance" not in modules
+    )
     parser = cli._make_parser([])
     choices = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
     assert {"build", "validate", "lint", "controlplane", "conformance", "scheduler"} <= set(choices)

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from integrations.cli import register
+from workloadbuilder.integrations.cli import register
 
 DIR = Path(__file__).resolve().parents[2] / "examples" / "deploy" / "integrations"
 

@@ -12,7 +12,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from scheduler.cli import register
+from workloadbuilder.scheduler.cli import register
 
 DEPLOY_DIR = Path(__file__).resolve().parents[2] / "examples" / "deploy"
 SCHEDULER_DIR = DEPLOY_DIR / "scheduler"

@@ -102,7 +102,7 @@ def test_commands_run_on_the_chosen_loop(
         seen.append(await _loop_module())
         return 0
 
-    import scheduler.cli as scheduler_cli
+    import workloadbuilder.scheduler.cli as scheduler_cli
 
     monkeypatch.setattr(scheduler_cli, "_scheduler_command", fake_command)
     choices = ["asyncio"]

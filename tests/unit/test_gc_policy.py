@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from scheduler import Scheduler, SchedulerConfig
 from workloadbuilder.cluster import MemoryCluster
 from workloadbuilder.runtime import GcPolicy, gc_policy
+from workloadbuilder.scheduler import Scheduler, SchedulerConfig
 
 
 class _Node:

@@ -14,7 +14,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SCANNED = ("workloadbuilder", "scheduler", "simulator", "integrations", "benchmarks")
+SCANNED = ("workloadbuilder", "benchmarks")
 
 
 def _is_private(part: str) -> bool:

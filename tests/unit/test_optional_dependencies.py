@@ -80,10 +80,10 @@ KUBE_WITHOUT_PROXY = """
     for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
         os.environ.pop(var, None)
     import workloadbuilder.runtime
-    for pkg in ("scheduler", "integrations"):
+    for pkg in ("workloadbuilder.scheduler", "workloadbuilder.integrations"):
         mod = importlib.import_module(pkg)
         for info in pkgutil.walk_packages(mod.__path__, pkg + "."):
-            if info.name != "integrations.webhook":  # the webhook's server is aiohttp's
+            if not info.name.endswith(".integrations.webhook"):  # the webhook's server is aiohttp's
                 importlib.import_module(info.name)
     from workloadbuilder.cluster import Informer, KubeCluster, RetryPolicy
     from workloadbuilder.cluster._retry import classify_transport_error
@@ -185,7 +185,10 @@ def test_kube_cluster_without_a_proxy_never_imports_aiohttp() -> None:
     assert out["got"]["informer"] == ["ns/p"]
     assert out["got"]["refused"] == [0, "ConnectionError"]
     assert out["got"]["classified"] == [False, False, None]
-    assert "scheduler.cli" in out["modules"] and "integrations.cli" in out["modules"]
+    assert (
+        "workloadbuilder.scheduler.cli" in out["modules"]
+        and "workloadbuilder.integrations.cli" in out["modules"]
+    )
     assert loaded(out["modules"], HTTP_STACK) == []
 
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import Scheduler
 from workloadbuilder.cluster import KubeConfigError, MemoryCluster
 from workloadbuilder.runtime import (
     Clock,
@@ -21,10 +20,11 @@ from workloadbuilder.runtime import (
     add_kube_flags,
     kube_cluster,
 )
+from workloadbuilder.scheduler import Scheduler
 
 
 def test_every_clock_satisfies_the_protocol() -> None:
-    from simulator import VirtualClock  # the simulator's clock is a runtime Clock
+    from workloadbuilder.simulator import VirtualClock  # the simulator's clock is a runtime Clock
 
     for clock in (WallClock(), ManualClock(), VirtualClock()):
         assert isinstance(clock, Clock)

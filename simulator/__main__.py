@@ -1,7 +1,0 @@
-"""``python -m simulator SCENARIO.yaml``."""
-
-import sys
-
-from simulator.cli import main
-
-sys.exit(main())

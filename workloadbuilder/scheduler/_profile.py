@@ -1,0 +1,497 @@
+"""``KubeSchedulerConfiguration`` files (``kubescheduler.config.k8s.io/v1``): profiles with
+their plugins enabled/disabled per extension point and plugin args, client QPS/burst, leader
+election and the queue's backoff. One profile is supported (more are refused).
+
+Every error names the field path (``profiles[0].plugins.filter.enabled[1].name: ...``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from workloadbuilder.errors import WorkloadBuilderError
+from workloadbuilder.scheduler._config import DEFAULT_SCHEDULER_NAME, SchedulerConfig
+from workloadbuilder.scheduler._framework import Framework
+from workloadbuilder.scheduler._plugins import (
+    DEFAULT_PLUGINS,
+    IN_TREE,
+    NodeResourcesFit,
+    TopologyPlacementGenerator,
+)
+from workloadbuilder.scheduler._preemption import DefaultPreemption
+
+__all__ = [
+    "API_VERSION",
+    "EXTENSION_POINTS",
+    "KIND",
+    "ClientConnection",
+    "ConfigError",
+    "LeaderElection",
+    "LoadedConfig",
+    "load_config",
+    "parse_config",
+]
+
+API_VERSION = "kubescheduler.config.k8s.io/v1"
+KIND = "KubeSchedulerConfiguration"
+
+#: configuration name -> (Framework attribute, the method a plugin needs for it)
+EXTENSION_POINTS: dict[str, tuple[str, str]] = {
+    "preEnqueue": ("pre_enqueue", "pre_enqueue_group"),
+    "filter": ("filters", "filter"),
+    "score": ("scores", "score"),
+    "placementGenerate": ("placement_generate", "generate"),
+    "placementScore": ("placement_score", "score_placement"),
+    "placementFeasible": ("placement_feasible", "placement_feasible"),
+    "podGroupPostFilter": ("pod_group_post_filter", "post_filter"),
+    "bind": ("bind", "bind"),
+    "reserve": ("reserve", "reserve_pod"),
+}
+_WEIGHTED = ("score", "placementScore")
+_STRATEGIES = ("MostAllocated", "LeastAllocated")
+
+
+class ConfigError(WorkloadBuilderError):
+    """The scheduler configuration file is unusable (the message names the field)."""
+
+
+@attrs.frozen(kw_only=True)
+class LeaderElection:
+    """``leaderElection`` (client-go's defaults)."""
+
+    leader_elect: bool = False
+    resource_namespace: str = "kube-system"
+    resource_name: str | None = None
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+@attrs.frozen(kw_only=True)
+class ClientConnection:
+    """``clientConnection``: None means "not set" (no client-side rate limit)."""
+
+    kubeconfig: str | None = None
+    qps: float | None = None
+    burst: int | None = None
+
+
+@attrs.define(kw_only=True)
+class LoadedConfig:
+    """What a configuration file sets up."""
+
+    scheduler: SchedulerConfig
+    framework: Framework
+    leader_election: LeaderElection = attrs.field(factory=LeaderElection)
+    client_connection: ClientConnection = attrs.field(factory=ClientConnection)
+
+
+class _Fields:
+    """Reads one mapping, remembering which keys were used; :meth:`done` rejects the rest."""
+
+    def __init__(self, value: Any, path: str) -> None:
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{path or 'the document'}: expected a mapping, not {_kind(value)}")
+        self.value = value
+        self.path = path
+        self.used: set[str] = set()
+
+    def at(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.used.add(key)
+        v = self.value.get(key)
+        return default if v is None else v
+
+    def done(self) -> None:
+        for key in self.value:
+            if key not in self.used:
+                raise ConfigError(f"{self.at(str(key))}: unknown field")
+
+
+def _kind(v: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(v), type(v).__name__
+    )
+
+
+def _str(v: Any, path: str) -> str:
+    if not isinstance(v, str) or not v:
+        raise ConfigError(f"{path}: expected a non-empty string, not {_kind(v)}")
+    return v
+
+
+def _bool(v: Any, path: str) -> bool:
+    if not isinstance(v, bool):
+        raise ConfigError(f"{path}: expected true or false, not {_kind(v)}")
+    return v
+
+
+def _number(v: Any, path: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise ConfigError(f"{path}: expected a number, not {_kind(v)}")
+    return float(v)
+
+
+def _int(v: Any, path: str, *, minimum: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ConfigError(f"{path}: expected an integer, not {_kind(v)}")
+    if v < minimum:
+        raise ConfigError(f"{path}: must be at least {minimum}, not {v}")
+    return v
+
+
+def _list(v: Any, path: str) -> list[Any]:
+    if not isinstance(v, list):
+        raise ConfigError(f"{path}: expected a list, not {_kind(v)}")
+    return v
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _duration(v: Any, path: str) -> float:
+    """A Go duration (``15s``, ``1m30s``, ``500ms``), positive."""
+    text = v if isinstance(v, str) else ""
+    pos, total = 0, 0.0
+    for m in _DURATION.finditer(text):
+        if m.start() != pos:
+            break
+        total += float(m.group(1)) * _UNITS[m.group(2)]
+        pos = m.end()
+    if not text or pos != len(text):
+        raise ConfigError(f"{path}: expected a duration like 15s, 2m or 1m30s, not {v!r}")
+    if total <= 0:
+        raise ConfigError(f"{path}: must be positive, not {v!r}")
+    return total
+
+
+# ---- plugins ------------------------------------------------------------------------------
+
+
+def _plugin_name(v: Any, path: str) -> str:
+    name = _str(v, path)
+    if name != "*" and name not in IN_TREE:
+        raise ConfigError(f"{path}: unknown plugin {name!r} (known: {', '.join(sorted(IN_TREE))})")
+    return name
+
+
+def _fit_args(f: _Fields, defaults: SchedulerConfig) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {
+        "gang_strategy": defaults.gang_scoring,
+        "single_strategy": defaults.single_scoring,
+        "resources": defaults.score_resources,
+    }
+    strategy = f.get("scoringStrategy")
+    if strategy is not None:
+        s = _Fields(strategy, f.at("scoringStrategy"))
+        for key, kw in (("type", "single_strategy"), ("podGroupType", "gang_strategy")):
+            value = s.get(key)
+            if value is not None:
+                if value not in _STRATEGIES:
+                    raise ConfigError(
+                        f"{s.at(key)}: must be one of {', '.join(_STRATEGIES)}, not {value!r}"
+                    )
+                kwargs[kw] = value
+        resources = s.get("resources")
+        if resources is not None:
+            out: list[tuple[str, int]] = []
+            for i, item in enumerate(_list(resources, s.at("resources"))):
+                r = _Fields(item, f"{s.at('resources')}[{i}]")
+                name = _str(r.get("name"), r.at("name"))
+                weight = _int(r.get("weight", 1), r.at("weight"), minimum=1)
+                r.done()
+                out.append((name, weight))
+            if not out:
+                raise ConfigError(f"{s.at('resources')}: must name at least one resource")
+            kwargs["resources"] = tuple(out)
+        s.done()
+    return kwargs
+
+
+def _topology_args(f: _Fields) -> dict[str, Any]:
+    """TopologyPlacementGenerator (our extensions): ``tieBreakSeed`` (default 0) and
+    ``compositeSearch: {mode: bounded|greedy, budget: N, deadlineSeconds: S}``."""
+    out: dict[str, Any] = {}
+    seed = f.get("tieBreakSeed")
+    if seed is not None:
+        out["tie_break_seed"] = _int(seed, f.at("tieBreakSeed"), minimum=0)
+    search = f.get("compositeSearch")
+    if search is not None:
+        s = _Fields(search, f.at("compositeSearch"))
+        mode = s.get("mode")
+        if mode is not None:
+            if mode not in ("bounded", "greedy"):
+                raise ConfigError(f"{s.at('mode')}: must be bounded or greedy, not {mode!r}")
+            out["composite_search"] = mode
+        budget = s.get("budget")
+        if budget is not None:
+            out["search_budget"] = _int(budget, s.at("budget"), minimum=1)
+        deadline = s.get("deadlineSeconds")
+        if deadline is not None:
+            value = _number(deadline, s.at("deadlineSeconds"))
+            if value <= 0:
+                raise ConfigError(f"{s.at('deadlineSeconds')}: must be positive")
+            out["search_deadline"] = value
+        s.done()
+    return out
+
+
+def _plugin_args(entries: Any, path: str, defaults: SchedulerConfig) -> dict[str, dict[str, Any]]:
+    """``pluginConfig[]`` -> constructor keyword arguments per plugin name."""
+    out: dict[str, dict[str, Any]] = {}
+    for i, entry in enumerate(_list(entries, path)):
+        e = _Fields(entry, f"{path}[{i}]")
+        name = _plugin_name(e.get("name"), e.at("name"))
+        if name == "*":
+            raise ConfigError(f"{e.at('name')}: must name one plugin")
+        if name in out:
+            raise ConfigError(f"{e.at('name')}: {name!r} is configured twice")
+        args = _Fields(e.get("args", {}), e.at("args"))
+        args.get("apiVersion")
+        kind = args.get("kind")
+        if kind is not None and kind != f"{name}Args":
+            raise ConfigError(f"{args.at('kind')}: expected {name}Args, not {kind!r}")
+        if name == NodeResourcesFit.name:
+            out[name] = _fit_args(args, defaults)
+        elif name == TopologyPlacementGenerator.name:
+            out[name] = _topology_args(args)
+        elif name == DefaultPreemption.name:
+            aware = args.get("topologyAware")
+            if aware is not None and not isinstance(aware, bool):
+                raise ConfigError(f"{args.at('topologyAware')}: must be true or false")
+            out[name] = {} if aware is None else {"topology_aware": aware}
+        else:
+            out[name] = {}
+        args.done()
+        e.done()
+    return out
+
+
+def _plugin_set(v: Any, path: str) -> tuple[list[tuple[str, int | None]], list[str]]:
+    """``{enabled: [{name, weight}], disabled: [{name}]}``."""
+    f = _Fields(v, path)
+    enabled: list[tuple[str, int | None]] = []
+    for i, item in enumerate(_list(f.get("enabled", []), f.at("enabled"))):
+        p = _Fields(item, f"{f.at('enabled')}[{i}]")
+        name = _plugin_name(p.get("name"), p.at("name"))
+        if name == "*":
+            raise ConfigError(f"{p.at('name')}: '*' can only be disabled")
+        weight = p.get("weight")
+        w = None if weight is None else _int(weight, p.at("weight"), minimum=0) or None
+        p.done()
+        enabled.append((name, w))
+    disabled: list[str] = []
+    for i, item in enumerate(_list(f.get("disabled", []), f.at("disabled"))):
+        p = _Fields(item, f"{f.at('disabled')}[{i}]")
+        disabled.append(_plugin_name(p.get("name"), p.at("name")))
+        p.done()
+    f.done()
+    return enabled, disabled
+
+
+def _framework(profile: _Fields, defaults: SchedulerConfig, name: str) -> Framework:
+    args = _plugin_args(profile.get("pluginConfig", []), profile.at("pluginConfig"), defaults)
+    instances: dict[str, Any] = {}
+
+    def instance(plugin: str) -> Any:
+        if plugin not in instances:
+            kwargs = args.get(plugin)
+            if kwargs is None and plugin == NodeResourcesFit.name:
+                kwargs = _fit_args(_Fields({}, ""), defaults)
+            instances[plugin] = IN_TREE[plugin](**(kwargs or {}))
+        return instances[plugin]
+
+    points: dict[str, list[str]] = {p: list(DEFAULT_PLUGINS[p]) for p in EXTENSION_POINTS}
+    weights: dict[tuple[str, str], int] = {}
+    plugins = _Fields(profile.get("plugins", {}), profile.at("plugins"))
+    multi = plugins.get("multiPoint")
+    if multi is not None:
+        enabled, disabled = _plugin_set(multi, plugins.at("multiPoint"))
+        for point in points:
+            if "*" in disabled:
+                points[point] = []
+            points[point] = [p for p in points[point] if p not in disabled]
+        for plugin, w in enabled:
+            for point, (_, method) in EXTENSION_POINTS.items():
+                if callable(getattr(IN_TREE[plugin], method, None)):
+                    if plugin not in points[point]:
+                        points[point].append(plugin)
+                    if w is not None and point in _WEIGHTED:
+                        weights[(point, plugin)] = w
+    for point, (_, method) in EXTENSION_POINTS.items():
+        raw = plugins.get(point)
+        if raw is None:
+            continue
+        enabled, disabled = _plugin_set(raw, plugins.at(point))
+        current = [] if "*" in disabled else [p for p in points[point] if p not in disabled]
+        for i, (plugin, w) in enumerate(enabled):
+            if not callable(getattr(IN_TREE[plugin], method, None)):
+                raise ConfigError(
+                    f"{plugins.at(point)}.enabled[{i}].name: plugin {plugin!r} does not "
+                    f"implement the {point} extension point"
+                )
+            if w is not None and point not in _WEIGHTED:
+                raise ConfigError(
+                    f"{plugins.at(point)}.enabled[{i}].weight: only score "
+                    "extension points take a weight"
+                )
+            if plugin in current:
+                current.remove(plugin)  # re-enabled: the custom order wins (as upstream)
+            current.append(plugin)
+            if w is not None:
+                weights[(point, plugin)] = w
+        points[point] = current
+    for key in plugins.value:
+        if key not in EXTENSION_POINTS and key != "multiPoint":
+            raise ConfigError(
+                f"{plugins.at(str(key))}: unknown extension point (known: multiPoint, "
+                f"{', '.join(EXTENSION_POINTS)})"
+            )
+    plugins.done()
+    for plugin in args:
+        if not any(plugin in names for names in points.values()):
+            raise ConfigError(
+                f"{profile.at('pluginConfig')}: args for {plugin!r}, which is not enabled"
+            )
+    fw_lists: dict[str, list[Any]] = {}
+    for point, (attr, _) in EXTENSION_POINTS.items():
+        fw_lists[attr] = [instance(p) for p in points[point]]
+        for p in points[point]:
+            w = weights.get((point, p))
+            if w is not None:
+                attr_name = "weight"
+                if point == "placementScore" and hasattr(instances[p], "placement_weight"):
+                    attr_name = "placement_weight"  # NodeResourcesFit: its own weight here
+                setattr(instances[p], attr_name, w)
+    fw = Framework(profile=name)
+    for attr, lst in fw_lists.items():
+        setattr(fw, attr, lst)
+    for generator in fw.placement_generate:
+        if isinstance(generator, TopologyPlacementGenerator):
+            fw.placement_seed = generator.tie_break_seed
+            fw.composite_search = generator.composite_search
+            fw.search_budget = generator.search_budget
+            fw.search_deadline = generator.search_deadline
+    fw.refresh()
+    return fw
+
+
+# ---- the document -------------------------------------------------------------------------
+
+
+def parse_config(doc: Any, *, source: str = "config") -> LoadedConfig:
+    """A ``KubeSchedulerConfiguration`` document (already parsed YAML) -> what it sets up."""
+    try:
+        return _parse(doc)
+    except ConfigError as e:
+        raise ConfigError(f"{source}: {e}") from None
+
+
+def _parse(doc: Any) -> LoadedConfig:
+    top = _Fields(doc, "")
+    api_version = top.get("apiVersion")
+    if api_version != API_VERSION:
+        raise ConfigError(f"apiVersion: expected {API_VERSION}, not {api_version!r}")
+    kind = top.get("kind")
+    if kind != KIND:
+        raise ConfigError(f"kind: expected {KIND}, not {kind!r}")
+    base = SchedulerConfig()
+    initial = top.get("podInitialBackoffSeconds")
+    maximum = top.get("podMaxBackoffSeconds")
+    initial_backoff = (
+        base.initial_backoff if initial is None else _number(initial, "podInitialBackoffSeconds")
+    )
+    max_backoff = base.max_backoff if maximum is None else _number(maximum, "podMaxBackoffSeconds")
+    if initial_backoff <= 0:
+        raise ConfigError(f"podInitialBackoffSeconds: must be positive, not {initial}")
+    if max_backoff < initial_backoff:
+        raise ConfigError(
+            f"podMaxBackoffSeconds: must be at least podInitialBackoffSeconds "
+            f"({initial_backoff:g}), not {maximum}"
+        )
+    profiles = _list(top.get("profiles", [{}]), "profiles")
+    if len(profiles) > 1:
+        raise ConfigError(
+            f"profiles: {len(profiles)} profiles given; this scheduler supports exactly one"
+        )
+    profile = _Fields(profiles[0] if profiles else {}, "profiles[0]")
+    name = profile.get("schedulerName", DEFAULT_SCHEDULER_NAME)
+    name = _str(name, profile.at("schedulerName"))
+    scheduler = attrs.evolve(
+        base, scheduler_name=name, initial_backoff=initial_backoff, max_backoff=max_backoff
+    )
+    framework = _framework(profile, scheduler, name)
+    profile.done()
+    client = ClientConnection()
+    raw = top.get("clientConnection")
+    if raw is not None:
+        c = _Fields(raw, "clientConnection")
+        kubeconfig = c.get("kubeconfig")
+        qps, burst = c.get("qps"), c.get("burst")
+        client = ClientConnection(
+            kubeconfig=None if kubeconfig is None else _str(kubeconfig, c.at("kubeconfig")),
+            qps=None if qps is None else _number(qps, c.at("qps")),
+            burst=None if burst is None else _int(burst, c.at("burst"), minimum=0),
+        )
+        c.done()
+    leader = LeaderElection()
+    raw = top.get("leaderElection")
+    if raw is not None:
+        le = _Fields(raw, "leaderElection")
+        values: dict[str, Any] = {}
+        if le.get("leaderElect") is not None:
+            values["leader_elect"] = _bool(le.get("leaderElect"), le.at("leaderElect"))
+        lock = le.get("resourceLock")
+        if lock is not None and lock != "leases":
+            raise ConfigError(f"{le.at('resourceLock')}: only 'leases' is supported, not {lock!r}")
+        for key, attr in (
+            ("resourceNamespace", "resource_namespace"),
+            ("resourceName", "resource_name"),
+        ):
+            if le.get(key) is not None:
+                values[attr] = _str(le.get(key), le.at(key))
+        for key, attr in (
+            ("leaseDuration", "lease_duration"),
+            ("renewDeadline", "renew_deadline"),
+            ("retryPeriod", "retry_period"),
+        ):
+            if le.get(key) is not None:
+                values[attr] = _duration(le.get(key), le.at(key))
+        le.done()
+        leader = LeaderElection(**values)
+        if leader.lease_duration <= leader.renew_deadline:
+            raise ConfigError("leaderElection.leaseDuration: must be greater than renewDeadline")
+        if leader.renew_deadline <= leader.retry_period:
+            raise ConfigError("leaderElection.renewDeadline: must be greater than retryPeriod")
+    top.done()
+    return LoadedConfig(
+        scheduler=scheduler, framework=framework, leader_election=leader, client_connection=client
+    )
+
+
+def load_config(path: str | Path) -> LoadedConfig:
+    """Read and check a ``KubeSchedulerConfiguration`` YAML file. Raises
+    :class:`ConfigError` (one line naming the file and the field)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"cannot read {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"cannot read {path}: not UTF-8 text") from None
+    import yaml  # only a configuration file needs it (no import cost at start-up)
+
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
+    if len(docs) != 1:
+        raise ConfigError(f"{path}: expected one KubeSchedulerConfiguration, found {len(docs)}")
+    return parse_config(docs[0], source=str(path))
