@@ -113,6 +113,9 @@ class Env:
         node_selector: dict[str, str] | None = None,
         tolerations: list[dict[str, str]] | None = None,
         node_name: str | None = None,
+        labels: dict[str, str] | None = None,
+        ports: list[dict[str, Any]] | None = None,
+        spec: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         pod = make_pod(name, self.namespace).scheduler_name(scheduler_name or self.scheduler_name)
         pod.request("cpu", cpu).request("memory", memory)
@@ -127,7 +130,13 @@ class Env:
         pod.tolerations(*(tolerations or ()))
         if node_name:
             pod.node_name(node_name)  # created bound (by "another scheduler")
-        out = await self.cluster.create(pod.obj())
+        obj = pod.obj()
+        if labels:
+            obj["metadata"].setdefault("labels", {}).update(labels)
+        if ports:
+            obj["spec"]["containers"][0]["ports"] = ports
+        obj["spec"].update(spec or {})
+        out = await self.cluster.create(obj)
         assert isinstance(out, dict)
         return out
 

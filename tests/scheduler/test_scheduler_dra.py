@@ -296,7 +296,7 @@ async def test_a_failed_bind_releases_the_allocation(mem_env: Any) -> None:
     assert allocated(claim) == []
     assert reserved(claim) == []
     assert await env.bound() == {}
-    plugin = fw.reserve[0]
+    plugin = next(r for r in fw.reserve if r.name == "DynamicResources")
     assert isinstance(plugin, DynamicResources)
     assert not plugin.assumed  # nothing held in the scheduler either
 

@@ -68,8 +68,10 @@ async def test_only_registered_events_requeue(mem_env: tuple[Env, ManualClock]) 
     fw = default_framework()
     assert fw.hints_for(ClusterEvent("Node", ActionType.ADD))
     assert fw.hints_for(ClusterEvent("Lease", ActionType.ADD)) == []
-    # without the node filters and NodeResourcesFit's events, a new node moves nothing
-    for p in fw.filters:
+    # without the node filters', NodeResourcesFit's and the pod-constraint plugins' events
+    # (NodePorts, InterPodAffinity, PodTopologySpread also wait for nodes), a new node moves
+    # nothing
+    for p in [*fw.filters, *fw.reserve]:
         p.events_to_register = lambda: []  # type: ignore[method-assign]
     fw.refresh()
     s = Scheduler(env.cluster, SchedulerConfig(), clock=clock, framework=fw)

@@ -9,7 +9,7 @@ from workloadbuilder.cluster import MemoryCluster
 from workloadbuilder.resources import format_quantity, parse_quantity
 from workloadbuilder.resources import pod_requests as pod_resource_requests
 from workloadbuilder.scheduler import Scheduler, SchedulerConfig
-from workloadbuilder.scheduler._plugins import node_matches_affinity
+from workloadbuilder.scheduler._nodematch import node_matches_affinity
 from workloadbuilder.scheduler._resources import pod_requirements
 from workloadbuilder.testing.builders import make_node, make_pod, make_pod_group
 

@@ -19,6 +19,7 @@ from workloadbuilder.api import CompositePodGroup, PodGroup
 from workloadbuilder.resources import CPU, MEMORY, PODS, parse_quantity
 from workloadbuilder.resources import EPHEMERAL_STORAGE as EPHEMERAL
 from workloadbuilder.scheduler._pdb import DisruptionBudget, disruption_budget
+from workloadbuilder.scheduler._podspec import PodConstraints, pod_constraints
 from workloadbuilder.scheduler._resources import PodRequirements, pod_requirements
 
 __all__ = ["Cache", "GroupInfo", "GroupKey", "NodeTable", "PodInfo", "PodKey"]
@@ -67,6 +68,8 @@ class PodInfo:
     claim_statuses: tuple[tuple[str, str | None], ...] = ()
     #: ``status.startTime`` as a Unix time (None: not started; preemption orders victims by it)
     start_time: float | None = None
+    #: host ports, required pod (anti-)affinity, spread constraints (None: none at all)
+    constraints: PodConstraints | None = None
 
     @property
     def key(self) -> PodKey:
@@ -321,6 +324,13 @@ class Cache:
         #: pods bound or assumed on a node the table does not have (yet): counted when it
         #: arrives (:meth:`_recount_row`)
         self._unplaced: dict[PodKey, PodInfo] = {}
+        #: bumped whenever a counted pod appears, moves, leaves, or changes its labels or
+        #: deletion state (what the pod-constraint plugins count is cached per version)
+        self.version = 0
+        #: the counted pods with required pod anti-affinity terms (their terms hold against
+        #: every incoming pod) and those with host ports
+        self.with_anti_affinity: dict[PodKey, PodInfo] = {}
+        self.with_host_ports: dict[PodKey, PodInfo] = {}
         #: the running pods by preemption priority, and the priority each is filed under;
         #: rebuilt from ``running`` on the next query after ``_prio_stale`` is set (a
         #: PriorityClass or CompositePodGroup changed)
@@ -379,6 +389,7 @@ class Cache:
             return
         for p in [q for q in self.running.values() if q.counted_node == row]:
             p.counted_node = None
+            self.version += 1
             self._stop_running(p)
             self._unplaced[p.key] = p
 
@@ -423,6 +434,7 @@ class Cache:
         if target is not None:
             self.nodes.used[target] += vec
         p.counted_node = target
+        self.version += 1
         if was is None:
             self._start_running(p)
         elif target is None:
@@ -448,17 +460,23 @@ class Cache:
             grp = self.groups.get(info.group_key) if info.group_key is not None else None
             if deleting != info.deleting and grp is not None:
                 grp.deleting += 1 if deleting else -1
+            labels = dict(meta.get("labels") or {})
+            if info.counted_node is not None and (
+                deleting != info.deleting or labels != info.labels
+            ):
+                self.version += 1
             info.deleting = deleting
             info.gated = bool(spec.get("schedulingGates"))
             info.conditions = tuple(status.get("conditions") or ())
             info.nominated_node = status.get("nominatedNodeName") or None
-            info.labels = dict(meta.get("labels") or {})
+            info.labels = labels
             info.claim_statuses = _claim_statuses(status)
             info.start_time = _start_time(status)
             if info.node_name is not None and info.assumed_node is not None:
                 info.assumed_node = None  # binding confirmed (or bound elsewhere)
             if info.node_name is None and info.counted_node is None:
                 info.req = self._intern(pod_requirements(pod))
+                info.constraints = pod_constraints(pod)
             self._account(info)
             return before, info
         if old is not None:  # same name, new uid: a replacement
@@ -485,6 +503,7 @@ class Cache:
             labels=dict(meta.get("labels") or {}),
             claim_statuses=_claim_statuses(status),
             start_time=_start_time(status),
+            constraints=pod_constraints(pod),
         )
         self.pods[key] = info
         self._pods_by_uid[info.uid] = key
@@ -507,6 +526,7 @@ class Cache:
         if info.counted_node is not None:
             self.nodes.used[info.counted_node] -= self.nodes.vector(info.req.requests)
             info.counted_node = None
+            self.version += 1
             self._stop_running(info)
         gk = info.group_key
         if gk is not None and gk in self.groups:
@@ -602,10 +622,19 @@ class Cache:
 
     def _start_running(self, p: PodInfo) -> None:
         self.running[p.key] = p
+        c = p.constraints
+        if c is not None:
+            if c.anti_affinity:
+                self.with_anti_affinity[p.key] = p
+            if c.host_ports:
+                self.with_host_ports[p.key] = p
         if not self._prio_stale:
             self._file(p)
 
     def _stop_running(self, p: PodInfo) -> None:
+        if p.constraints is not None:
+            self.with_anti_affinity.pop(p.key, None)
+            self.with_host_ports.pop(p.key, None)
         if self.running.pop(p.key, None) is not None and not self._prio_stale:
             self._unfile(p.key)
 

@@ -218,7 +218,7 @@ def _attempt(
             if status.code is Code.UNSCHEDULABLE:
                 break
             continue
-        if row >= 0 and fw.reserve and req.claims:
+        if row >= 0 and fw.reserve and (req.claims or fw.reserving(pod)):
             row, why = _reserve(fw, snap, pod, ev, dead)
             if row < 0 and why is not None:
                 if why.pre_filter:  # this pod's own claims: other pods of the shape may fit
@@ -230,11 +230,20 @@ def _attempt(
                         break
                     continue
                 base = fw.run_filter_diagnosis(req, table, placement)
-                failed[req] = attrs.evolve(
+                diag = attrs.evolve(
                     base, reasons=base.reasons + why.reasons, plugins=base.plugins | why.plugins
                 )
                 if first_failed is None:
                     first_failed = req
+                if not _shares_failure(fw, snap, pod):
+                    # what failed this pod depends on the pod itself (its labels, its pod
+                    # constraints): the other pods of its signature are still tried
+                    extra.setdefault(req, diag)
+                    status = fw.run_placement_feasible(min_count, scheduled + placed, remaining)
+                    if status.code is Code.UNSCHEDULABLE:
+                        break
+                    continue
+                failed[req] = diag
                 remaining -= left[req]
                 status = fw.run_placement_feasible(min_count, scheduled + placed, remaining)
                 if status.code is Code.UNSCHEDULABLE:
@@ -262,6 +271,13 @@ def _attempt(
     for req, diag in extra.items():
         failed.setdefault(req, diag)
     return _Attempt(status, placed, first_failed, failed, remaining, nodes, placed_keys)
+
+
+def _shares_failure(fw: Framework, snap: Snapshot, pod: PodInfo) -> bool:
+    """Whether the other pods of ``pod``'s signature fail where it failed: every Reserve
+    plugin that checked it gives a shape key (DRA: equal claims fail on the same nodes; the
+    pod-constraint plugins give none)."""
+    return all(r.shape_key(pod, snap) is not None for r in fw.reserving(pod))
 
 
 def _where_placed(nodes: Sequence[str], limit: int = 4) -> str:

@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from workloadbuilder.errors import ApiError
 from workloadbuilder.resources import CPU, MEMORY, PODS, format_quantity
-from workloadbuilder.scheduler._dra import DynamicResources, terms_match
+from workloadbuilder.scheduler._dra import DynamicResources
 from workloadbuilder.scheduler._framework import Framework
 from workloadbuilder.scheduler._interface import (
     SUCCESS,
@@ -30,6 +30,8 @@ from workloadbuilder.scheduler._interface import (
     SharedLister,
     Status,
 )
+from workloadbuilder.scheduler._nodematch import node_matches_affinity, tolerates
+from workloadbuilder.scheduler._podconstraints import CONSTRAINT_PLUGINS
 from workloadbuilder.scheduler._preemption import DefaultPreemption
 from workloadbuilder.scheduler._resources import PodRequirements
 
@@ -207,21 +209,6 @@ class NodeName:
         return [("node(s) didn't match the requested node name", "are not the requested node", n)]
 
 
-def _tolerates(tol: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    effect = tol.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = tol.get("key") or ""
-    op = tol.get("operator") or "Equal"
-    if not key:
-        return op == "Exists"
-    if key != taint.get("key"):
-        return False
-    if op == "Exists":
-        return True
-    return str(tol.get("value") or "") == str(taint.get("value") or "")
-
-
 def _taint_text(t: Mapping[str, Any]) -> str:
     value = t.get("value")
     return (
@@ -249,7 +236,7 @@ class NodeUnschedulable:
         if not bad.any():
             return np.ones(rows.size, dtype=bool)
         taint = {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"}
-        if any(_tolerates(t, taint) for t in req.toleration_list()):
+        if any(tolerates(t, taint) for t in req.toleration_list()):
             return np.ones(rows.size, dtype=bool)
         return ~bad
 
@@ -259,17 +246,6 @@ class NodeUnschedulable:
         """Count unschedulable nodes."""
         n = int((~self.filter(req, vec, table, rows)).sum())
         return [("node(s) were unschedulable", "are unschedulable (cordoned)", n)]
-
-
-def node_matches_affinity(req: PodRequirements, labels: Mapping[str, str], name: str) -> bool:
-    """``nodeSelector`` and required node affinity (terms ORed, expressions ANDed)."""
-    for k, v in req.node_selector:
-        if labels.get(k) != v:
-            return False
-    terms = req.affinity_terms()
-    if not terms:
-        return True
-    return terms_match(terms, name, labels)
 
 
 class NodeAffinity:
@@ -322,7 +298,7 @@ class TaintToleration:
         self, tols: Sequence[Mapping[str, Any]], taints: Sequence[Mapping[str, Any]]
     ) -> Mapping[str, Any] | None:
         for t in taints:
-            if not any(_tolerates(tol, t) for tol in tols):
+            if not any(tolerates(tol, t) for tol in tols):
                 return t
         return None
 
@@ -849,27 +825,35 @@ DEFAULT_PLUGINS: dict[str, tuple[str, ...]] = {
     "placementFeasible": ("GangScheduling",),
     "podGroupPostFilter": ("DefaultPreemption",),
     "bind": ("DefaultBinder",),
-    "reserve": ("DynamicResources",),
+    # pods' own constraints (gang-aware: see _podconstraints), then devices
+    "reserve": (
+        "NodePorts",
+        "VolumeRestrictions",
+        "NodeVolumeLimits",
+        "VolumeBinding",
+        "PodTopologySpread",
+        "InterPodAffinity",
+        "DynamicResources",
+    ),
 }
 
 #: plugin name -> its class (the in-tree registry)
-IN_TREE: dict[str, type[Any]] = {
-    c.name: c
-    for c in (
-        GangScheduling,
-        NodeName,
-        NodeUnschedulable,
-        NodeAffinity,
-        TaintToleration,
-        NodeResourcesFit,
-        DefaultPlacement,
-        TopologyPlacementGenerator,
-        PodGroupPodsCount,
-        DefaultPreemption,
-        DefaultBinder,
-        DynamicResources,
-    )
-}
+_CLASSES: tuple[type[Any], ...] = (
+    GangScheduling,
+    NodeName,
+    NodeUnschedulable,
+    NodeAffinity,
+    TaintToleration,
+    NodeResourcesFit,
+    DefaultPlacement,
+    TopologyPlacementGenerator,
+    PodGroupPodsCount,
+    DefaultPreemption,
+    DefaultBinder,
+    DynamicResources,
+    *CONSTRAINT_PLUGINS,
+)
+IN_TREE: dict[str, type[Any]] = {c.name: c for c in _CLASSES}
 
 
 def default_framework(
@@ -892,5 +876,5 @@ def default_framework(
         placement_feasible=[gang],
         pod_group_post_filter=[DefaultPreemption()],
         bind=[DefaultBinder()],
-        reserve=[DynamicResources()],
+        reserve=[*(c() for c in CONSTRAINT_PLUGINS), DynamicResources()],
     )

@@ -1,0 +1,401 @@
+"""A pod's own placement constraints, parsed once per pod: host ports, required inter-pod
+affinity and anti-affinity, topology spread constraints, and what this scheduler does not
+evaluate yet (refused or reported, never ignored silently).
+
+kube-scheduler reads these through the NodePorts, InterPodAffinity, PodTopologySpread and
+volume plugins (``pkg/scheduler/framework/plugins/{nodeports,interpodaffinity,
+podtopologyspread,volumebinding}``). The parsed form follows their rules:
+
+* a host port is a container port with ``hostPort > 0`` of a regular container or of a
+  restartable init container (a sidecar); ``hostIP`` defaults to ``0.0.0.0`` and
+  ``protocol`` to ``TCP``;
+* an affinity term without ``namespaces`` and ``namespaceSelector`` applies to the pod's own
+  namespace; ``namespaceSelector: {}`` to every namespace; a ``labelSelector`` that is unset
+  selects nothing, ``{}`` everything. ``matchLabelKeys`` / ``mismatchLabelKeys`` are merged
+  into the selector by the API server when the pod is created, as v1.37 does;
+* a spread constraint's ``matchLabelKeys`` are merged into its selector with the pod's own
+  label values; ``minDomains`` defaults to 1, ``nodeAffinityPolicy`` to ``Honor`` and
+  ``nodeTaintsPolicy`` to ``Ignore``.
+
+Pods of one template share one parsed value (interned by the canonical text of the fields
+read), so a gang of thousands parses its constraints once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+import orjson
+
+__all__ = [
+    "AffinityTerm",
+    "HostPort",
+    "PodConstraints",
+    "Selector",
+    "SpreadConstraint",
+    "pod_constraints",
+]
+
+HOSTNAME = "kubernetes.io/hostname"
+_ALL_IPS = "0.0.0.0"
+
+# operators of a parsed requirement
+_EQ, _IN, _NOT_IN, _EXISTS, _NOT_EXISTS = "=", "in", "notin", "exists", "!"
+_OPS = {"In": _IN, "NotIn": _NOT_IN, "Exists": _EXISTS, "DoesNotExist": _NOT_EXISTS}
+
+
+@attrs.frozen(cache_hash=True)
+class Selector:
+    """A ``metav1.LabelSelector``: requirements ANDed. ``nothing`` for an unset (or invalid)
+    selector, which matches no labels; no requirements match every label set."""
+
+    reqs: tuple[tuple[str, str, frozenset[str]], ...] = ()
+    nothing: bool = False
+
+    @classmethod
+    def parse(cls, sel: Any) -> Selector:
+        """The selector of a LabelSelector object (``None``: selects nothing)."""
+        if not isinstance(sel, Mapping):
+            return _NOTHING
+        reqs: list[tuple[str, str, frozenset[str]]] = [
+            (str(k), _EQ, frozenset((str(v),))) for k, v in (sel.get("matchLabels") or {}).items()
+        ]
+        for expr in sel.get("matchExpressions") or ():
+            op = _OPS.get(str(expr.get("operator"))) if isinstance(expr, Mapping) else None
+            if op is None:
+                return _NOTHING
+            values = frozenset(str(v) for v in expr.get("values") or ())
+            reqs.append((str(expr.get("key")), op, values))
+        return cls(tuple(sorted(reqs, key=lambda r: (r[0], r[1], sorted(r[2])))))
+
+    @property
+    def everything(self) -> bool:
+        """Whether every label set matches (``{}``)."""
+        return not self.nothing and not self.reqs
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Whether ``labels`` satisfy every requirement."""
+        if self.nothing:
+            return False
+        for key, op, values in self.reqs:
+            have = labels.get(key)
+            if op in (_EQ, _IN):
+                if have is None or have not in values:
+                    return False
+            elif op == _NOT_IN:
+                if have is not None and have in values:
+                    return False
+            elif op == _EXISTS:
+                if have is None:
+                    return False
+            elif have is not None:  # DoesNotExist
+                return False
+        return True
+
+    def with_labels(self, pairs: Sequence[tuple[str, str]]) -> Selector:
+        """This selector with ``key = value`` requirements added (``matchLabelKeys``)."""
+        if self.nothing or not pairs:
+            return self
+        extra = [(k, _EQ, frozenset((v,))) for k, v in pairs]
+        reqs = tuple(sorted({*self.reqs, *extra}, key=lambda r: (r[0], r[1], sorted(r[2]))))
+        return Selector(reqs)
+
+    def __str__(self) -> str:
+        if self.nothing:
+            return "<none>"
+        if not self.reqs:
+            return "<all>"
+        parts = []
+        for key, op, values in self.reqs:
+            vs = ",".join(sorted(values))
+            if op == _EQ:
+                parts.append(f"{key}={vs}")
+            elif op == _IN:
+                parts.append(f"{key} in ({vs})")
+            elif op == _NOT_IN:
+                parts.append(f"{key} notin ({vs})")
+            elif op == _EXISTS:
+                parts.append(key)
+            else:
+                parts.append(f"!{key}")
+        return ",".join(parts)
+
+
+_NOTHING = Selector(nothing=True)
+
+
+@attrs.frozen(cache_hash=True)
+class AffinityTerm:
+    """A required ``PodAffinityTerm``: pods matched by ``selector`` in ``namespaces`` (or in
+    every namespace), counted per value of the node label ``topology_key``."""
+
+    selector: Selector
+    topology_key: str
+    namespaces: frozenset[str] = frozenset()
+    all_namespaces: bool = False
+
+    def matches(self, namespace: str, labels: Mapping[str, str]) -> bool:
+        """Whether a pod in ``namespace`` with ``labels`` is one the term is about."""
+        return (self.all_namespaces or namespace in self.namespaces) and self.selector.matches(
+            labels
+        )
+
+    def describe(self) -> str:
+        """``app=w on kubernetes.io/hostname``."""
+        return f"{self.selector} on {self.topology_key}"
+
+
+@attrs.frozen(cache_hash=True)
+class SpreadConstraint:
+    """A ``TopologySpreadConstraint``, with its defaults applied."""
+
+    max_skew: int
+    topology_key: str
+    selector: Selector
+    hard: bool  # whenUnsatisfiable: DoNotSchedule
+    min_domains: int = 1
+    honor_node_affinity: bool = True
+    honor_node_taints: bool = False
+
+    def describe(self) -> str:
+        """``maxSkew 1 of app=w on topology.kubernetes.io/zone``."""
+        return f"maxSkew {self.max_skew} of {self.selector} on {self.topology_key}"
+
+
+@attrs.frozen(cache_hash=True)
+class HostPort:
+    """A host port a pod's container asks for."""
+
+    ip: str
+    protocol: str
+    port: int
+
+    def conflicts(self, other: HostPort) -> bool:
+        """Whether two pods asking for these cannot share a node (``0.0.0.0`` is every
+        address)."""
+        if self.port != other.port or self.protocol != other.protocol:
+            return False
+        return self.ip == other.ip or _ALL_IPS in (self.ip, other.ip)
+
+    def __str__(self) -> str:
+        return f"{self.ip}:{self.port}/{self.protocol}"
+
+
+@attrs.frozen(cache_hash=True)
+class PodConstraints:
+    """What a pod asks of the pods around it. ``unsupported`` lists, by plugin, what this
+    scheduler does not evaluate yet and therefore refuses (the pod stays pending with the
+    reason); ``not_scored`` lists preferences it does not score yet (the pod is scheduled as
+    if they were absent, and the explanation says so)."""
+
+    host_ports: tuple[HostPort, ...] = ()
+    affinity: tuple[AffinityTerm, ...] = ()
+    anti_affinity: tuple[AffinityTerm, ...] = ()
+    spread: tuple[SpreadConstraint, ...] = ()
+    unsupported: tuple[str, ...] = ()
+    not_scored: tuple[str, ...] = ()
+
+    @property
+    def hard_spread(self) -> tuple[SpreadConstraint, ...]:
+        """The ``DoNotSchedule`` constraints (PodTopologySpread's Filter)."""
+        return tuple(c for c in self.spread if c.hard)
+
+    @property
+    def has_pod_affinity(self) -> bool:
+        """Whether the pod has required pod affinity or anti-affinity terms."""
+        return bool(self.affinity or self.anti_affinity)
+
+
+_EMPTY = PodConstraints()
+#: canonical text of the fields read -> parsed constraints (pods of one template share one)
+_INTERNED: dict[bytes, PodConstraints] = {}
+
+
+def pod_constraints(pod: Mapping[str, Any]) -> PodConstraints | None:
+    """The constraints of a pod dict, or None when it has none (the common case: checked
+    with a few dict lookups)."""
+    spec = pod.get("spec") or {}
+    affinity = spec.get("affinity") or {}
+    pod_aff = affinity.get("podAffinity")
+    pod_anti = affinity.get("podAntiAffinity")
+    spread = spec.get("topologySpreadConstraints")
+    volumes = spec.get("volumes")
+    ports = _host_ports(spec)
+    preferred_nodes = (affinity.get("nodeAffinity") or {}).get(
+        "preferredDuringSchedulingIgnoredDuringExecution"
+    )
+    if not (pod_aff or pod_anti or spread or ports or preferred_nodes or _volume_kinds(volumes)):
+        return None
+    meta = pod.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "default")
+    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+    # the pod's own labels matter only through a spread constraint's matchLabelKeys
+    keys = {
+        str(k)
+        for c in spread or ()
+        if isinstance(c, Mapping)
+        for k in c.get("matchLabelKeys") or ()
+    }
+    own = {k: v for k, v in labels.items() if k in keys}
+    raw = (namespace, own, pod_aff, pod_anti, spread, volumes, ports)
+    try:
+        text = orjson.dumps(raw, option=orjson.OPT_SORT_KEYS, default=str)
+    except TypeError:
+        text = repr(raw).encode()
+    parsed = _INTERNED.get(text)
+    if parsed is None:
+        parsed = _parse(namespace, labels, pod_aff, pod_anti, spread, volumes, ports)
+        parsed = parsed if preferred_nodes is None else _with_not_scored(parsed, preferred_nodes)
+        if len(_INTERNED) > 10_000:  # bound the table in long-running schedulers
+            _INTERNED.clear()
+        _INTERNED[text] = parsed
+    elif preferred_nodes is not None:
+        parsed = _with_not_scored(parsed, preferred_nodes)
+    return None if parsed == _EMPTY else parsed
+
+
+def _with_not_scored(parsed: PodConstraints, preferred_nodes: Any) -> PodConstraints:
+    if not preferred_nodes:
+        return parsed
+    note = "preferred node affinity (NodeAffinity scoring)"
+    if note in parsed.not_scored:
+        return parsed
+    return attrs.evolve(parsed, not_scored=(*parsed.not_scored, note))
+
+
+def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
+    out: list[HostPort] = []
+    sidecars = [c for c in spec.get("initContainers") or () if c.get("restartPolicy") == "Always"]
+    for c in [*sidecars, *(spec.get("containers") or ())]:
+        for p in c.get("ports") or ():
+            port = p.get("hostPort")
+            if isinstance(port, int) and port > 0:
+                out.append(
+                    HostPort(
+                        ip=str(p.get("hostIP") or _ALL_IPS),
+                        protocol=str(p.get("protocol") or "TCP"),
+                        port=port,
+                    )
+                )
+    return tuple(out)
+
+
+#: volume sources whose scheduling plugins (VolumeBinding, VolumeRestrictions,
+#: NodeVolumeLimits, VolumeZone) this scheduler does not run yet
+_VOLUME_PLUGINS = {
+    "persistentVolumeClaim": "VolumeBinding",
+    "ephemeral": "VolumeBinding",
+    "csi": "NodeVolumeLimits",
+    "gcePersistentDisk": "VolumeRestrictions",
+    "awsElasticBlockStore": "VolumeRestrictions",
+    "rbd": "VolumeRestrictions",
+    "iscsi": "VolumeRestrictions",
+    "azureDisk": "NodeVolumeLimits",
+    "cinder": "NodeVolumeLimits",
+}
+
+
+def _volume_kinds(volumes: Any) -> list[tuple[str, str]]:
+    """``(volume name, source)`` of the volumes a scheduling plugin would look at."""
+    out: list[tuple[str, str]] = []
+    for v in volumes or ():
+        if not isinstance(v, Mapping):
+            continue
+        for source in _VOLUME_PLUGINS:
+            if v.get(source) is not None:
+                out.append((str(v.get("name") or ""), source))
+    return out
+
+
+def _parse(
+    namespace: str,
+    labels: Mapping[str, str],
+    pod_aff: Any,
+    pod_anti: Any,
+    spread: Any,
+    volumes: Any,
+    ports: tuple[HostPort, ...],
+) -> PodConstraints:
+    unsupported: list[str] = []
+    not_scored: list[str] = []
+    affinity = _terms(namespace, pod_aff, "podAffinity", unsupported)
+    anti = _terms(namespace, pod_anti, "podAntiAffinity", unsupported)
+    for name, block in (("pod affinity", pod_aff), ("pod anti-affinity", pod_anti)):
+        if isinstance(block, Mapping) and block.get(
+            "preferredDuringSchedulingIgnoredDuringExecution"
+        ):
+            not_scored.append(f"preferred {name} (InterPodAffinity scoring)")
+    constraints: list[SpreadConstraint] = []
+    for i, c in enumerate(spread or ()):
+        if not isinstance(c, Mapping):
+            continue
+        selector = Selector.parse(c.get("labelSelector"))
+        keys = [str(k) for k in c.get("matchLabelKeys") or ()]
+        selector = selector.with_labels([(k, labels[k]) for k in keys if k in labels])
+        hard = c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
+        constraints.append(
+            SpreadConstraint(
+                max_skew=int(c.get("maxSkew") or 1),
+                topology_key=str(c.get("topologyKey") or ""),
+                selector=selector,
+                hard=hard,
+                min_domains=int(c.get("minDomains") or 1),
+                honor_node_affinity=c.get("nodeAffinityPolicy", "Honor") != "Ignore",
+                honor_node_taints=c.get("nodeTaintsPolicy", "Ignore") == "Honor",
+            )
+        )
+        if not hard:
+            not_scored.append(
+                f"topologySpreadConstraints[{i}] whenUnsatisfiable: ScheduleAnyway "
+                "(PodTopologySpread scoring)"
+            )
+    for name, source in _volume_kinds(volumes):
+        plugin = _VOLUME_PLUGINS[source]
+        unsupported.append(
+            f"{plugin}: volume {name!r} ({source}) needs the {plugin} plugin, which this "
+            "scheduler does not have yet"
+        )
+    return PodConstraints(
+        host_ports=ports,
+        affinity=affinity,
+        anti_affinity=anti,
+        spread=tuple(constraints),
+        unsupported=tuple(unsupported),
+        not_scored=tuple(not_scored),
+    )
+
+
+def _terms(
+    namespace: str, block: Any, field: str, unsupported: list[str]
+) -> tuple[AffinityTerm, ...]:
+    if not isinstance(block, Mapping):
+        return ()
+    out: list[AffinityTerm] = []
+    for i, t in enumerate(block.get("requiredDuringSchedulingIgnoredDuringExecution") or ()):
+        if not isinstance(t, Mapping):
+            continue
+        names = frozenset(str(n) for n in t.get("namespaces") or ())
+        ns_sel = t.get("namespaceSelector")
+        all_ns = False
+        if isinstance(ns_sel, Mapping):
+            parsed = Selector.parse(ns_sel)
+            if parsed.everything:
+                all_ns = True
+            elif not parsed.nothing:
+                unsupported.append(
+                    f"InterPodAffinity: {field} term {i} has a namespaceSelector with "
+                    "requirements; this scheduler does not watch Namespaces yet"
+                )
+        elif not names:
+            names = frozenset((namespace,))
+        out.append(
+            AffinityTerm(
+                selector=Selector.parse(t.get("labelSelector")),
+                topology_key=str(t.get("topologyKey") or ""),
+                namespaces=names,
+                all_namespaces=all_ns,
+            )
+        )
+    return tuple(out)
