@@ -23,7 +23,7 @@ import attrs
 from workloadbuilder.errors import WorkloadBuilderError
 from workloadbuilder.scheduler._config import DEFAULT_SCHEDULER_NAME, SchedulerConfig
 from workloadbuilder.scheduler._framework import Framework
-from workloadbuilder.scheduler._interface import Registry
+from workloadbuilder.scheduler._interface import PlacementWeightPlugin, Registry
 from workloadbuilder.scheduler._plugins import (
     DEFAULT_PLUGINS,
     IN_TREE,
@@ -407,7 +407,7 @@ def _framework(
             w = weights.get((point, p))
             if w is not None:
                 attr_name = "weight"
-                if point == "placementScore" and hasattr(instances[p], "placement_weight"):
+                if point == "placementScore" and isinstance(instances[p], PlacementWeightPlugin):
                     attr_name = "placement_weight"  # NodeResourcesFit: its own weight here
                 setattr(instances[p], attr_name, w)
     fw = Framework(profile=name)
