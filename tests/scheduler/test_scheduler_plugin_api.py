@@ -28,6 +28,7 @@ from workloadbuilder.scheduler import (
 from workloadbuilder.scheduler import framework as api
 from workloadbuilder.scheduler._cache import Cache
 from workloadbuilder.scheduler._framework import Framework
+from workloadbuilder.scheduler._plugins import default_framework
 from workloadbuilder.scheduler._resources import PodRequirements
 from workloadbuilder.testing import make_node
 
@@ -102,6 +103,25 @@ async def test_without_the_plugin_the_labelled_node_is_used(
     env.schedulers.append(s)
     await s.until_idle()
     assert await env.bound("huge") == {"huge": blocked}
+
+
+async def test_the_scheduler_seals_the_framework_it_is_given(
+    mem_env: tuple[Env, ManualClock],
+) -> None:
+    env, clock = mem_env
+    ex = _example()
+    await env.node("blocked", cpu="16", labels={ex.RESERVED: "true"})
+    allowed = await env.node("allowed", cpu="4")
+    await env.pod("p", cpu="2")
+    fw = default_framework()
+    fw.filters.append(ex.AvoidLabel())  # changed in place: counts once the scheduler is built
+    s = Scheduler(
+        env.cluster, SchedulerConfig(scheduler_name=env.scheduler_name), clock=clock, framework=fw
+    )
+    env.schedulers.append(s)
+    assert [f.name for f in fw.static_filters][-1] == "AvoidLabel"
+    await s.until_idle()
+    assert await env.bound("p") == {"p": allowed}
 
 
 # ---- the registry in profiles -------------------------------------------------------------
