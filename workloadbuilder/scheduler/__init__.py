@@ -8,11 +8,13 @@ await s.run()  # or: await s.sync(); await s.until_idle(); s.next_wakeup()
 ```
 
 Clocks and leader election live in :mod:`workloadbuilder.runtime`; the plugin set can be
-loaded from a ``KubeSchedulerConfiguration`` file with :func:`load_config`.
+loaded from a ``KubeSchedulerConfiguration`` file with :func:`load_config` (or a parsed
+document with :func:`parse_config`), out-of-tree plugins included (their API:
+:mod:`workloadbuilder.scheduler.framework`).
 """
 
 from workloadbuilder.scheduler._config import DEFAULT_SCHEDULER_NAME, SchedulerConfig
-from workloadbuilder.scheduler._profile import ConfigError, LoadedConfig, load_config
+from workloadbuilder.scheduler._profile import ConfigError, LoadedConfig, load_config, parse_config
 from workloadbuilder.scheduler._scheduler import Scheduler
 
 __all__ = [
@@ -22,4 +24,5 @@ __all__ = [
     "Scheduler",
     "SchedulerConfig",
     "load_config",
+    "parse_config",
 ]

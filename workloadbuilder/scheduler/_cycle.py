@@ -110,16 +110,14 @@ def _reserve(
     ``(-1, diagnosis)`` when there is none. ``dead`` remembers rows that failed for a shape
     key (pods of equal claims fail on the same nodes; devices only get taken in a cycle)."""
     plugins = fw.reserving(pod)
-    for r in plugins:
-        st = r.pre_filter_pod(pod, snap)
-        if not st.ok:
-            total = snap.table.count
-            return -1, Diagnosis(
-                total=total, reasons=(), plugins=frozenset({r.name}), pre_filter=st.message
-            )
-    keys = [r.shape_key(pod, snap) for r in plugins]
-    shape = None if any(k is None for k in keys) else tuple(keys)
-    masks = [m for m in (r.feasible_rows(pod, snap) for r in plugins) if m is not None]
+    st = fw.run_reserve_pre_filter(plugins, pod, snap)
+    if not st.ok:
+        total = snap.table.count
+        return -1, Diagnosis(
+            total=total, reasons=(), plugins=frozenset({st.plugin}), pre_filter=st.message
+        )
+    shape = fw.run_reserve_shape_key(plugins, pod, snap)
+    masks = fw.run_reserve_feasible_rows(plugins, pod, snap)
     first = ev.best()
     candidates: Sequence[int] = []
     if first >= 0 and all(m[first] for m in masks):
@@ -129,10 +127,7 @@ def _reserve(
         for row in candidates:
             if shape is not None and (shape, row) in dead:
                 continue
-            plans = [r.filter_pod(pod, snap, row) for r in plugins]
-            if all(p is not None for p in plans):
-                for r, plan in zip(plugins, plans, strict=True):
-                    r.reserve_pod(pod, snap, row, plan)
+            if fw.run_reserve_pod(plugins, pod, snap, row):
                 return row, None
             if shape is not None:
                 dead.add((shape, row))
@@ -143,13 +138,7 @@ def _reserve(
             ranked = ranked[m[ranked]]
         candidates = [int(r) for r in ranked if r != first]
         tried_all = True
-    rows = ev.ranked()
-    reasons: list[tuple[str, str, int]] = []
-    for r in plugins:
-        reasons.extend(x for x in r.diagnose_pod(pod, snap, rows) if x[2])
-    return -1, Diagnosis(
-        total=int(rows.size), reasons=tuple(reasons), plugins=frozenset(r.name for r in plugins)
-    )
+    return -1, fw.run_reserve_diagnosis(plugins, pod, snap, ev.ranked())
 
 
 @attrs.define
@@ -341,15 +330,10 @@ def _device_lines(
     """The Reserve plugins' aggregate over the gang (DRA: per device class, how many pods
     can get their devices, and the selectors no device matches on some nodes), when a pod
     shape failed for them."""
-    names = {r.name for r in fw.reserve}
+    names = fw.reserve_names
     if not any(d.plugins & names and d.reasons for d in attempt.diagnoses.values()):
         return []
-    out: list[str] = []
-    for r in fw.reserve:
-        explain = getattr(r, "explain_group", None)
-        if callable(explain):
-            out.extend(explain(pods, attempt.placed_keys, snap))
-    return out
+    return fw.run_explain_group(pods, attempt.placed_keys, snap)
 
 
 def _tie(seed: int, group: GroupInfo | None, placement: Placement) -> int:

@@ -5,13 +5,20 @@ Filters that only read node properties (``uses_node_usage = False``) are evaluat
 signature and node epoch in the :class:`StaticFilterCache` beside the framework; the others
 are re-evaluated incrementally by the cycle as pods are assumed. Nothing outside this module
 loops over plugins.
+
+The framework is *sealed* when it is built: :meth:`Framework.refresh` (run on construction,
+by the profile builder and by the scheduler that adopts the framework) sorts the plugins of
+each extension point by the optional hooks they implement (the capability protocols of
+:mod:`~workloadbuilder.scheduler._interface`), once; the ``run_*`` methods only walk those
+lists (no ``getattr`` or ``isinstance`` per call). Change a plugin list in place only before
+the scheduler is built, or call :meth:`Framework.refresh` after.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import attrs
 import numpy as np
@@ -25,18 +32,25 @@ from workloadbuilder.scheduler._interface import (
     ClusterEventWithHint,
     Code,
     EnqueueExtensions,
+    ExplainGroupPlugin,
+    FilterOnePlugin,
     FilterPlugin,
+    HandlePlugin,
     Mask,
     Placement,
     PlacementFeasiblePlugin,
+    PlacementGenerateForPlugin,
     PlacementGeneratePlugin,
     PlacementScorePlugin,
     PlacementSet,
+    PlacementWeightPlugin,
     PodGroupPostFilterPlugin,
     PreEnqueuePlugin,
+    PreEnqueueTreePlugin,
     QueueingHint,
     ReservePlugin,
     Rows,
+    ScoreOnePlugin,
     ScorePlugin,
     SharedLister,
     Status,
@@ -52,10 +66,16 @@ __all__ = ["Diagnosis", "Framework", "StaticFilterCache"]
 
 _log = logging.getLogger(__name__)
 
+_T = TypeVar("_T")
+#: a PlacementScore plugin and, when it keeps its own weight there, the same object as a
+#: :class:`PlacementWeightPlugin`
+_Weighted = tuple[PlacementScorePlugin, PlacementWeightPlugin | None]
 
-def _placement_weight(p: PlacementScorePlugin) -> int:
+
+def _weight(w: _Weighted) -> int:
     """A plugin's PlacementScore weight (``placement_weight`` when it also scores nodes)."""
-    return int(getattr(p, "placement_weight", p.weight))
+    p, own = w
+    return int(own.placement_weight if own is not None else p.weight)
 
 
 def _safe(plugin: str, hint: QueueingHint) -> QueueingHint:
@@ -153,9 +173,27 @@ class Framework:
     static_cache: StaticFilterCache = attrs.field(factory=StaticFilterCache)
     _static: list[FilterPlugin] = attrs.field(init=False, factory=list)
     _usage: list[FilterPlugin] = attrs.field(init=False, factory=list)
+    # the capability lists (built by refresh): each plugin with its optional hook, or None
+    _usage_one: list[tuple[FilterOnePlugin | None, FilterPlugin]] = attrs.field(
+        init=False, factory=list
+    )
+    _score_one: list[tuple[ScoreOnePlugin | None, ScorePlugin]] = attrs.field(
+        init=False, factory=list
+    )
+    _pre_enqueue_tree: list[PreEnqueueTreePlugin] = attrs.field(init=False, factory=list)
+    _generate_for: list[PlacementGenerateForPlugin] = attrs.field(init=False, factory=list)
+    _weighted: list[_Weighted] = attrs.field(init=False, factory=list)
+    #: the PlacementScore plugins when every one of them can bound its score, else None
+    _bounded: list[tuple[BoundedPlacementScorePlugin, _Weighted]] | None = attrs.field(
+        init=False, default=None
+    )
+    _handles: list[HandlePlugin] = attrs.field(init=False, factory=list)
+    _explainers: list[ExplainGroupPlugin] = attrs.field(init=False, factory=list)
+    _reserve_names: frozenset[str] = attrs.field(init=False, default=frozenset())
+    #: PodGroupPostFilter plugins by class (:meth:`post_filter_plugin`), found once
+    _by_type: dict[type[Any], Any] = attrs.field(init=False, factory=dict)
     _events: list[tuple[str, ClusterEventWithHint]] | None = attrs.field(init=False, default=None)
     _hints: dict[ClusterEvent, list[QueueingHint | None]] = attrs.field(init=False, factory=dict)
-    _bounded: bool | None = attrs.field(init=False, default=None)
     #: the node-only part of :meth:`run_filter_diagnosis` over every node, per signature,
     #: for one node epoch: (total, reasons, plugins, rows left for the usage filters)
     _static_diag: dict[
@@ -167,12 +205,31 @@ class Framework:
         self.refresh()
 
     def refresh(self) -> None:
-        """Recompute derived lists after the plugin lists were changed in place."""
+        """Seal the framework: derive every list of plugins by capability (once; the runs
+        only walk them). Call it again after changing the plugin lists in place."""
         self._static = [f for f in self.filters if not f.uses_node_usage]
         self._usage = [f for f in self.filters if f.uses_node_usage]
+        self._usage_one = [(f if isinstance(f, FilterOnePlugin) else None, f) for f in self._usage]
+        self._score_one = [(s if isinstance(s, ScoreOnePlugin) else None, s) for s in self.scores]
+        self._pre_enqueue_tree = [
+            p for p in self.pre_enqueue if isinstance(p, PreEnqueueTreePlugin)
+        ]
+        self._generate_for = [
+            p for p in self.placement_generate if isinstance(p, PlacementGenerateForPlugin)
+        ]
+        self._weighted = [
+            (p, p if isinstance(p, PlacementWeightPlugin) else None) for p in self.placement_score
+        ]
+        bounded: list[tuple[BoundedPlacementScorePlugin, _Weighted]] = [
+            (p, w) for w in self._weighted if isinstance(p := w[0], BoundedPlacementScorePlugin)
+        ]
+        self._bounded = bounded if len(bounded) == len(self._weighted) else None
+        self._handles = [p for p in self.pod_group_post_filter if isinstance(p, HandlePlugin)]
+        self._explainers = [r for r in self.reserve if isinstance(r, ExplainGroupPlugin)]
+        self._reserve_names = frozenset(r.name for r in self.reserve)
+        self._by_type = {}
         self._events = None
         self._hints = {}
-        self._bounded = None
         self._static_diag = {}
 
     # ---- introspection ---------------------------------------------------------------
@@ -186,6 +243,26 @@ class Framework:
     def usage_filters(self) -> list[FilterPlugin]:
         """Filters that read node usage (re-run as pods are assumed)."""
         return list(self._usage)
+
+    @property
+    def reserve_names(self) -> frozenset[str]:
+        """The names of the enabled Reserve plugins."""
+        return self._reserve_names
+
+    def post_filter_plugin(self, kind: type[_T]) -> _T | None:
+        """The first enabled PodGroupPostFilter plugin of class ``kind`` (None when there is
+        none), looked up once per class."""
+        if kind not in self._by_type:
+            self._by_type[kind] = next(
+                (p for p in self.pod_group_post_filter if isinstance(p, kind)), None
+            )
+        return cast("_T | None", self._by_type[kind])
+
+    def set_handle(self, handle: Any) -> None:
+        """Give the scheduler's handle to every PodGroupPostFilter plugin that takes one
+        (:class:`~workloadbuilder.scheduler._interface.HandlePlugin`)."""
+        for p in self._handles:
+            p.set_handle(handle)
 
     def plugins(self) -> list[Any]:
         """Every enabled plugin object once, in extension-point order."""
@@ -256,12 +333,8 @@ class Framework:
     def run_pre_enqueue_tree(self, tree: TreeNode, lister: SharedLister) -> Status:
         """PreEnqueue for a CompositePodGroup tree: every plugin that gates trees
         (``pre_enqueue_tree``); the first failure wins."""
-        for p in self.pre_enqueue:
-            fn = getattr(p, "pre_enqueue_tree", None)
-            if fn is None:
-                continue
-            st = fn(tree, lister)
-            assert isinstance(st, Status)
+        for p in self._pre_enqueue_tree:
+            st = p.pre_enqueue_tree(tree, lister)
             if not st.ok:
                 return attrs.evolve(st, plugin=p.name)
         return SUCCESS
@@ -298,10 +371,9 @@ class Framework:
     ) -> bool:
         """:meth:`run_usage_filters` for one row (stops at the first failure)."""
         rows: Rows | None = None
-        for f in self._usage:
-            one = getattr(f, "filter_one", None)
+        for one, f in self._usage_one:
             if one is not None:
-                if not one(req, vec, table, row):
+                if not one.filter_one(req, vec, table, row):
                     return False
                 continue
             if rows is None:
@@ -384,10 +456,9 @@ class Framework:
         one-element arrays) use it, the others their vectorised ``score``."""
         total = 0.0
         rows: Rows | None = None
-        for s in self.scores:
-            one = getattr(s, "score_one", None)
+        for one, s in self._score_one:
             if one is not None:
-                total += s.weight * float(one(req, vec, table, row, gang))
+                total += s.weight * float(one.score_one(req, vec, table, row, gang))
                 continue
             if rows is None:
                 rows = np.array([row], dtype=np.intp)
@@ -418,11 +489,8 @@ class Framework:
         ``members``): every PlacementGenerate plugin that generates by key
         (``generate_for``); all nodes when none does."""
         out: list[Placement] = []
-        for p in self.placement_generate:
-            fn = getattr(p, "generate_for", None)
-            if fn is None:
-                continue
-            got = fn(key, name, members, lister)
+        for p in self._generate_for:
+            got = p.generate_for(key, name, members, lister)
             if isinstance(got, Status):
                 if not got.ok:
                     return attrs.evolve(got, plugin=p.name)
@@ -440,11 +508,11 @@ class Framework:
         default: float,
     ) -> float:
         """The weighted PlacementScore sum, or ``default`` when no plugin scores."""
-        if not self.placement_score:
+        if not self._weighted:
             return default
         return sum(
-            _placement_weight(p) * p.score_placement(group, placement, assigned, lister)
-            for p in self.placement_score
+            _weight(w) * w[0].score_placement(group, placement, assigned, lister)
+            for w in self._weighted
         )
 
     def run_placement_score_bounds(
@@ -459,20 +527,13 @@ class Framework:
         """Upper bounds of :meth:`run_placement_score` per candidate (see
         ``BoundedPlacementScorePlugin``); None when some enabled PlacementScore plugin cannot
         bound its score (the cycle then simulates every candidate)."""
-        if not self.placement_score:
+        if not self._weighted:
             return default
         if self._bounded is None:
-            self._bounded = all(
-                isinstance(p, BoundedPlacementScorePlugin) for p in self.placement_score
-            )
-        if not self._bounded:
             return None
         total = np.zeros(len(candidates), dtype=np.float64)
-        for p in self.placement_score:
-            bounded = cast(BoundedPlacementScorePlugin, p)
-            total += _placement_weight(p) * bounded.score_placement_bounds(
-                group, candidates, upper, lister
-            )
+        for bounded, w in self._bounded:
+            total += _weight(w) * bounded.score_placement_bounds(group, candidates, upper, lister)
         return total
 
     def run_placement_feasible(self, min_count: int, scheduled: int, remaining: int) -> Status:
@@ -506,6 +567,90 @@ class Framework:
     def reserving(self, pod: PodInfo) -> list[ReservePlugin]:
         """The Reserve plugins with something to check for ``pod``."""
         return [r for r in self.reserve if r.applies(pod)] if self.reserve else []
+
+    def run_reserve_pre_filter(
+        self, plugins: Sequence[ReservePlugin], pod: PodInfo, lister: SharedLister
+    ) -> Status:
+        """PreFilter of ``plugins`` (what :meth:`reserving` gave for ``pod``): a verdict that
+        holds on every node; the first failure wins, with its plugin's name."""
+        for r in plugins:
+            st = r.pre_filter_pod(pod, lister)
+            if not st.ok:
+                return attrs.evolve(st, plugin=r.name)
+        return SUCCESS
+
+    def run_reserve_shape_key(
+        self, plugins: Sequence[ReservePlugin], pod: PodInfo, lister: SharedLister
+    ) -> tuple[Any, ...] | None:
+        """The plugins' shape keys of ``pod`` together (None when one of them shares
+        nothing): pods with equal keys fail on the same nodes."""
+        keys = [r.shape_key(pod, lister) for r in plugins]
+        return None if any(k is None for k in keys) else tuple(keys)
+
+    def run_reserve_feasible_rows(
+        self, plugins: Sequence[ReservePlugin], pod: PodInfo, lister: SharedLister
+    ) -> list[Mask]:
+        """The plugins' vectorised necessary conditions over node rows (those with one)."""
+        return [m for m in (r.feasible_rows(pod, lister) for r in plugins) if m is not None]
+
+    def run_reserve_pod(
+        self, plugins: Sequence[ReservePlugin], pod: PodInfo, lister: SharedLister, row: int
+    ) -> bool:
+        """Filter of ``plugins`` at ``row``, then, when every one has a plan, their Reserve
+        (tentatively, in the lister). False (nothing reserved) when one has none."""
+        plans = [r.filter_pod(pod, lister, row) for r in plugins]
+        if all(p is not None for p in plans):
+            for r, plan in zip(plugins, plans, strict=True):
+                r.reserve_pod(pod, lister, row, plan)
+            return True
+        return False
+
+    def run_reserve_fits(
+        self, plugins: Sequence[ReservePlugin], pod: PodInfo, lister: SharedLister, row: int
+    ) -> bool:
+        """Whether every one of ``plugins`` passes PreFilter and has a Filter plan for
+        ``pod`` at ``row`` (nothing is reserved)."""
+        return all(
+            r.pre_filter_pod(pod, lister).ok and r.filter_pod(pod, lister, row) is not None
+            for r in plugins
+        )
+
+    def run_reserve_all(self, pod: PodInfo, lister: SharedLister, row: int) -> bool:
+        """PreFilter, Filter and Reserve of every Reserve plugin that applies to ``pod`` at
+        ``row``, plugin by plugin (tentatively, in the lister); False at the first that
+        cannot serve the pod there."""
+        for r in self.reserving(pod):
+            if not r.pre_filter_pod(pod, lister).ok:
+                return False
+            plan = r.filter_pod(pod, lister, row)
+            if plan is None:
+                return False
+            r.reserve_pod(pod, lister, row, plan)
+        return True
+
+    def run_reserve_diagnosis(
+        self, plugins: Sequence[ReservePlugin], pod: PodInfo, lister: SharedLister, rows: Rows
+    ) -> Diagnosis:
+        """Why ``plugins`` cannot serve ``pod`` on any of ``rows`` (the nodes that passed
+        Filter), as a :class:`Diagnosis` over those rows."""
+        reasons: list[tuple[str, str, int]] = []
+        for r in plugins:
+            reasons.extend(x for x in r.diagnose_pod(pod, lister, rows) if x[2])
+        return Diagnosis(
+            total=int(rows.size),
+            reasons=tuple(reasons),
+            plugins=frozenset(r.name for r in plugins),
+        )
+
+    def run_explain_group(
+        self, pods: Sequence[PodInfo], placed: set[tuple[str, str]], lister: SharedLister
+    ) -> list[str]:
+        """The explanation lines of every Reserve plugin that explains gangs
+        (:class:`~workloadbuilder.scheduler._interface.ExplainGroupPlugin`), in order."""
+        out: list[str] = []
+        for r in self._explainers:
+            out.extend(r.explain_group(pods, placed, lister))
+        return out
 
     def run_commit(self, reservations: Sequence[Any]) -> None:
         """Hand a successful cycle's tentative reservations to every Reserve plugin."""

@@ -8,6 +8,12 @@ barrier), ``Filter`` and ``Score`` (per pod, over nodes), ``PlacementGenerate`` 
 quorum check during the cycle), ``PodGroupPostFilter`` (what to try when a group does not fit;
 workload-aware preemption plugs in here) and ``Bind``.
 
+A plugin implements the extension points it needs; some extension points have *optional
+hooks* (a faster one-row ``filter_one``/``score_one``, ``pre_enqueue_tree``, ``generate_for``,
+``placement_weight``, ``explain_group``, ``set_handle``), each a runtime-checkable protocol
+below. The framework checks them once, when it is built (``Framework.refresh``), never per
+call. The public home of these protocols is :mod:`workloadbuilder.scheduler.framework`.
+
 Filters and scores are *vectorised*: they receive a pod's requirements and an array of node
 rows of the :class:`~workloadbuilder.scheduler._cache.NodeTable` and answer for all rows at once.
 """
@@ -15,8 +21,8 @@ rows of the :class:`~workloadbuilder.scheduler._cache.NodeTable` and answer for 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 import attrs
 import numpy as np
@@ -27,6 +33,7 @@ from workloadbuilder.scheduler._resources import PodRequirements
 if TYPE_CHECKING:
     from workloadbuilder.cluster import Cluster
     from workloadbuilder.scheduler._cache import GroupInfo, NodeTable, PodInfo, PodKey
+    from workloadbuilder.scheduler._tree import TreeNode
 
 __all__ = [
     "SUCCESS",
@@ -37,19 +44,28 @@ __all__ = [
     "ClusterEventWithHint",
     "Code",
     "EnqueueExtensions",
+    "ExplainGroupPlugin",
+    "FilterOnePlugin",
     "FilterPlugin",
+    "HandlePlugin",
     "Mask",
     "Placement",
     "PlacementFeasiblePlugin",
+    "PlacementGenerateForPlugin",
     "PlacementGeneratePlugin",
     "PlacementScorePlugin",
     "PlacementSet",
+    "PlacementWeightPlugin",
     "Plugin",
+    "PluginFactory",
     "PodGroupPostFilterPlugin",
     "PreEnqueuePlugin",
+    "PreEnqueueTreePlugin",
     "QueueingHint",
+    "Registry",
     "ReservePlugin",
     "Rows",
+    "ScoreOnePlugin",
     "ScorePlugin",
     "SharedLister",
     "Status",
@@ -220,6 +236,15 @@ class PreEnqueuePlugin(Protocol):
         ...
 
 
+@runtime_checkable
+class PreEnqueueTreePlugin(PreEnqueuePlugin, Protocol):
+    """A PreEnqueue plugin that also gates CompositePodGroup trees (optional hook)."""
+
+    def pre_enqueue_tree(self, tree: TreeNode, lister: SharedLister) -> Status:
+        """Success lets the tree in; anything else keeps it gated."""
+        ...
+
+
 class FilterPlugin(Protocol):
     """Decide which nodes can run a pod."""
 
@@ -237,6 +262,18 @@ class FilterPlugin(Protocol):
         self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, rows: Rows
     ) -> list[tuple[str, str, int]]:
         """Why nodes in ``rows`` fail: ``(short reason, long reason, node count)`` items."""
+        ...
+
+
+@runtime_checkable
+class FilterOnePlugin(FilterPlugin, Protocol):
+    """A Filter plugin with a one-row form (optional hook): the same verdict as
+    ``filter(..., rows=[row])[0]`` without one-element arrays (used as pods are assumed)."""
+
+    def filter_one(
+        self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, row: int
+    ) -> bool:
+        """True when the node in ``row`` passes."""
         ...
 
 
@@ -258,6 +295,23 @@ class ScorePlugin(Protocol):
         ...
 
 
+@runtime_checkable
+class ScoreOnePlugin(ScorePlugin, Protocol):
+    """A Score plugin with a one-row form (optional hook): the same value as
+    ``score(..., rows=[row], gang)[0]``."""
+
+    def score_one(
+        self,
+        req: PodRequirements,
+        vec: npt.NDArray[np.int64],
+        table: NodeTable,
+        row: int,
+        gang: bool,
+    ) -> float:
+        """The score of the node in ``row``."""
+        ...
+
+
 class PlacementGeneratePlugin(Protocol):
     """Propose candidate node subsets for a pod group (e.g. one per topology domain)."""
 
@@ -267,6 +321,19 @@ class PlacementGeneratePlugin(Protocol):
         """Candidate placements; an empty list means "no opinion". A non-success
         :class:`Status` means the group cannot be placed at all (e.g. no node carries the
         topology label): the cycle fails with its message."""
+        ...
+
+
+@runtime_checkable
+class PlacementGenerateForPlugin(PlacementGeneratePlugin, Protocol):
+    """A PlacementGenerate plugin that also proposes placements for a CompositePodGroup's own
+    topology constraint (optional hook)."""
+
+    def generate_for(
+        self, key: str, name: str, members: Sequence[PodInfo], lister: SharedLister
+    ) -> list[Placement] | Status:
+        """Candidate placements for constraint ``key`` of the tree ``name`` whose pods are
+        ``members`` (as :meth:`PlacementGeneratePlugin.generate`)."""
         ...
 
 
@@ -286,6 +353,14 @@ class PlacementScorePlugin(Protocol):
         """Score of the placement with ``assigned`` tentatively placed in the lister (0..100,
         higher is better)."""
         ...
+
+
+@runtime_checkable
+class PlacementWeightPlugin(Protocol):
+    """A PlacementScore plugin that is also a Score plugin keeps a weight per extension point
+    (optional): ``placement_weight`` at PlacementScore, ``weight`` at Score."""
+
+    placement_weight: int
 
 
 class PlacementSet:
@@ -358,6 +433,17 @@ class PodGroupPostFilterPlugin(Protocol):
         ...
 
 
+@runtime_checkable
+class HandlePlugin(Protocol):
+    """A PodGroupPostFilter plugin that needs the scheduler's handle (optional hook: upstream's
+    ``framework.Handle`` given to a plugin factory). Given once, when the scheduler is built
+    with preemption enabled."""
+
+    def set_handle(self, handle: Any) -> None:
+        """Keep ``handle`` (what the plugin may ask of the scheduler)."""
+        ...
+
+
 class ReservePlugin(Protocol):
     """Per-pod state a node decision consumes (kube-scheduler's PreFilter/Filter/Reserve/
     PreBind/Unreserve of one plugin, e.g. DynamicResources). Unlike the vectorised filters it
@@ -414,6 +500,19 @@ class ReservePlugin(Protocol):
         ...
 
 
+@runtime_checkable
+class ExplainGroupPlugin(Protocol):
+    """A Reserve plugin that can sum up, over a gang that did not fit, why its pods' needs
+    could not be served (optional hook: DRA's per-device-class lines)."""
+
+    def explain_group(
+        self, pods: Sequence[PodInfo], placed: set[tuple[str, str]], lister: SharedLister
+    ) -> list[str]:
+        """Lines appended to the group's explanation (``placed``: the pods that got a node
+        in the attempt)."""
+        ...
+
+
 class BindPlugin(Protocol):
     """Bind a pod to its node."""
 
@@ -422,3 +521,15 @@ class BindPlugin(Protocol):
     async def bind(self, cluster: Cluster, pod: PodInfo, node: str) -> Status:
         """Success, or an error status (the caller forgets the assumption)."""
         ...
+
+
+# ---- out-of-tree plugins ------------------------------------------------------------------
+
+#: builds one plugin instance for a profile from its ``pluginConfig`` args (an empty mapping
+#: when the profile gives none): a plugin class taking ``args`` does (upstream's
+#: ``PluginFactory``)
+PluginFactory: TypeAlias = Callable[[Mapping[str, Any]], Any]
+
+#: plugin name -> factory: the out-of-tree plugins a profile may name besides the in-tree
+#: ones (upstream's ``runtime.Registry``, filled by ``app.WithPlugin``)
+Registry: TypeAlias = Mapping[str, PluginFactory]

@@ -308,10 +308,7 @@ class DefaultPreemption:
             # allocated now is not a candidate (its DynamicResources Filter failure is
             # UnschedulableAndUnresolvable, and it has no PreFilterExtensions, so removing
             # victims frees none of their devices)
-            if reserving and not all(
-                r.pre_filter_pod(pod, snap).ok and r.filter_pod(pod, snap, row) is not None
-                for r in reserving
-            ):
+            if reserving and not fw.run_reserve_fits(reserving, pod, snap, row):
                 no_devices += 1
                 continue
             mark = snap.mark()

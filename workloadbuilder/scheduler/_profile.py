@@ -3,6 +3,12 @@ their plugins enabled/disabled per extension point and plugin args, client QPS/b
 election and the queue's backoff. One profile is supported (more are refused).
 
 Every error names the field path (``profiles[0].plugins.filter.enabled[1].name: ...``).
+
+Profiles name plugins: the in-tree ones (``IN_TREE``) and the out-of-tree ones of a
+:data:`~workloadbuilder.scheduler._interface.Registry` given to :func:`load_config` /
+:func:`parse_config` (upstream's ``app.WithPlugin``). An out-of-tree plugin is built once
+per profile by its factory, with its ``pluginConfig`` args (every field but ``apiVersion``
+and ``kind``); the extension points it may be enabled at are those whose method it has.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import attrs
 from workloadbuilder.errors import WorkloadBuilderError
 from workloadbuilder.scheduler._config import DEFAULT_SCHEDULER_NAME, SchedulerConfig
 from workloadbuilder.scheduler._framework import Framework
+from workloadbuilder.scheduler._interface import PlacementWeightPlugin, Registry
 from workloadbuilder.scheduler._plugins import (
     DEFAULT_PLUGINS,
     IN_TREE,
@@ -176,10 +183,11 @@ def _duration(v: Any, path: str) -> float:
 # ---- plugins ------------------------------------------------------------------------------
 
 
-def _plugin_name(v: Any, path: str) -> str:
+def _plugin_name(v: Any, path: str, registry: Registry) -> str:
     name = _str(v, path)
-    if name != "*" and name not in IN_TREE:
-        raise ConfigError(f"{path}: unknown plugin {name!r} (known: {', '.join(sorted(IN_TREE))})")
+    if name != "*" and name not in IN_TREE and name not in registry:
+        known = ", ".join(sorted([*IN_TREE, *registry]))
+        raise ConfigError(f"{path}: unknown plugin {name!r} (known: {known})")
     return name
 
 
@@ -244,12 +252,15 @@ def _topology_args(f: _Fields) -> dict[str, Any]:
     return out
 
 
-def _plugin_args(entries: Any, path: str, defaults: SchedulerConfig) -> dict[str, dict[str, Any]]:
-    """``pluginConfig[]`` -> constructor keyword arguments per plugin name."""
+def _plugin_args(
+    entries: Any, path: str, defaults: SchedulerConfig, registry: Registry
+) -> dict[str, dict[str, Any]]:
+    """``pluginConfig[]`` -> constructor keyword arguments per in-tree plugin name, the args
+    themselves (a mapping) per out-of-tree one."""
     out: dict[str, dict[str, Any]] = {}
     for i, entry in enumerate(_list(entries, path)):
         e = _Fields(entry, f"{path}[{i}]")
-        name = _plugin_name(e.get("name"), e.at("name"))
+        name = _plugin_name(e.get("name"), e.at("name"), registry)
         if name == "*":
             raise ConfigError(f"{e.at('name')}: must name one plugin")
         if name in out:
@@ -259,7 +270,10 @@ def _plugin_args(entries: Any, path: str, defaults: SchedulerConfig) -> dict[str
         kind = args.get("kind")
         if kind is not None and kind != f"{name}Args":
             raise ConfigError(f"{args.at('kind')}: expected {name}Args, not {kind!r}")
-        if name == NodeResourcesFit.name:
+        if name in registry:  # out of tree: the plugin's factory reads its args
+            out[name] = {k: v for k, v in args.value.items() if k not in ("apiVersion", "kind")}
+            args.used.update(str(k) for k in args.value)
+        elif name == NodeResourcesFit.name:
             out[name] = _fit_args(args, defaults)
         elif name == TopologyPlacementGenerator.name:
             out[name] = _topology_args(args)
@@ -275,13 +289,15 @@ def _plugin_args(entries: Any, path: str, defaults: SchedulerConfig) -> dict[str
     return out
 
 
-def _plugin_set(v: Any, path: str) -> tuple[list[tuple[str, int | None]], list[str]]:
+def _plugin_set(
+    v: Any, path: str, registry: Registry
+) -> tuple[list[tuple[str, int | None]], list[str]]:
     """``{enabled: [{name, weight}], disabled: [{name}]}``."""
     f = _Fields(v, path)
     enabled: list[tuple[str, int | None]] = []
     for i, item in enumerate(_list(f.get("enabled", []), f.at("enabled"))):
         p = _Fields(item, f"{f.at('enabled')}[{i}]")
-        name = _plugin_name(p.get("name"), p.at("name"))
+        name = _plugin_name(p.get("name"), p.at("name"), registry)
         if name == "*":
             raise ConfigError(f"{p.at('name')}: '*' can only be disabled")
         weight = p.get("weight")
@@ -291,37 +307,60 @@ def _plugin_set(v: Any, path: str) -> tuple[list[tuple[str, int | None]], list[s
     disabled: list[str] = []
     for i, item in enumerate(_list(f.get("disabled", []), f.at("disabled"))):
         p = _Fields(item, f"{f.at('disabled')}[{i}]")
-        disabled.append(_plugin_name(p.get("name"), p.at("name")))
+        disabled.append(_plugin_name(p.get("name"), p.at("name"), registry))
         p.done()
     f.done()
     return enabled, disabled
 
 
-def _framework(profile: _Fields, defaults: SchedulerConfig, name: str) -> Framework:
-    args = _plugin_args(profile.get("pluginConfig", []), profile.at("pluginConfig"), defaults)
+def _framework(
+    profile: _Fields, defaults: SchedulerConfig, name: str, registry: Registry
+) -> Framework:
+    args = _plugin_args(
+        profile.get("pluginConfig", []), profile.at("pluginConfig"), defaults, registry
+    )
     instances: dict[str, Any] = {}
 
     def instance(plugin: str) -> Any:
         if plugin not in instances:
             kwargs = args.get(plugin)
+            if plugin in registry:
+                try:
+                    built = registry[plugin](kwargs or {})
+                except (TypeError, ValueError, KeyError) as e:  # the factory refused its args
+                    raise ConfigError(
+                        f"{profile.at('pluginConfig')}: plugin {plugin!r}: {e}"
+                    ) from None
+                if getattr(built, "name", None) != plugin:
+                    raise ConfigError(
+                        f"{profile.at('plugins')}: the factory of {plugin!r} built a plugin "
+                        f"named {getattr(built, 'name', None)!r}"
+                    )
+                instances[plugin] = built
+                return built
             if kwargs is None and plugin == NodeResourcesFit.name:
                 kwargs = _fit_args(_Fields({}, ""), defaults)
             instances[plugin] = IN_TREE[plugin](**(kwargs or {}))
         return instances[plugin]
+
+    def implements(plugin: str, method: str) -> bool:
+        """In-tree plugins by their class; out-of-tree ones by the instance built."""
+        target = instance(plugin) if plugin in registry else IN_TREE[plugin]
+        return callable(getattr(target, method, None))
 
     points: dict[str, list[str]] = {p: list(DEFAULT_PLUGINS[p]) for p in EXTENSION_POINTS}
     weights: dict[tuple[str, str], int] = {}
     plugins = _Fields(profile.get("plugins", {}), profile.at("plugins"))
     multi = plugins.get("multiPoint")
     if multi is not None:
-        enabled, disabled = _plugin_set(multi, plugins.at("multiPoint"))
+        enabled, disabled = _plugin_set(multi, plugins.at("multiPoint"), registry)
         for point in points:
             if "*" in disabled:
                 points[point] = []
             points[point] = [p for p in points[point] if p not in disabled]
         for plugin, w in enabled:
             for point, (_, method) in EXTENSION_POINTS.items():
-                if callable(getattr(IN_TREE[plugin], method, None)):
+                if implements(plugin, method):
                     if plugin not in points[point]:
                         points[point].append(plugin)
                     if w is not None and point in _WEIGHTED:
@@ -330,10 +369,10 @@ def _framework(profile: _Fields, defaults: SchedulerConfig, name: str) -> Framew
         raw = plugins.get(point)
         if raw is None:
             continue
-        enabled, disabled = _plugin_set(raw, plugins.at(point))
+        enabled, disabled = _plugin_set(raw, plugins.at(point), registry)
         current = [] if "*" in disabled else [p for p in points[point] if p not in disabled]
         for i, (plugin, w) in enumerate(enabled):
-            if not callable(getattr(IN_TREE[plugin], method, None)):
+            if not implements(plugin, method):
                 raise ConfigError(
                     f"{plugins.at(point)}.enabled[{i}].name: plugin {plugin!r} does not "
                     f"implement the {point} extension point"
@@ -368,18 +407,18 @@ def _framework(profile: _Fields, defaults: SchedulerConfig, name: str) -> Framew
             w = weights.get((point, p))
             if w is not None:
                 attr_name = "weight"
-                if point == "placementScore" and hasattr(instances[p], "placement_weight"):
+                if point == "placementScore" and isinstance(instances[p], PlacementWeightPlugin):
                     attr_name = "placement_weight"  # NodeResourcesFit: its own weight here
                 setattr(instances[p], attr_name, w)
     fw = Framework(profile=name)
     for attr, lst in fw_lists.items():
         setattr(fw, attr, lst)
-    for generator in fw.placement_generate:
-        if isinstance(generator, TopologyPlacementGenerator):
-            fw.placement_seed = generator.tie_break_seed
-            fw.composite_search = generator.composite_search
-            fw.search_budget = generator.search_budget
-            fw.search_deadline = generator.search_deadline
+    if TopologyPlacementGenerator.name in points["placementGenerate"]:
+        generator = instances[TopologyPlacementGenerator.name]
+        fw.placement_seed = generator.tie_break_seed
+        fw.composite_search = generator.composite_search
+        fw.search_budget = generator.search_budget
+        fw.search_deadline = generator.search_deadline
     fw.refresh()
     return fw
 
@@ -387,15 +426,22 @@ def _framework(profile: _Fields, defaults: SchedulerConfig, name: str) -> Framew
 # ---- the document -------------------------------------------------------------------------
 
 
-def parse_config(doc: Any, *, source: str = "config") -> LoadedConfig:
-    """A ``KubeSchedulerConfiguration`` document (already parsed YAML) -> what it sets up."""
+def parse_config(
+    doc: Any, *, source: str = "config", registry: Registry | None = None
+) -> LoadedConfig:
+    """A ``KubeSchedulerConfiguration`` document (already parsed YAML) -> what it sets up.
+    ``registry``: out-of-tree plugins the profile may name besides the in-tree ones."""
+    registry = registry or {}
+    clash = sorted(set(registry) & set(IN_TREE))
+    if clash:
+        raise ConfigError(f"registry: {', '.join(clash)} already name in-tree plugins")
     try:
-        return _parse(doc)
+        return _parse(doc, registry)
     except ConfigError as e:
         raise ConfigError(f"{source}: {e}") from None
 
 
-def _parse(doc: Any) -> LoadedConfig:
+def _parse(doc: Any, registry: Registry) -> LoadedConfig:
     top = _Fields(doc, "")
     api_version = top.get("apiVersion")
     if api_version != API_VERSION:
@@ -428,7 +474,7 @@ def _parse(doc: Any) -> LoadedConfig:
     scheduler = attrs.evolve(
         base, scheduler_name=name, initial_backoff=initial_backoff, max_backoff=max_backoff
     )
-    framework = _framework(profile, scheduler, name)
+    framework = _framework(profile, scheduler, name, registry)
     profile.done()
     client = ClientConnection()
     raw = top.get("clientConnection")
@@ -477,9 +523,10 @@ def _parse(doc: Any) -> LoadedConfig:
     )
 
 
-def load_config(path: str | Path) -> LoadedConfig:
+def load_config(path: str | Path, *, registry: Registry | None = None) -> LoadedConfig:
     """Read and check a ``KubeSchedulerConfiguration`` YAML file. Raises
-    :class:`ConfigError` (one line naming the file and the field)."""
+    :class:`ConfigError` (one line naming the file and the field). ``registry``: out-of-tree
+    plugins the profile may name besides the in-tree ones."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as e:
@@ -494,4 +541,4 @@ def load_config(path: str | Path) -> LoadedConfig:
         raise ConfigError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
     if len(docs) != 1:
         raise ConfigError(f"{path}: expected one KubeSchedulerConfiguration, found {len(docs)}")
-    return parse_config(docs[0], source=str(path))
+    return parse_config(docs[0], source=str(path), registry=registry)

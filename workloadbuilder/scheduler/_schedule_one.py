@@ -64,10 +64,8 @@ class ScheduleOne:
         self.explanations: dict[tuple[str, str], str] = {}
         #: the group cycle in progress: (group key, pending pods, already scheduled)
         self._cycle: tuple[tuple[str, str], list[PodInfo], int] | None = None
-        for plugin in framework.pod_group_post_filter if config.preemption else ():
-            set_handle = getattr(plugin, "set_handle", None)
-            if callable(set_handle):
-                set_handle(self)
+        if config.preemption:
+            framework.set_handle(self)
 
     # ---- preemption (the plugins' handle) ----------------------------------------------
 
@@ -129,15 +127,7 @@ class ScheduleOne:
             return True
         mark = snap.mark()
         try:
-            for p, row in assignments:
-                for r in self.framework.reserving(p):
-                    if not r.pre_filter_pod(p, snap).ok:
-                        return False
-                    plan = r.filter_pod(p, snap, row)
-                    if plan is None:
-                        return False
-                    r.reserve_pod(p, snap, row, plan)
-            return True
+            return all(self.framework.run_reserve_all(p, snap, row) for p, row in assignments)
         finally:
             snap.revert(mark)
 
@@ -201,10 +191,7 @@ class ScheduleOne:
     def _preemption(self) -> DefaultPreemption | None:
         if not self.config.preemption:
             return None
-        return next(
-            (q for q in self.framework.pod_group_post_filter if isinstance(q, DefaultPreemption)),
-            None,
-        )
+        return self.framework.post_filter_plugin(DefaultPreemption)
 
     def _preempt_for_tree(
         self,
@@ -308,10 +295,7 @@ class ScheduleOne:
         diag = res.diagnoses.get(p.req)
         message = diag.pod_message() if diag else res.explanation or res.status.message
         outcome: Literal["unschedulable", "error"] = "unschedulable"
-        plugin = next(
-            (q for q in self.framework.pod_group_post_filter if isinstance(q, DefaultPreemption)),
-            None,
-        )
+        plugin = self.framework.post_filter_plugin(DefaultPreemption)
         if self.config.preemption and plugin is not None:
             got = plugin.preempt_pod(self.framework, snap, p)
             if isinstance(got, str):

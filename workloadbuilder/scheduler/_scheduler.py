@@ -71,6 +71,7 @@ class Scheduler:
             single_strategy=self.config.single_scoring,
             score_resources=self.config.score_resources,
         )
+        self.framework.refresh()  # sealed: plugin lists changed in place count from here
         self.cache = Cache(self.config.scheduler_name)
         self.queue = SchedulingQueue(
             self.clock.now,
