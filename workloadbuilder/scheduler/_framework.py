@@ -171,6 +171,9 @@ class Framework:
     search_budget: int = 512
     search_deadline: float = 1.0
     static_cache: StaticFilterCache = attrs.field(factory=StaticFilterCache)
+    #: the DRA state the plugins share (upstream's ``SharedDRAManager``), once the scheduler
+    #: handed it over (:meth:`use_shared_dra_manager`)
+    shared_dra_manager: Any = attrs.field(init=False, default=None)
     _static: list[FilterPlugin] = attrs.field(init=False, factory=list)
     _usage: list[FilterPlugin] = attrs.field(init=False, factory=list)
     # the capability lists (built by refresh): each plugin with its optional hook, or None
@@ -685,3 +688,15 @@ class Framework:
         if st is None:
             return Status(code=Code.ERROR, message="no bind plugin")
         return st
+
+    # ---- the handle: state shared with the plugins -----------------------------------
+
+    def use_shared_dra_manager(self, manager: Any) -> bool:
+        """Hand the scheduler's DRA manager to every enabled plugin that takes one (upstream's
+        ``WithSharedDRAManager``, read by plugins as ``Handle.SharedDRAManager()``); whether
+        one did (the scheduler feeds the manager only then)."""
+        self.shared_dra_manager = manager
+        takers = [p for p in self.plugins() if hasattr(p, "use_shared_dra_manager")]
+        for p in takers:
+            p.use_shared_dra_manager(manager)
+        return bool(takers)

@@ -12,7 +12,7 @@ from workloadbuilder.runtime import Clock, Feed, WallClock, gc_policy, probe_fee
 from workloadbuilder.scheduler._binding import Binder
 from workloadbuilder.scheduler._cache import Cache, GroupInfo, PodInfo
 from workloadbuilder.scheduler._config import SchedulerConfig
-from workloadbuilder.scheduler._dra import DynamicResources
+from workloadbuilder.scheduler._dra import DRAManager
 from workloadbuilder.scheduler._enqueue import Enqueuer
 from workloadbuilder.scheduler._eventhandlers import EventHandlers, creation_order
 from workloadbuilder.scheduler._framework import Framework
@@ -73,6 +73,9 @@ class Scheduler:
         )
         self.framework.refresh()  # sealed: plugin lists changed in place count from here
         self.cache = Cache(self.config.scheduler_name)
+        #: the DRA state (upstream's SharedDRAManager): fed by the DRA informers, handed to
+        #: the plugins through the framework when the scheduler starts
+        self.dra_manager = DRAManager(self.cache)
         self.queue = SchedulingQueue(
             self.clock.now,
             initial_backoff=self.config.initial_backoff,
@@ -160,22 +163,21 @@ class Scheduler:
             Feed(c, "CompositePodGroup", h.on_composite_pod_group, optional=True),
             Feed(c, "Pod", h.on_pod, order=order),
         ]
-        for plugin in self.framework.reserve:  # DynamicResources: its kinds, before pods
-            if isinstance(plugin, DynamicResources):
-                plugin.bind_cache(self.cache)
-                self._feeds[-1:-1] = [
-                    Feed(c, kind, h.dra_handler(kind, fold, woken, previous), optional=True)
-                    for kind, fold, woken, previous in (
-                        ("DeviceClass", plugin.on_device_class, None, None),
-                        ("ResourceSlice", plugin.on_resource_slice, None, None),
-                        (
-                            "ResourceClaim",
-                            plugin.on_resource_claim,
-                            plugin.woken_by_claim,
-                            plugin.previous_claim,
-                        ),
-                    )
-                ]
+        dra = self.dra_manager  # its kinds, before pods, when a plugin uses it
+        if self.framework.use_shared_dra_manager(dra):
+            self._feeds[-1:-1] = [
+                Feed(c, kind, h.dra_handler(kind, fold, woken, previous), optional=True)
+                for kind, fold, woken, previous in (
+                    ("DeviceClass", dra.on_device_class, None, None),
+                    ("ResourceSlice", dra.on_resource_slice, None, None),
+                    (
+                        "ResourceClaim",
+                        dra.on_resource_claim,
+                        dra.woken_by_claim,
+                        dra.previous_claim,
+                    ),
+                )
+            ]
         if self.config.preemption:  # only preemption reads PodDisruptionBudgets
             self._feeds.append(Feed(c, "PodDisruptionBudget", h.on_pdb, optional=True))
         try:
