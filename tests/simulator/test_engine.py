@@ -356,3 +356,31 @@ async def test_pod_template_duration_overrides_the_job_duration() -> None:
     )
     result = await run(text)
     assert [(p.bound, p.finished) for p in result.pods] == [(0.0, 20.0)]
+
+
+async def test_the_scheduler_name_is_the_scheduler_configs_or_the_schedulers_default() -> None:
+    from workloadbuilder import simulator
+    from workloadbuilder.scheduler import DEFAULT_SCHEDULER_NAME, SchedulerConfig
+
+    text = scenario(nodes(1, "4"), gang("a", 2, "1", duration="10s"))
+    assert Simulation(parse_scenario(text)).scheduler_name == DEFAULT_SCHEDULER_NAME
+    assert simulator.DEFAULT_SCHEDULER_NAME is DEFAULT_SCHEDULER_NAME
+    config = SchedulerConfig(scheduler_name="other-scheduler")
+    result = await run(text, scheduler_config=config)
+    assert result.scheduler_name == "other-scheduler"
+    assert group(result, "a").scheduled_at == 0.0  # its pods name it, and it binds them
+
+
+def test_the_simulator_loads_the_scheduler_only_when_a_simulation_is_made() -> None:
+    from fresh import run_fresh
+
+    got = run_fresh(
+        """
+        import json, sys
+        import workloadbuilder.simulator as simulator
+        before = ["workloadbuilder.scheduler" in sys.modules, "numpy" in sys.modules]
+        simulator.Simulation(simulator.parse_scenario(""))
+        print(json.dumps(before + ["workloadbuilder.scheduler" in sys.modules]))
+        """
+    )
+    assert got == [False, False, True]

@@ -7,14 +7,10 @@ virtual clock, and report what happened (table, JSON, pictures).
     print(render_table(result))
 """
 
+from typing import Any
+
 from workloadbuilder.simulator._clock import VirtualClock
-from workloadbuilder.simulator._engine import (
-    DEFAULT_SCHEDULER_NAME,
-    ProgressInfo,
-    SchedulerLike,
-    Simulation,
-    simulate,
-)
+from workloadbuilder.simulator._engine import ProgressInfo, SchedulerLike, Simulation, simulate
 from workloadbuilder.simulator._preemption import PreemptionRecord, Preemptor, VictimRecord
 from workloadbuilder.simulator._report import plot_timeline, plot_utilization, write_report
 from workloadbuilder.simulator._result import (
@@ -82,3 +78,14 @@ __all__ = [
     "utilization_series",
     "write_report",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``DEFAULT_SCHEDULER_NAME`` is the scheduler's own
+    (:data:`workloadbuilder.scheduler.DEFAULT_SCHEDULER_NAME`), resolved on first access: the
+    scheduler (numpy) is not loaded with the simulator's modules."""
+    if name == "DEFAULT_SCHEDULER_NAME":
+        from workloadbuilder.scheduler import DEFAULT_SCHEDULER_NAME
+
+        return DEFAULT_SCHEDULER_NAME
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

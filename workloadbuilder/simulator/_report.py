@@ -10,6 +10,7 @@ from typing import Any
 
 from workloadbuilder.simulator._result import (
     GroupRecord,
+    NodeRecord,
     PodRecord,
     SimulationResult,
     utilization_series,
@@ -152,7 +153,6 @@ def plot_timeline(result: SimulationResult, path: str | os.PathLike[str]) -> Non
     colors = _group_colors([(g.namespace, g.name) for g in groups])
     shown = groups[:_MAX_GROUP_ROWS]
     nodes = sorted(result.nodes, key=lambda n: (n.added, n.name))
-    node_index = {n.name: i for i, n in enumerate(nodes)}
     group_h = max(1.2, min(8.0, 0.22 * len(shown) + 0.8))
     node_h = max(1.8, min(9.0, 0.16 * len(nodes) + 1.0))
     fig, (ax_g, ax_n) = plt.subplots(
@@ -163,7 +163,45 @@ def plot_timeline(result: SimulationResult, path: str | os.PathLike[str]) -> Non
         gridspec_kw={"height_ratios": [group_h, node_h]},
         layout="constrained",
     )
-    # -- groups panel
+    _groups_panel(ax_g, result, groups, shown, colors, end, multi_ns)
+    _nodes_panel(ax_n, result, nodes, colors, end)
+    _node_axis(ax_n, result, nodes)
+    _node_legend(fig, result, groups, colors, multi_ns)
+    _time_axis(ax_n, span)
+    ax_n.set_xlabel("simulated time")
+    ax_n.set_title(
+        "Nodes: one bar per pod in its group's colour (key below); height = the pod's share of "
+        "the node (largest request / allocatable); white = free",
+        fontsize=9,
+        loc="left",
+    )
+    if result.violations:
+        for v in result.violations:
+            ax_g.axvline(v.time, color="red", linewidth=1)
+        ax_g.text(
+            0.01,
+            0.98,
+            "gang invariant violated (red lines)",
+            transform=ax_g.transAxes,
+            color="red",
+            va="top",
+            fontsize=8,
+        )
+    fig.suptitle(f"Timeline — {result.source}", fontsize=11)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _groups_panel(
+    ax_g: Any,
+    result: SimulationResult,
+    groups: Sequence[GroupRecord],
+    shown: Sequence[GroupRecord],
+    colors: dict[tuple[str, str], Any],
+    end: float,
+    multi_ns: bool,
+) -> None:
+    """The timeline's upper panel: one row per shown group, waiting then running."""
     by_group: dict[tuple[str, str], list[PodRecord]] = {}
     for p in result.pods:
         if p.group is not None:
@@ -224,7 +262,17 @@ def plot_timeline(result: SimulationResult, path: str | os.PathLike[str]) -> Non
     if len(groups) > len(shown):
         title += f" — first {len(shown)} of {len(groups)} groups"
     ax_g.set_title(title, fontsize=9, loc="left")
-    # -- nodes panel
+
+
+def _nodes_panel(
+    ax_n: Any,
+    result: SimulationResult,
+    nodes: Sequence[NodeRecord],
+    colors: dict[tuple[str, str], Any],
+    end: float,
+) -> None:
+    """The timeline's lower panel's bars: each pod on its node, its height its share."""
+    node_index = {n.name: i for i, n in enumerate(nodes)}
     by_node: dict[str, list[PodRecord]] = {}
     for p in result.pods:
         if p.node is not None and p.bound is not None and p.node in node_index:
@@ -246,31 +294,6 @@ def plot_timeline(result: SimulationResult, path: str | os.PathLike[str]) -> Non
                 edgecolor="white",
                 linewidth=0.4 if len(nodes) <= 64 else 0.0,
             )
-    _node_axis(ax_n, result, nodes)
-    _node_legend(fig, result, groups, colors, multi_ns)
-    _time_axis(ax_n, span)
-    ax_n.set_xlabel("simulated time")
-    ax_n.set_title(
-        "Nodes: one bar per pod in its group's colour (key below); height = the pod's share of "
-        "the node (largest request / allocatable); white = free",
-        fontsize=9,
-        loc="left",
-    )
-    if result.violations:
-        for v in result.violations:
-            ax_g.axvline(v.time, color="red", linewidth=1)
-        ax_g.text(
-            0.01,
-            0.98,
-            "gang invariant violated (red lines)",
-            transform=ax_g.transAxes,
-            color="red",
-            va="top",
-            fontsize=8,
-        )
-    fig.suptitle(f"Timeline — {result.source}", fontsize=11)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def _group_label(g: GroupRecord, multi_ns: bool) -> str:

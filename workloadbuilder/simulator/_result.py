@@ -468,6 +468,30 @@ def render_table(result: SimulationResult, *, wide: bool = False, width: int | N
         + (f" (horizon {format_duration(result.until)})" if result.until is not None else ""),
         "",
     ]
+    short = _short_names(result.groups)
+    table, notes = _group_table(result, short, wide=wide)
+    lines.extend(table)
+    if notes:
+        import textwrap
+
+        lines.append("")
+        for note in notes:
+            lines.extend(
+                textwrap.wrap(note, width=max(60, width), subsequent_indent="    ") or [note]
+            )
+    if result.composites:
+        lines.append("")
+        trees = _composite_trees(result, short, wide=wide)
+        lines.extend(trees if wide else [_cut(line, max(60, width)) for line in trees])
+    lines.append("")
+    lines.extend(_summary(result, counts, wide=wide, width=width))
+    return "\n".join(lines) + "\n"
+
+
+def _group_table(
+    result: SimulationResult, short: dict[tuple[str, str], str], *, wide: bool
+) -> tuple[list[str], list[str]]:
+    """The lines of the pod group table, and the numbered notes that go below it."""
     with_domain = any(g.key for g in result.groups)
     header = (
         "POD GROUP",
@@ -482,7 +506,6 @@ def render_table(result: SimulationResult, *, wide: bool = False, width: int | N
         *(("DOMAIN",) if with_domain else ()),
         "STATUS",
     )
-    short = _short_names(result.groups)
     rows: list[tuple[str, ...]] = []
     notes: list[str] = []
     for g in sorted(
@@ -515,40 +538,32 @@ def render_table(result: SimulationResult, *, wide: bool = False, width: int | N
                 status,
             )
         )
-    if rows:
-        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
-        for r in [header, *rows]:
-            cells = [c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)]
-            lines.append("  ".join([*cells, r[-1]]).rstrip())
-    else:
-        lines.append("(no pod groups)")
-    if notes:
-        import textwrap
+    if not rows:
+        return ["(no pod groups)"], notes
+    lines: list[str] = []
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
+    for r in [header, *rows]:
+        cells = [c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)]
+        lines.append("  ".join([*cells, r[-1]]).rstrip())
+    return lines, notes
 
-        lines.append("")
-        for note in notes:
-            lines.extend(
-                textwrap.wrap(note, width=max(60, width), subsequent_indent="    ") or [note]
-            )
-    if result.composites:
-        lines.append("")
-        trees = _composite_trees(result, short, wide=wide)
-        lines.extend(trees if wide else [_cut(line, max(60, width)) for line in trees])
+
+def _summary(
+    result: SimulationResult, counts: dict[str, int], *, wide: bool, width: int
+) -> list[str]:
+    """The lines below the table: pods, makespan, preemptions and the invariants."""
     single = [p for p in result.live_pods if p.group is None]
-    lines.append("")
-    lines.append(
+    lines = [
         f"pods: {counts['total']} total, {counts['bound']} bound ({counts['running']} running, "
         f"{counts['succeeded']} succeeded), {counts['pending']} pending"
         + (
             f"; {len(single)} without a group ({sum(p.bound is not None for p in single)} bound)"
             if single
             else ""
-        )
-    )
-    lines.append(
+        ),
         f"makespan: {format_duration(result.makespan)}"
-        + ("" if result.complete else " (some pods never got bound)")
-    )
+        + ("" if result.complete else " (some pods never got bound)"),
+    ]
     if result.preemptions:
         lines.append(f"preemptions: {len(result.preemptions)}")
         shown = {(g.namespace, g.name): g.short_name for g in result.groups}
@@ -563,23 +578,21 @@ def render_table(result: SimulationResult, *, wide: bool = False, width: int | N
             lines.append(f"  at {format_duration(v.time)}: [{v.type}] {v.text}")
         if len(result.violations) > 10:
             lines.append(f"  ... and {len(result.violations) - 10} more")
-    else:
-        lines.append("gang invariant: held (no gang ever had between 1 and minCount-1 pods bound)")
-        if result.composites:
-            lines.append(
-                "composite invariant: held (no tree ever had between 1 and minGroupCount-1 "
-                "children bound)"
-            )
-        if any(g.key for g in result.groups) or any(c.key for c in result.composites):
-            lines.append(
-                "topology invariant: held (no constrained group ever had pods in two domains)"
-            )
-        if result.preemptions:
-            lines.append(
-                "preemption invariant: held (every victim of lower priority than its "
-                "preemptor, disruptionMode all groups preempted whole)"
-            )
-    return "\n".join(lines) + "\n"
+        return lines
+    lines.append("gang invariant: held (no gang ever had between 1 and minCount-1 pods bound)")
+    if result.composites:
+        lines.append(
+            "composite invariant: held (no tree ever had between 1 and minGroupCount-1 "
+            "children bound)"
+        )
+    if any(g.key for g in result.groups) or any(c.key for c in result.composites):
+        lines.append("topology invariant: held (no constrained group ever had pods in two domains)")
+    if result.preemptions:
+        lines.append(
+            "preemption invariant: held (every victim of lower priority than its "
+            "preemptor, disruptionMode all groups preempted whole)"
+        )
+    return lines
 
 
 def _short_names(groups: Sequence[GroupRecord]) -> dict[tuple[str, str], str]:
