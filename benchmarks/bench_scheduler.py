@@ -27,6 +27,14 @@ and dropped (in process the binds outrun the event writers; see docs/performance
 rack = 32 nodes, host) and every gang has ``schedulingConstraints.topology: [{key: rack}]``.
 ``--compare`` runs the unconstrained benchmark and then the topology one and reports the
 throughput ratio.
+
+``--pod-constraints``: the nodes carry ``kubernetes.io/hostname`` and one of 8 zones, and every
+gang's pods carry ``app: <gang>``, a required pod anti-affinity on ``kubernetes.io/hostname``
+against their own gang (one worker per node) and a ``maxSkew: 1`` ``DoNotSchedule`` zone
+spread of their gang; the run checks both held. ``--compare-constraints`` runs the
+unconstrained benchmark and then this one in the same process and reports the ratio.
+
+    .venv/bin/python benchmarks/bench_scheduler.py --compare-constraints
 """
 
 from __future__ import annotations
@@ -83,10 +91,15 @@ RACK = "topology.kubernetes.io/rack"
 HOST = "kubernetes.io/hostname"
 
 
-def _node(i: int, topology: bool = False) -> dict[str, Any]:
+ZONES = 8
+
+
+def _node(i: int, topology: bool = False, constraints: bool = False) -> dict[str, Any]:
     alloc = {"cpu": "32", "memory": "128Gi", "pods": "110", "ephemeral-storage": "500Gi"}
     name = f"node-{i:05d}"
     labels = {"rack": f"rack-{i // 8}"}
+    if constraints:
+        labels = {HOST: name, ZONE: f"zone-{i % ZONES}"}
     if topology:
         labels = {
             ZONE: "zone-0",
@@ -100,6 +113,28 @@ def _node(i: int, topology: bool = False) -> dict[str, Any]:
         "metadata": {"name": name, "labels": labels},
         "status": {"allocatable": alloc, "capacity": alloc},
     }
+
+
+def _constrained(pod: dict[str, Any], group: str) -> dict[str, Any]:
+    """One worker per node and a balanced zone spread, both of the pod's own gang."""
+    mine = {"matchLabels": {"app": group}}
+    pod["metadata"]["labels"] = {"app": group}
+    pod["spec"]["affinity"] = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": mine, "topologyKey": HOST}
+            ]
+        }
+    }
+    pod["spec"]["topologySpreadConstraints"] = [
+        {
+            "maxSkew": 1,
+            "topologyKey": ZONE,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": mine,
+        }
+    ]
+    return pod
 
 
 def _pod(name: str, group: str, cpu: str, memory: str, scheduler: str) -> dict[str, Any]:
@@ -156,7 +191,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     inner = MemoryCluster(admission=not args.no_admission, share_objects=args.share_objects)
     cluster = TimedBinds(inner)
     for i in range(args.nodes):
-        await inner.create(_node(i, args.topology))
+        await inner.create(_node(i, args.topology, args.pod_constraints))
     gangs: list[tuple[str, int, str, str]] = []
     total = 0
     shapes = [("500m", "1Gi"), ("1", "2Gi"), ("2", "4Gi"), ("4", "8Gi")]
@@ -195,7 +230,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 )
             )
             for j in range(size):
-                await inner.create(_pod(f"{name}-{j}", name, cpu, mem, config.scheduler_name))
+                pod = _pod(f"{name}-{j}", name, cpu, mem, config.scheduler_name)
+                if args.pod_constraints:
+                    pod = _constrained(pod, name)
+                await inner.create(pod)
         t0 = time.perf_counter()
         c0 = time.process_time()
         for name, *_ in wave:
@@ -231,11 +269,27 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 group = pod["spec"]["schedulingGroup"]["podGroupName"]
                 racks.setdefault(group, set()).add(f"rack-{int(node[5:]) // 32:03d}")
         in_one_rack = all(len(r) == 1 for r in racks.values())
+    constraints_held = True
+    if args.pod_constraints:  # one pod per node and zones within 1 of each other, per gang
+        nodes_of: dict[str, list[str]] = {}
+        for pod in (await inner.list("Pod", "default")).items:
+            assert isinstance(pod, dict)
+            node = pod["spec"].get("nodeName")
+            if node:
+                nodes_of.setdefault(pod["spec"]["schedulingGroup"]["podGroupName"], []).append(node)
+        for nodes in nodes_of.values():
+            zones = [int(n[5:]) % ZONES for n in nodes]
+            per_zone = [zones.count(z) for z in range(ZONES)]
+            if len(set(nodes)) != len(nodes) or max(per_zone) - min(per_zone) > 1:
+                constraints_held = False
     events_dropped = s.status.events_dropped
     await s.stop()
     await inner.close()
+    mode = "topology (rack-constrained gangs)" if args.topology else "unconstrained"
+    if args.pod_constraints:
+        mode = "pod constraints (one per node, zone spread)"
     return {
-        "mode": "topology (rack-constrained gangs)" if args.topology else "unconstrained",
+        "mode": mode,
         "machine": f"{platform.machine()} {platform.processor() or ''} python "
         f"{platform.python_version()}".strip(),
         "nodes": args.nodes,
@@ -260,6 +314,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "peak_rss_mib": round(rss_peak / 1024, 1),
         "rss_before_scheduling_mib": round(rss_before / 1024, 1),
         **({"every_gang_in_one_rack": in_one_rack} if args.topology else {}),
+        **({"constraints_held": constraints_held} if args.pod_constraints else {}),
     }
 
 
@@ -276,6 +331,16 @@ def main() -> int:
     p.add_argument("--topology", action="store_true", help="rack-constrained gangs, 4 levels")
     p.add_argument("--compare", action="store_true", help="unconstrained, then --topology")
     p.add_argument(
+        "--pod-constraints",
+        action="store_true",
+        help="gangs with one-per-node anti-affinity and a zone spread",
+    )
+    p.add_argument(
+        "--compare-constraints",
+        action="store_true",
+        help="unconstrained, then --pod-constraints",
+    )
+    p.add_argument(
         "--share-objects",
         action="store_true",
         help="MemoryCluster(share_objects=True): watches hand out the stored dicts, uncopied",
@@ -291,7 +356,20 @@ def main() -> int:
         "--profile", metavar="FILE", help="cProfile the scheduling phase only (pstats file)"
     )
     args = p.parse_args()
-    if args.compare:
+    if args.compare_constraints:
+        results = []
+        for constrained in (False, True):
+            args.pod_constraints = constrained
+            results.append(run_on_loop(run(args), event_loop=args.event_loop))
+        plain, constrained_run = results
+        out: Any = {
+            "unconstrained": plain,
+            "pod_constraints": constrained_run,
+            "constrained_vs_unconstrained_pods_per_second": round(
+                (constrained_run["pods_per_second"] or 0) / (plain["pods_per_second"] or 1), 3
+            ),
+        }
+    elif args.compare:
         results = []
         for topology in (False, True):
             args.topology = topology
@@ -307,13 +385,14 @@ def main() -> int:
                 3,
             ),
         }
-        out: Any = {"unconstrained": plain, "topology": topo, **ratio}
+        out = {"unconstrained": plain, "topology": topo, **ratio}
     else:
         out = run_on_loop(run(args), event_loop=args.event_loop)
     if args.json:
         print(json.dumps(out, indent=2))
     else:
-        sections = [("", out)] if not args.compare else list(out.items())
+        both = args.compare or args.compare_constraints
+        sections = [("", out)] if not both else list(out.items())
         for title, result in sections:
             if isinstance(result, dict):
                 if title:

@@ -19,6 +19,7 @@ from workloadbuilder.api import CompositePodGroup, PodGroup
 from workloadbuilder.resources import CPU, MEMORY, PODS, parse_quantity
 from workloadbuilder.resources import EPHEMERAL_STORAGE as EPHEMERAL
 from workloadbuilder.scheduler._pdb import DisruptionBudget, disruption_budget
+from workloadbuilder.scheduler._podindex import PodIndex
 from workloadbuilder.scheduler._podspec import PodConstraints, pod_constraints
 from workloadbuilder.scheduler._resources import PodRequirements, pod_requirements
 
@@ -327,10 +328,8 @@ class Cache:
         #: bumped whenever a counted pod appears, moves, leaves, or changes its labels or
         #: deletion state (what the pod-constraint plugins count is cached per version)
         self.version = 0
-        #: the counted pods with required pod anti-affinity terms (their terms hold against
-        #: every incoming pod) and those with host ports
-        self.with_anti_affinity: dict[PodKey, PodInfo] = {}
-        self.with_host_ports: dict[PodKey, PodInfo] = {}
+        #: the counted pods by label, anti-affinity term and host port (pod constraints)
+        self.index = PodIndex()
         #: the running pods by preemption priority, and the priority each is filed under;
         #: rebuilt from ``running`` on the next query after ``_prio_stale`` is set (a
         #: PriorityClass or CompositePodGroup changed)
@@ -390,6 +389,7 @@ class Cache:
         for p in [q for q in self.running.values() if q.counted_node == row]:
             p.counted_node = None
             self.version += 1
+            self.index.remove(p)
             self._stop_running(p)
             self._unplaced[p.key] = p
 
@@ -436,6 +436,10 @@ class Cache:
         p.counted_node = target
         self.version += 1
         if was is None:
+            self.index.add(p)
+        elif target is None:
+            self.index.remove(p)
+        if was is None:
             self._start_running(p)
         elif target is None:
             self._stop_running(p)
@@ -465,6 +469,9 @@ class Cache:
                 deleting != info.deleting or labels != info.labels
             ):
                 self.version += 1
+                if labels != info.labels:
+                    old_labels, info.labels = info.labels, labels
+                    self.index.relabel(info, old_labels)
             info.deleting = deleting
             info.gated = bool(spec.get("schedulingGates"))
             info.conditions = tuple(status.get("conditions") or ())
@@ -527,6 +534,7 @@ class Cache:
             self.nodes.used[info.counted_node] -= self.nodes.vector(info.req.requests)
             info.counted_node = None
             self.version += 1
+            self.index.remove(info)
             self._stop_running(info)
         gk = info.group_key
         if gk is not None and gk in self.groups:
@@ -622,19 +630,10 @@ class Cache:
 
     def _start_running(self, p: PodInfo) -> None:
         self.running[p.key] = p
-        c = p.constraints
-        if c is not None:
-            if c.anti_affinity:
-                self.with_anti_affinity[p.key] = p
-            if c.host_ports:
-                self.with_host_ports[p.key] = p
         if not self._prio_stale:
             self._file(p)
 
     def _stop_running(self, p: PodInfo) -> None:
-        if p.constraints is not None:
-            self.with_anti_affinity.pop(p.key, None)
-            self.with_host_ports.pop(p.key, None)
         if self.running.pop(p.key, None) is not None and not self._prio_stale:
             self._unfile(p.key)
 

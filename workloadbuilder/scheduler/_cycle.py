@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import zlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -119,9 +119,16 @@ def _reserve(
     shape = fw.run_reserve_shape_key(plugins, pod, snap)
     masks = fw.run_reserve_feasible_rows(plugins, pod, snap)
     first = ev.best()
-    candidates: Sequence[int] = []
+    candidates: Iterable[int] = []
     if first >= 0 and all(m[first] for m in masks):
         candidates = [first]
+    elif first >= 0:  # the best row the masks allow (no ranking of every row)
+        allowed = masks[0] if len(masks) == 1 else np.logical_and.reduce(masks)
+        masked = np.where(allowed[: ev.score.size], ev.score, _NEG)
+        alt = int(masked.argmax())
+        if masked[alt] > _NEG:
+            first = alt
+            candidates = [alt]
     tried_all = False
     while True:
         for row in candidates:
@@ -136,7 +143,8 @@ def _reserve(
         ranked = ev.ranked()
         for m in masks:
             ranked = ranked[m[ranked]]
-        candidates = [int(r) for r in ranked if r != first]
+        # lazily: the first rows usually pass (the masks already hold the plugins' verdicts)
+        candidates = (r for r in ranked.tolist() if r != first)
         tried_all = True
     return -1, fw.run_reserve_diagnosis(plugins, pod, snap, ev.ranked())
 

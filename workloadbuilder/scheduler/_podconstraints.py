@@ -31,8 +31,9 @@ The semantics are kube-scheduler v1.37.2's Filter of each plugin
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -48,7 +49,13 @@ from workloadbuilder.scheduler._interface import (
     Status,
 )
 from workloadbuilder.scheduler._nodematch import node_matches_affinity, tolerates_all
-from workloadbuilder.scheduler._podspec import AffinityTerm, PodConstraints, SpreadConstraint
+from workloadbuilder.scheduler._podspec import (
+    AffinityTerm,
+    PodConstraints,
+    Selector,
+    SpreadConstraint,
+)
+from workloadbuilder.scheduler._resources import PodRequirements
 from workloadbuilder.scheduler._snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -89,25 +96,65 @@ def _cache_of(lister: SharedLister) -> Cache | None:
     return lister.cache if isinstance(lister, Snapshot) else None
 
 
-def _counted(lister: SharedLister) -> Iterator[tuple[PodInfo, int]]:
-    """Every pod counted on a node as ``lister`` sees it, with its row."""
-    cache = _cache_of(lister)
-    if cache is None:
-        return
-    assert isinstance(lister, Snapshot)
+def _matching(
+    lister: Snapshot, selector: Selector, namespaces: Callable[[str], bool]
+) -> Iterator[tuple[PodInfo, int]]:
+    """The counted pods (less removed victims) that match ``selector`` in a namespace
+    ``namespaces`` accepts, with their rows (the cycle's placed pods: :class:`_PlacedFolds`)."""
+    cache = lister.cache
     removed = lister.removed
-    for p in cache.running.values():
+    for p in cache.index.candidates(selector, cache.running.values()):
         row = p.counted_node
-        if row is not None and (not removed or p.key not in removed):
+        if row is None or (removed and p.key in removed):
+            continue
+        if namespaces(p.namespace) and selector.matches(p.labels):
             yield p, row
-    yield from _assumed(lister)
 
 
-def _assumed(lister: Snapshot) -> Iterator[tuple[PodInfo, int]]:
-    """The pods the cycle placed so far (not yet counted in the cache)."""
-    for p, row in lister.assumed_since(0):
-        if p.counted_node is None:
-            yield p, row
+def _assumed(lister: Snapshot) -> list[tuple[PodInfo, int]]:
+    """The pods the cycle placed so far (not yet counted in the cache), with their rows."""
+    return lister.placed
+
+
+S = TypeVar("S")
+
+
+class _PlacedFolds:
+    """Per key, a fold over the pods the cycle placed (``Snapshot.placed``) that is extended
+    as the cycle places more: each placed pod is folded once per key, not once per question
+    (a gang's pods otherwise cost the square of its size). A revert is noticed by the identity
+    of the last entry folded."""
+
+    def __init__(self) -> None:
+        self._lister = 0
+        self._folds: dict[Any, tuple[int, Any, Any]] = {}
+
+    def get(
+        self,
+        key: Any,
+        lister: Snapshot,
+        start: Callable[[], S],
+        step: Callable[[S, PodInfo, int], None],
+    ) -> S:
+        """The fold of ``step`` over the placed pods, from ``start()``."""
+        placed = lister.placed
+        if id(lister) != self._lister:
+            self._folds.clear()
+            self._lister = id(lister)
+        got = self._folds.get(key)
+        if got is not None:
+            n, last, state = got
+            if n <= len(placed) and (n == 0 or placed[n - 1] is last):
+                for p, row in placed[n:]:
+                    step(state, p, row)
+                if len(placed) != n:
+                    self._folds[key] = (len(placed), placed[-1], state)
+                return state  # type: ignore[no-any-return]
+        state = start()
+        for p, row in placed:
+            step(state, p, row)
+        self._folds[key] = (len(placed), placed[-1] if placed else None, state)
+        return state
 
 
 def _state_token(lister: SharedLister) -> tuple[Any, ...]:
@@ -180,6 +227,7 @@ class _MaskPlugin(_ReserveBase):
     def __init__(self) -> None:
         self._last: tuple[Any, tuple[Any, ...], Mask, list[tuple[str, str, Mask]]] | None = None
         self.domains = _Domains()
+        self.folds = _PlacedFolds()
 
     def _evaluate(
         self, pod: PodInfo, lister: SharedLister
@@ -260,12 +308,16 @@ class NodePorts(_MaskPlugin):
         taken: dict[str, int] = {}
         cache = lister.cache
         removed = lister.removed
-        holders: Iterable[tuple[PodInfo, int]] = (
-            (p, p.counted_node)
-            for p in cache.with_host_ports.values()
-            if p.counted_node is not None and (not removed or p.key not in removed)
-        )
-        for other, row in [*holders, *_assumed(lister)]:
+        holders: list[tuple[PodInfo, int]] = []
+        for hp in want:
+            for p in cache.index.ports.get((hp.protocol, hp.port), {}).values():
+                row = p.counted_node
+                if row is not None and (not removed or p.key not in removed):
+                    holders.append((p, row))
+        placed = self.folds.get("ports", lister, dict, _fold_ports)
+        for hp in want:
+            holders.extend(placed.get((hp.protocol, hp.port), ()))
+        for other, row in holders:
             if other is pod or failing[row] or other.constraints is None:
                 continue
             for mine in want:
@@ -276,6 +328,59 @@ class NodePorts(_MaskPlugin):
                     break
         ports = ", ".join(sorted(taken)) or ", ".join(str(h) for h in want)
         return ~failing, [(PORTS_REASON, f"already use host port {ports}", failing)]
+
+
+def _regroup(
+    add: Callable[[dict[tuple[str, str], int], tuple[AffinityTerm, ...], PodInfo, int], None],
+    group: tuple[AffinityTerm, ...],
+    state: dict[tuple[str, str], int],
+    p: PodInfo,
+    row: int,
+) -> None:
+    add(state, group, p, row)
+
+
+class _Flags:
+    """Per domain of one topology key, whether a placed pod holding a term is there, kept
+    as the cycle places pods (a boolean per domain id, plus one for "no such label")."""
+
+    __slots__ = ("flags", "key", "rows", "seen")
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.rows: list[int] = []
+        self.seen = 0
+        self.flags: npt.NDArray[np.bool_] | None = None
+
+    def __call__(self, table: NodeTable, domains: _Domains) -> npt.NDArray[np.bool_]:
+        ids, values = domains.of(table, self.key)
+        if self.flags is None or self.flags.size != len(values) + 1:
+            self.flags = np.zeros(len(values) + 1, dtype=bool)
+            self.seen = 0
+        for row in self.rows[self.seen :]:
+            d = ids[row]
+            if d >= 0:
+                self.flags[d] = True
+        self.seen = len(self.rows)
+        return self.flags
+
+
+def _fold_anti_holders(
+    state: dict[AffinityTerm, tuple[list[tuple[PodInfo, int]], _Flags]], p: PodInfo, row: int
+) -> None:
+    for t in p.constraints.anti_affinity if p.constraints is not None else ():
+        got = state.get(t)
+        if got is None:
+            got = state[t] = ([], _Flags(t.topology_key))
+        got[0].append((p, row))
+        got[1].rows.append(row)
+
+
+def _fold_ports(
+    state: dict[tuple[str, int], list[tuple[PodInfo, int]]], p: PodInfo, row: int
+) -> None:
+    for hp in p.constraints.host_ports if p.constraints is not None else ():
+        state.setdefault((hp.protocol, hp.port), []).append((p, row))
 
 
 # ---- InterPodAffinity ----------------------------------------------------------------------------
@@ -312,7 +417,7 @@ class InterPodAffinity(_MaskPlugin):
         c = pod.constraints
         if c is not None and (c.affinity or c.anti_affinity):
             return True
-        if self._cache is None or self._cache.with_anti_affinity:
+        if self._cache is None or self._cache.index.anti_terms:
             return True  # (not bound to the cache yet: checked, to be safe)
         snap = self._anti_snap
         return snap is not None and snap.mark() > self._anti_mark
@@ -341,26 +446,30 @@ class InterPodAffinity(_MaskPlugin):
     ) -> dict[tuple[str, str], int]:
         """Per ``(topology key, value)``: the counted pods matching all of ``terms``
         (affinity) or each term (anti-affinity), as upstream's ``affinityCounts``."""
-        table = lister.table
-        cache = lister.cache
-        token = (id(table), table.epoch, cache.version, lister.removed_version, id(lister))
-        if token != self._base_token:
-            self._base.clear()
-            self._base_token = token
-        key = (terms, need_all)
-        base = self._base.get(key)
-        if base is None:
-            base = {}
-            removed = lister.removed
-            for p in cache.running.values():
-                row = p.counted_node
-                if row is None or (removed and p.key in removed):
-                    continue
-                _count_terms(base, terms, need_all, p, table.labels[row])
-            self._base[key] = base
-        counts = dict(base)
-        for p, row in _assumed(lister):
-            _count_terms(counts, terms, need_all, p, table.labels[row])
+        labels_of = lister.table.labels
+        counts: dict[tuple[str, str], int] = {}
+        groups = [terms] if need_all else [(t,) for t in terms]
+
+        def add(
+            state: dict[tuple[str, str], int], group: tuple[AffinityTerm, ...], p: PodInfo, row: int
+        ) -> None:
+            if not all(t.matches(p.namespace, p.labels) for t in group):
+                return
+            labels = labels_of[row]
+            for t in group:
+                v = labels.get(t.topology_key)
+                if v is not None:
+                    state[(t.topology_key, v)] = state.get((t.topology_key, v), 0) + 1
+
+        for group in groups:
+            first = group[0]
+            for p, row in _matching(lister, first.selector, first.in_namespace):
+                add(counts, group, p, row)
+            placed: dict[tuple[str, str], int] = self.folds.get(
+                ("terms", group), lister, dict, functools.partial(_regroup, add, group)
+            )
+            for pair, n in placed.items():
+                counts[pair] = counts.get(pair, 0) + n
         return counts
 
     def _evaluate(
@@ -382,11 +491,13 @@ class InterPodAffinity(_MaskPlugin):
         if c is not None and c.anti_affinity:
             counts = self._incoming_counts(c.anti_affinity, False, lister)
             failing = np.zeros(cap, dtype=bool)
-            for t in c.anti_affinity:
-                ids, values = self.domains.of(table, t.topology_key)
+            for key in {t.topology_key for t in c.anti_affinity}:
+                ids, values = self.domains.of(table, key)
+                bad = np.zeros(len(values) + 1, dtype=bool)  # the last entry: no such label
                 for (k, v), n in counts.items():
-                    if k == t.topology_key and n > 0 and v in values:
-                        failing |= ids == values[v]
+                    if k == key and n > 0 and v in values:
+                        bad[values[v]] = True
+                failing |= bad[ids]
             why.append(
                 (
                     ANTI_AFFINITY_REASON,
@@ -430,29 +541,49 @@ class InterPodAffinity(_MaskPlugin):
         cache = lister.cache
         table = lister.table
         removed = lister.removed
-        holders = [
-            (p, p.counted_node)
-            for p in cache.with_anti_affinity.values()
-            if p.counted_node is not None and (not removed or p.key not in removed)
-        ]
-        holders.extend(
-            (p, row)
-            for p, row in _assumed(lister)
-            if p.constraints is not None and p.constraints.anti_affinity
-        )
-        if not holders:
-            return None
-        failing = np.zeros(table.capacity, dtype=bool)
-        for other, row in holders:
-            if other is pod or other.constraints is None:
+        holders: list[tuple[AffinityTerm, int]] = []
+        for t in cache.index.anti_terms_for(pod.labels):
+            if not t.matches(pod.namespace, pod.labels):
                 continue
-            labels = table.labels[row]
-            for t in other.constraints.anti_affinity:
-                v = labels.get(t.topology_key)
-                if v is None or not t.matches(pod.namespace, pod.labels):
-                    continue
-                ids, values = self.domains.of(table, t.topology_key)
-                failing |= ids == values[v]
+            for other in cache.index.anti_terms[t].values():
+                row = other.counted_node
+                if (
+                    row is not None
+                    and other is not pod
+                    and (not removed or other.key not in removed)
+                ):
+                    holders.append((t, row))
+        placed = self.folds.get("anti-holders", lister, dict, _fold_anti_holders)
+        flags: list[tuple[str, Mask]] = []
+        for t, (rows, by_domain) in placed.items():
+            if not t.matches(pod.namespace, pod.labels):
+                continue
+            if any(p is pod for p, _ in rows):  # (re-evaluating a placed pod: not itself)
+                holders.extend((t, r) for p, r in rows if p is not pod)
+            else:
+                flags.append((t.topology_key, by_domain(table, self.domains)))
+        if not holders and not flags:
+            return None
+        bad: dict[str, npt.NDArray[np.bool_]] = {}
+        for key, domain_flags in flags:
+            _, values = self.domains.of(table, key)
+            per_key = bad.get(key)
+            if per_key is None:
+                bad[key] = domain_flags.copy()
+            else:
+                per_key |= domain_flags
+        for t, row in holders:
+            v = table.labels[row].get(t.topology_key)
+            if v is None:
+                continue
+            _, values = self.domains.of(table, t.topology_key)
+            per_key = bad.get(t.topology_key)
+            if per_key is None:
+                per_key = bad[t.topology_key] = np.zeros(len(values) + 1, dtype=bool)
+            per_key[values[v]] = True
+        failing = np.zeros(table.capacity, dtype=bool)
+        for key, per_key in bad.items():
+            failing |= per_key[self.domains.of(table, key)[0]]
         return failing
 
     def explain_group(
@@ -512,8 +643,11 @@ class PodTopologySpread(_MaskPlugin):
 
     def __init__(self) -> None:
         super().__init__()
-        self._base: dict[Any, dict[int, int]] = {}
-        self._base_token: tuple[Any, ...] = ()
+        #: per node epoch: the rows that carry all of a set of keys, and per signature the
+        #: rows passing its node affinity and its tolerations
+        self._epoch: tuple[int, int, int] = (-1, -1, -1)
+        self._keyed: dict[tuple[str, ...], Mask] = {}
+        self._policies: dict[PodRequirements, tuple[Mask, Mask]] = {}
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """A pod is bound or leaves its node, or a node appears or changes labels."""
@@ -528,71 +662,86 @@ class PodTopologySpread(_MaskPlugin):
         """Holds on every node."""
         return SUCCESS
 
+    def _node_masks(
+        self, table: NodeTable, keys: tuple[str, ...], req: PodRequirements
+    ) -> tuple[Mask, Mask, Mask]:
+        """``(present rows with every key, node affinity passes, taints tolerated)``."""
+        token = (id(table), table.epoch, table.capacity)
+        if token != self._epoch:
+            self._keyed.clear()
+            self._policies.clear()
+            self._epoch = token
+        keyed = self._keyed.get(keys)
+        if keyed is None:
+            keyed = np.zeros(table.capacity, dtype=bool)
+            keyed[table.present_rows()] = True
+            for k in keys:
+                keyed &= self.domains.of(table, k)[0] >= 0
+            self._keyed[keys] = keyed
+        policies = self._policies.get(req)
+        if policies is None:
+            affine = np.zeros(table.capacity, dtype=bool)
+            tolerated = np.zeros(table.capacity, dtype=bool)
+            tolerations = req.toleration_list()
+            for r in table.present_rows():
+                affine[r] = node_matches_affinity(req, table.labels[r], table.names[r] or "")
+                tolerated[r] = tolerates_all(tolerations, table.taints[r])
+            policies = self._policies[req] = (affine, tolerated)
+        return keyed, policies[0], policies[1]
+
     def _evaluate(
         self, pod: PodInfo, lister: SharedLister
     ) -> tuple[Mask, list[tuple[str, str, Mask]]]:
         assert pod.constraints is not None and isinstance(lister, Snapshot)
         table = lister.table
-        cap = table.capacity
         hard = pod.constraints.hard_spread
-        present = np.zeros(cap, dtype=bool)
+        keys = tuple(sorted({c.topology_key for c in hard}))
+        all_keys, affine, tolerated = self._node_masks(table, keys, pod.req)
+        present = np.zeros(table.capacity, dtype=bool)
         present[table.present_rows()] = True
-        # nodes that carry every constraint's key (the others count nowhere)
-        all_keys = present.copy()
-        for c in hard:
-            all_keys &= self.domains.of(table, c.topology_key)[0] >= 0
-        rows = np.flatnonzero(all_keys)
-        affine = np.zeros(cap, dtype=bool)
-        tolerated = np.zeros(cap, dtype=bool)
-        for r in rows:
-            labels, name = table.labels[r], table.names[r] or ""
-            affine[r] = node_matches_affinity(pod.req, labels, name)
-            tolerated[r] = tolerates_all(pod.req.toleration_list(), table.taints[r])
-        missing = np.zeros(cap, dtype=bool)
-        skewed = np.zeros(cap, dtype=bool)
+        missing = np.zeros(table.capacity, dtype=bool)
+        skewed = np.zeros(table.capacity, dtype=bool)
         details: list[str] = []
-        token = (id(table), table.epoch, lister.cache.version, lister.removed_version, id(lister))
-        if token != self._base_token:
-            self._base.clear()
-            self._base_token = token
+        ns = pod.namespace
         for c in hard:
             ids, values = self.domains.of(table, c.topology_key)
             missing |= present & (ids < 0)
-            eligible = all_keys.copy()
+            eligible = all_keys
             if c.honor_node_affinity:
-                eligible &= affine
+                eligible = eligible & affine
             if c.honor_node_taints:
-                eligible &= tolerated
-            key = (c, pod.namespace, pod.req, tuple(s.topology_key for s in hard))
-            base = self._base.get(key)
-            if base is None:
-                base = dict.fromkeys((int(i) for i in ids[eligible]), 0)
-                removed = lister.removed
-                for p in lister.cache.running.values():
-                    row = p.counted_node
-                    if row is None or p.deleting or p.namespace != pod.namespace:
-                        continue
-                    gone = removed and p.key in removed
-                    if eligible[row] and not gone and c.selector.matches(p.labels):
-                        base[int(ids[row])] += 1
-                self._base[key] = base
-            counts = dict(base)
-            for p, row in _assumed(lister):
-                if p.namespace == pod.namespace and eligible[row] and c.selector.matches(p.labels):
-                    d = int(ids[row])
-                    counts[d] = counts.get(d, 0) + 1
-            low = min(counts.values()) if counts else 0
-            if len(counts) < c.min_domains:
+                eligible = eligible & tolerated
+            per_domain = np.zeros(len(values) + 1, dtype=np.int64)  # last: no such label
+            seen = np.zeros(len(values) + 1, dtype=bool)
+            seen[ids[eligible]] = True
+            for p, row in _matching(lister, c.selector, ns.__eq__):
+                if eligible[row] and not p.deleting:
+                    per_domain[ids[row]] += 1
+
+            def add(
+                state: list[int],
+                p: PodInfo,
+                row: int,
+                c: SpreadConstraint = c,
+                eligible: Mask = eligible,
+                ids: npt.NDArray[np.int64] = ids,
+            ) -> None:
+                if eligible[row] and p.namespace == ns and c.selector.matches(p.labels):
+                    state.append(int(ids[row]))
+
+            for d in self.folds.get(("spread", c, ns, pod.req), lister, list, add):
+                per_domain[d] += 1
+            seen[-1] = False
+            domains = int(seen.sum())
+            low = int(per_domain[seen].min()) if domains else 0
+            if domains < c.min_domains:
                 low = 0
             self_match = 1 if c.selector.matches(pod.labels) else 0
-            per_domain = np.zeros(len(values) + 1, dtype=np.int64)  # last: no such label
-            for d, n in counts.items():
-                per_domain[d] = n
             skew = per_domain[ids] + self_match - low
-            bad = (ids >= 0) & (skew > c.max_skew)
+            bad = present & (ids >= 0) & (skew > c.max_skew)
             if bad.any():
                 details.append(f"{c.describe()} (domain minimum {low})")
-            skewed |= bad & present
+            skewed |= bad
         skewed &= ~missing
         long_skew = "would exceed " + "; ".join(details) if details else "would exceed maxSkew"
         return ~(missing | skewed) & present, [

@@ -142,6 +142,10 @@ class AffinityTerm:
             labels
         )
 
+    def in_namespace(self, namespace: str) -> bool:
+        """Whether the term looks at pods of ``namespace``."""
+        return self.all_namespaces or namespace in self.namespaces
+
     def describe(self) -> str:
         """``app=w on kubernetes.io/hostname``."""
         return f"{self.selector} on {self.topology_key}"

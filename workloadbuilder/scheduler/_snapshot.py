@@ -36,6 +36,10 @@ class Snapshot:
         #: running pods tentatively removed (preemption victims) and a counter of changes
         self.removed: dict[PodKey, PodInfo] = {}
         self.removed_version = 0
+        #: the pods this cycle assumed that the cache does not count yet, with their rows, in
+        #: order (the pods placed earlier in a gang cycle: the pod-constraint plugins count
+        #: them as existing pods)
+        self.placed: list[tuple[PodInfo, int]] = []
 
     # ---- SharedLister ----------------------------------------------------------------
 
@@ -78,6 +82,8 @@ class Snapshot:
             self._log.append((row, vec, pod, +2))
             return
         self._log.append((row, vec, pod, +1))
+        if pod.counted_node is None:
+            self.placed.append((pod, row))
 
     def remove(self, pod: PodInfo) -> bool:
         """Tentatively remove a running pod (a preemption victim); False if not counted."""
@@ -109,6 +115,8 @@ class Snapshot:
                 undo()
             elif sign > 0:
                 self._table.used[row] -= vec
+                if sign == 1 and self.placed and self.placed[-1][0] is pod:
+                    self.placed.pop()
                 if sign == 2 and pod is not None:  # the reprieved victim is removed again
                     self.removed[pod.key] = pod
                     self.removed_version += 1
