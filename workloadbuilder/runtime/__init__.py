@@ -14,6 +14,10 @@
   :func:`check_access` / :func:`credential_source`: stop at start-up with one clear line
   (:class:`AccessError`) when the credentials are rejected (401) or a needed kind is
   forbidden (403).
+* :func:`add_serving_flags`, :func:`check_access_or_close`, :func:`leader_elector`,
+  :func:`stop_on_signals`, :func:`start_health`, :func:`lead_or_stop`, :func:`cancel_all`,
+  :func:`report_lost_lease`: the start-up and shutdown of a component command (the scheduler,
+  ``integrations run``), in one place.
 * :class:`RateLimitedCluster` / :class:`TokenBucket`: client-side QPS and burst.
 * :func:`run` / :func:`event_loop_factory` / :func:`add_event_loop_flag`: the event loop a
   component runs on (uvloop when installed, else asyncio; ``--event-loop``).
@@ -47,6 +51,18 @@ from workloadbuilder.runtime._health import HealthServer
 from workloadbuilder.runtime._kubeflags import add_kube_flags, kube_cluster
 from workloadbuilder.runtime._leader import LeaderElector
 from workloadbuilder.runtime._ratelimit import RateLimitedCluster, TokenBucket
+from workloadbuilder.runtime._startup import (
+    LOST_LEASE,
+    add_serving_flags,
+    cancel_all,
+    check_access_or_close,
+    lead_or_stop,
+    leader_elector,
+    process_identity,
+    report_lost_lease,
+    start_health,
+    stop_on_signals,
+)
 from workloadbuilder.runtime._workqueue import WorkQueue
 
 if TYPE_CHECKING:
@@ -74,6 +90,7 @@ __all__ = [
     "EVENT_GANG_SCHEDULED",
     "EVENT_GANG_UNSCHEDULABLE",
     "EVENT_LOOP_ENV",
+    "LOST_LEASE",
     "AccessError",
     "Clock",
     "Component",
@@ -94,17 +111,26 @@ __all__ = [
     "WorkQueue",
     "add_event_loop_flag",
     "add_kube_flags",
+    "add_serving_flags",
+    "cancel_all",
     "check_access",
+    "check_access_or_close",
     "credential_source",
     "event_loop_factory",
     "gc_policy",
     "kube_cluster",
+    "lead_or_stop",
+    "leader_elector",
     "link_pod",
     "link_pod_template",
     "probe_feeds",
+    "process_identity",
+    "report_lost_lease",
     "resolve_event_loop",
     "run",
     "settle",
+    "start_health",
+    "stop_on_signals",
 ]
 
 #: public names resolved on first access (module that defines them): the integrations' parts,

@@ -5,11 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
-import os
-import signal
-import socket
 import sys
 from typing import Any
 
@@ -17,14 +13,19 @@ import attrs
 
 from workloadbuilder.cluster import Cluster
 from workloadbuilder.runtime import (
-    HealthServer,
     LeaderElector,
     RateLimitedCluster,
     add_event_loop_flag,
     add_kube_flags,
-    check_access,
-    credential_source,
+    add_serving_flags,
+    cancel_all,
+    check_access_or_close,
     kube_cluster,
+    lead_or_stop,
+    leader_elector,
+    report_lost_lease,
+    start_health,
+    stop_on_signals,
 )
 from workloadbuilder.scheduler._config import DEFAULT_SCHEDULER_NAME, SchedulerConfig
 from workloadbuilder.scheduler._metrics import REGISTRY, WATCH_STALLS
@@ -101,8 +102,7 @@ def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
         default=None,
         help="client-side burst (ignored with --config: clientConnection.burst)",
     )
-    p.add_argument("--metrics-port", type=int, default=10269, help="0 disables the endpoint")
-    p.add_argument("--bind-address", default="0.0.0.0", help="address for metrics and health")
+    add_serving_flags(p, metrics_port=10269)
     p.add_argument(
         "--bind-concurrency",
         type=int,
@@ -224,41 +224,33 @@ async def _scheduler_command(args: argparse.Namespace) -> int:
     kube = kube_cluster(args)
     WATCH_STALLS.source = lambda: kube.watch_stalls
     cluster = _rate_limited(kube, loaded)
-    try:  # rejected credentials or no right to read nodes and pods: stop now, say why
-        await check_access(
-            cluster,
-            ("Node", "Pod"),
-            source=credential_source(args),
-            component="the scheduler",
-            rbac="examples/deploy/scheduler/clusterrole.yaml",
-        )
-    except BaseException:
-        await cluster.close()
-        raise
+    # rejected credentials or no right to read nodes and pods: stop now, say why
+    await check_access_or_close(
+        cluster,
+        args,
+        ("Node", "Pod"),
+        component="the scheduler",
+        rbac="examples/deploy/scheduler/clusterrole.yaml",
+    )
     config = loaded.scheduler
     scheduler = Scheduler(cluster, config, framework=loaded.framework)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     elector: LeaderElector | None = None
     le = loaded.leader_election
     if le.leader_elect:
-        elector = LeaderElector(
+        elector = leader_elector(
             cluster,
-            identity=f"{socket.gethostname()}_{os.getpid()}",
             name=le.resource_name or config.scheduler_name,
             namespace=le.resource_namespace,
             lease_duration=le.lease_duration,
             renew_deadline=le.renew_deadline,
             retry_period=le.retry_period,
         )
-    health = HealthServer(
-        lambda: scheduler.started and (elector is None or elector.leading), registry=REGISTRY
+    health = await start_health(
+        args,
+        lambda: scheduler.started and (elector is None or elector.leading),
+        registry=REGISTRY,
     )
-    if args.metrics_port:
-        await health.start(args.bind_address, args.metrics_port)
     code = 0
     tasks: list[asyncio.Task[Any]] = []
     _log.info(
@@ -268,16 +260,13 @@ async def _scheduler_command(args: argparse.Namespace) -> int:
         f"on, lease {le.resource_namespace}/{le.resource_name or config.scheduler_name}"
         if le.leader_elect
         else "off",
-        type(loop).__module__.split(".")[0],
+        type(asyncio.get_running_loop()).__module__.split(".")[0],
     )
     try:
         stopper = asyncio.create_task(stop.wait())
         if elector is not None:
             _log.info("waiting to acquire the leader lease")
-            acquire = asyncio.create_task(elector.acquire())
-            done, _ = await asyncio.wait({acquire, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            if stopper in done:
-                acquire.cancel()
+            if not await lead_or_stop(elector, stopper):
                 return 0
             tasks.append(asyncio.create_task(elector.keep()))
         runner = asyncio.create_task(scheduler.run())
@@ -288,17 +277,12 @@ async def _scheduler_command(args: argparse.Namespace) -> int:
             for t in done:
                 if t is runner and t.exception() is not None:
                     raise t.exception()  # type: ignore[misc]
-            print("error: lost the leader lease; exiting", flush=True)
-            code = 1
+            code = report_lost_lease()
         else:
             _log.info("stopping")
         stopper.cancel()
     finally:
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        await cancel_all(tasks)
         await scheduler.stop()
         if elector is not None:
             await elector.release()
