@@ -232,12 +232,14 @@ def _parse_rjobs(spec: Mapping[str, Any], js_exclusive: str | None) -> list[_RJo
 
 @attrs.frozen(kw_only=True)
 class _Compiled:
+    name: str  # the JobSet's
+    namespace: str
     leaves: tuple[LeafSpec, ...]
     pod_group_names: dict[str, str]  # template -> PodGroup
     jobs: tuple[JobSetChildJob, ...]
 
 
-def _compile(jobset: Mapping[str, Any]) -> tuple[str, str, _Compiled]:
+def _compile(jobset: Mapping[str, Any]) -> _Compiled:
     if not isinstance(jobset, Mapping):
         raise ValidationError([FieldError(path="", type="Invalid value", detail="not an object")])
     meta = as_map(jobset.get("metadata"), "metadata")
@@ -543,7 +545,9 @@ def _compile(jobset: Mapping[str, Any]) -> tuple[str, str, _Compiled]:
     )
     order = {rj.name: rj.index for rj in rjobs}
     jobs = tuple(sorted(jobs, key=lambda j: (order[j.replicated_job], j.index)))
-    return js_name, ns, _Compiled(leaves=tuple(leaves), pod_group_names=pg_names, jobs=jobs)
+    return _Compiled(
+        name=js_name, namespace=ns, leaves=tuple(leaves), pod_group_names=pg_names, jobs=jobs
+    )
 
 
 def _fallback(level: _Level, top: _Level) -> _Level:
@@ -617,7 +621,8 @@ def plan_jobset(jobset: Mapping[str, Any]) -> Plan:
     :class:`~workloadbuilder.errors.BuildError`) when the JobSet has no ``spec.scheduling``
     (the JobSet controller then creates nothing).
     """
-    js_name, ns, compiled = _compile(jobset)
+    compiled = _compile(jobset)
+    js_name, ns = compiled.name, compiled.namespace
     owner = _owner(jobset, js_name)
     job_to_pg = {j.name: j.pod_group_name for j in compiled.jobs}
     return compile_leaves(
@@ -633,7 +638,7 @@ def plan_jobset(jobset: Mapping[str, Any]) -> Plan:
 
 def jobset_child_jobs(jobset: Mapping[str, Any]) -> tuple[JobSetChildJob, ...]:
     """Every child Job of the JobSet with its template name and PodGroup, in creation order."""
-    return _compile(jobset)[2].jobs
+    return _compile(jobset).jobs
 
 
 def jobset_child_job_manifests(jobset: Mapping[str, Any]) -> list[dict[str, Any]]:

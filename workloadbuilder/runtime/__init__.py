@@ -66,6 +66,7 @@ from workloadbuilder.runtime._startup import (
 from workloadbuilder.runtime._workqueue import WorkQueue
 
 if TYPE_CHECKING:
+    from workloadbuilder.kinds import OwnerConditions, OwnerlessObjects
     from workloadbuilder.runtime._podlink import link_pod, link_pod_template
     from workloadbuilder.runtime._reconciler import (
         CONDITION_GANG_SCHEDULED,
@@ -75,8 +76,6 @@ if TYPE_CHECKING:
         EVENT_GANG_PREEMPTED,
         EVENT_GANG_SCHEDULED,
         EVENT_GANG_UNSCHEDULABLE,
-        OwnerConditions,
-        OwnerlessObjects,
         Reconciler,
         ReconcileResult,
     )
@@ -145,8 +144,9 @@ _LAZY = {
     "EVENT_GANG_PREEMPTED": "workloadbuilder.runtime._reconciler",
     "EVENT_GANG_SCHEDULED": "workloadbuilder.runtime._reconciler",
     "EVENT_GANG_UNSCHEDULABLE": "workloadbuilder.runtime._reconciler",
-    "OwnerConditions": "workloadbuilder.runtime._reconciler",
-    "OwnerlessObjects": "workloadbuilder.runtime._reconciler",
+    # the Integration capabilities the Reconciler reads, defined with the others in kinds
+    "OwnerConditions": "workloadbuilder.kinds",
+    "OwnerlessObjects": "workloadbuilder.kinds",
     "Reconciler": "workloadbuilder.runtime._reconciler",
     "ReconcileResult": "workloadbuilder.runtime._reconciler",
 }

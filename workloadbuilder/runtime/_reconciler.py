@@ -21,11 +21,11 @@ exponential backoff, never two workers on one key). A reconcile of one key:
    ownerReferences), CompositePodGroups root first, PodGroups. ``AlreadyExists`` re-reads the
    object; an existing object without a controller is adopted (our controller reference is
    added, with the read resourceVersion as precondition) -- unless the integration says
-   ``adopt_ownerless = False`` (:class:`OwnerlessObjects`; Job and JobSet, as their upstream
-   controllers): then it is left alone, the reconcile fails and is retried with backoff (a
-   ``FailedWorkloadCreate`` event for a Workload) until the name is free, and so is one
-   controlled by someone else; for the other integrations that one is left alone with a
-   ``Warning`` event;
+   ``adopt_ownerless = False`` (:class:`~workloadbuilder.kinds.OwnerlessObjects`; Job and
+   JobSet, as their upstream controllers): then it is left alone, the reconcile fails and
+   is retried with backoff (a ``FailedWorkloadCreate`` event for a Workload) until the name
+   is free, and so is one controlled by someone else; for the other integrations that one is
+   left alone with a ``Warning`` event;
 5. the plan's minCount patches (elastic resize) for the objects whose live ``minCount``
    differs;
 6. objects the owner controls that the plan no longer has are deleted;
@@ -46,7 +46,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
 import attrs
 
@@ -62,7 +62,13 @@ from workloadbuilder.errors import (
     NotFound,
     ValidationError,
 )
-from workloadbuilder.kinds import DelegatedGroups, Integration, NotManagedError
+from workloadbuilder.kinds import (
+    DelegatedGroups,
+    Integration,
+    NotManagedError,
+    OwnerConditions,
+    OwnerlessObjects,
+)
 from workloadbuilder.runtime._clock import Clock, WallClock
 from workloadbuilder.runtime._feed import Feed, settle
 from workloadbuilder.runtime._workqueue import WorkQueue
@@ -75,8 +81,6 @@ __all__ = [
     "EVENT_GANG_PREEMPTED",
     "EVENT_GANG_SCHEDULED",
     "EVENT_GANG_UNSCHEDULABLE",
-    "OwnerConditions",
-    "OwnerlessObjects",
     "ReconcileResult",
     "Reconciler",
 ]
@@ -97,34 +101,6 @@ EVENT_FAILED_WORKLOAD_CREATE = "FailedWorkloadCreate"
 CONDITION_GANG_SCHEDULED = "GangScheduled"
 
 
-@runtime_checkable
-class OwnerConditions(Protocol):
-    """An integration whose kind has a status subresource with a ``metav1.Condition`` list at
-    ``conditions_path`` (only ``"status.conditions"`` is supported): the Reconciler then also
-    keeps a :data:`CONDITION_GANG_SCHEDULED` condition there (``True`` when every PodGroup
-    of the plan is scheduled, ``False`` with the scheduler's reason and message when one is
-    not, ``Unknown`` before the scheduler has tried)."""
-
-    conditions_path: str
-
-
-@runtime_checkable
-class OwnerlessObjects(Protocol):
-    """An integration that says what its Reconciler does with an existing Workload, PodGroup
-    or CompositePodGroup of a planned name that has **no** controller.
-
-    ``adopt_ownerless = True`` (also the behaviour for integrations without the attribute):
-    the owner's controller reference is added and the object is used. ``False``: the object is
-    left alone, as kube-controller-manager v1.37.2's Job controller and the JobSet controller
-    do (a pre-created object is the user's, not theirs): nothing after it in the creation
-    order is created, the reconcile fails and is retried with the key's backoff until the
-    name is free, a Workload's failure is reported with a ``FailedWorkloadCreate`` event on
-    the owner (the Job controller's reason and message), and the webhook links no pod to such
-    a PodGroup. An object controlled by another owner is then handled the same way."""
-
-    adopt_ownerless: bool
-
-
 _OWNED_KINDS = ("Workload", "CompositePodGroup", "PodGroup")
 #: how long a delegating child waits before looking for its parent's Workload again
 _PARENT_RETRY = 1.0
@@ -141,8 +117,19 @@ class _Ref:
     controller: bool
 
 
-def _meta_of(obj: KubeObject) -> tuple[str, str, str, str | None, list[_Ref]]:
-    """(name, namespace, uid, deletionTimestamp, ownerReferences) of a model or a dict."""
+@attrs.frozen
+class _Meta:
+    """The metadata a reconcile reads of a model or a dict."""
+
+    name: str
+    namespace: str
+    uid: str
+    deletion_timestamp: str | None
+    owner_refs: list[_Ref]
+
+
+def _meta_of(obj: KubeObject) -> _Meta:
+    """The name, namespace, uid, deletionTimestamp and ownerReferences of a model or a dict."""
     if isinstance(obj, dict):
         meta = obj.get("metadata") or {}
         refs = [
@@ -156,7 +143,7 @@ def _meta_of(obj: KubeObject) -> tuple[str, str, str, str | None, list[_Ref]]:
             for r in meta.get("ownerReferences") or []
             if isinstance(r, Mapping)
         ]
-        return (
+        return _Meta(
             str(meta.get("name") or ""),
             str(meta.get("namespace") or ""),
             str(meta.get("uid") or ""),
@@ -167,7 +154,7 @@ def _meta_of(obj: KubeObject) -> tuple[str, str, str, str | None, list[_Ref]]:
     refs = [
         _Ref(r.api_version, r.kind, r.name, r.uid, r.controller is True) for r in m.owner_references
     ]
-    return m.name or "", m.namespace or "", m.uid or "", m.deletion_timestamp, refs
+    return _Meta(m.name or "", m.namespace or "", m.uid or "", m.deletion_timestamp, refs)
 
 
 def _group(api_version: str) -> str:
@@ -306,14 +293,15 @@ class Reconciler:
 
     def owner_key_of(self, obj: KubeObject) -> str | None:
         """The key of the owner of our kind that controls ``obj``, or None."""
-        _name, ns, _, _, refs = _meta_of(obj)
+        meta = _meta_of(obj)
+        ns, refs = meta.namespace, meta.owner_refs
         for ref in refs:
             if self._is_owner_ref(ref):
                 return f"{ns}/{ref.name}"
         return None
 
     def _controller_uid(self, obj: KubeObject) -> str | None:
-        for ref in _meta_of(obj)[4]:
+        for ref in _meta_of(obj).owner_refs:
             if self._is_owner_ref(ref):
                 return ref.uid
         return None
@@ -328,10 +316,10 @@ class Reconciler:
         gvk = self.integration.gvk
         found: dict[ObjKey, KubeObject] = {}
         for o in self.owned(key):
-            found[(_kind_of(o), ns, _meta_of(o)[0])] = o
+            found[(_kind_of(o), ns, _meta_of(o).name)] = o
 
         def uncontrolled(o: KubeObject) -> bool:
-            return not any(r.controller for r in _meta_of(o)[4])
+            return not any(r.controller for r in _meta_of(o).owner_refs)
 
         for k in self._known.get(key, set()):
             seen = self.objects.get(k)
@@ -390,7 +378,8 @@ class Reconciler:
     def _on_owner(self, event: str, obj: Any) -> None:
         items = obj if event == "SYNC" else [obj]
         for o in items:
-            name, ns, _, _, _ = _meta_of(o)
+            meta = _meta_of(o)
+            name, ns = meta.name, meta.namespace
             key = f"{ns}/{name}"
             for parent in self._parent_of.pop(key, ()):
                 self._children.get(parent, set()).discard(key)
@@ -400,7 +389,7 @@ class Reconciler:
             else:
                 self.owners[key] = o
                 if self._delegated(o) is not None:
-                    for ref in _meta_of(o)[4]:
+                    for ref in _meta_of(o).owner_refs:
                         if ref.controller:
                             parent = (ns, ref.kind, ref.name)
                             self._children.setdefault(parent, set()).add(key)
@@ -410,7 +399,8 @@ class Reconciler:
     def _on_object(self, event: str, obj: Any) -> None:
         items = obj if event == "SYNC" else [obj]
         for o in items:
-            name, ns, _, _, _ = _meta_of(o)
+            meta = _meta_of(o)
+            name, ns = meta.name, meta.namespace
             k = (_kind_of(o), ns, name)
             if event == "DELETED":
                 self._drop(k)
@@ -560,7 +550,7 @@ class Reconciler:
         """The owner's plan; None when a delegating child's parent Workload is missing."""
         if self._delegated(owner) is not None:
             assert isinstance(self.integration, DelegatedGroups)
-            _, ns, _, _, _ = _meta_of(dict(owner))
+            ns = _meta_of(dict(owner)).namespace
             workloads = [o for (k, n, _), o in self.objects.items() if k == "Workload" and n == ns]
             parent = self.integration.find_parent_workload(
                 owner, [w for w in workloads if isinstance(w, Workload)]
@@ -576,13 +566,14 @@ class Reconciler:
         ``ApiError`` for errors worth a retry."""
         out = _Outcome()
         owner = self.owners.get(key)
-        if owner is None or _meta_of(owner)[3]:
+        if owner is None or _meta_of(owner).deletion_timestamp:
             await self._delete_all(self._leftovers(key), out)
             self.plans.pop(key, None)
             self._known.pop(key, None)
             self._forget_status(key)
             return out.result()
-        _name, ns, uid, _, _ = _meta_of(owner)
+        meta = _meta_of(owner)
+        ns, uid = meta.namespace, meta.uid
         try:
             plan = self._plan(owner)
         except NotManagedError:
@@ -605,7 +596,7 @@ class Reconciler:
             live = await self._ensure(plan.workload, owner, out)
             if live is None:
                 return out.result()
-            wl_uid = _meta_of(live)[2]
+            wl_uid = _meta_of(live).uid
             if wl_uid:
                 plan = plan.with_workload_uid(wl_uid)
         groups: list[CompositePodGroup | PodGroup] = [
@@ -622,7 +613,7 @@ class Reconciler:
         extra = [
             o
             for o in self.owned(key)
-            if (_kind_of(o), ns, _meta_of(o)[0]) not in wanted and self._controller_uid(o) == uid
+            if (_kind_of(o), ns, _meta_of(o).name) not in wanted and self._controller_uid(o) == uid
         ]
         await self._delete_all(extra, out)
         await self._mirror_status(owner, plan, out)
@@ -660,8 +651,14 @@ class Reconciler:
         owner: Mapping[str, Any],
         out: _Outcome,
     ) -> KubeObject | None:
-        name, ns, _, deleting, refs = _meta_of(live)
-        _, _, owner_uid, _, _ = _meta_of(dict(owner))
+        meta = _meta_of(live)
+        name, ns, deleting, refs = (
+            meta.name,
+            meta.namespace,
+            meta.deletion_timestamp,
+            meta.owner_refs,
+        )
+        owner_uid = _meta_of(dict(owner)).uid
         controller = next((r for r in refs if r.controller), None)
         if controller is not None:
             if self._is_owner_ref(controller) and controller.uid in (owner_uid, ""):
@@ -737,7 +734,7 @@ class Reconciler:
 
     @staticmethod
     def _owner_name(owner: Mapping[str, Any]) -> str:
-        return _meta_of(dict(owner))[0]
+        return _meta_of(dict(owner)).name
 
     async def _apply_patches(
         self, plan: Plan, out: _Outcome, owner: Mapping[str, Any] | None = None
@@ -796,7 +793,8 @@ class Reconciler:
             return 0
 
         for o in sorted(objs, key=lambda o: (order.get(_kind_of(o), 3), depth(o))):
-            name, ns, _, deleting, _ = _meta_of(o)
+            meta = _meta_of(o)
+            name, ns, deleting = meta.name, meta.namespace, meta.deletion_timestamp
             k: ObjKey = (_kind_of(o), ns, name)
             if deleting:
                 continue
@@ -846,7 +844,7 @@ class Reconciler:
         if self.adopt_ownerless:
             return False
         live = self.objects.get(("PodGroup", ns, group))
-        return live is not None and not any(r.controller for r in _meta_of(live)[4])
+        return live is not None and not any(r.controller for r in _meta_of(live).owner_refs)
 
     # ---- status and events -------------------------------------------------------------
 
@@ -864,7 +862,8 @@ class Reconciler:
         type_: Literal["Normal", "Warning"],
         out: _Outcome,
     ) -> None:
-        name, ns, uid, _, _ = _meta_of(dict(owner))
+        meta = _meta_of(dict(owner))
+        name, ns, uid = meta.name, meta.namespace, meta.uid
         involved = {
             "apiVersion": owner.get("apiVersion") or self.resource.api_version,
             "kind": owner.get("kind") or self.resource.kind,
@@ -895,7 +894,8 @@ class Reconciler:
         await self._event(owner, EVENT_FAILED_COMPILATION, message, "Warning", out)
 
     async def _mirror_status(self, owner: Mapping[str, Any], plan: Plan, out: _Outcome) -> None:
-        name, ns, _, _, _ = _meta_of(dict(owner))
+        meta = _meta_of(dict(owner))
+        name, ns = meta.name, meta.namespace
         key = f"{ns}/{name}"
         for pg in plan.pod_groups:
             pg_name = pg.metadata.name or ""
@@ -945,7 +945,7 @@ class Reconciler:
             await self._owner_condition(owner, plan)
 
     def _owner_condition_value(self, owner: Mapping[str, Any], plan: Plan) -> dict[str, str]:
-        ns = _meta_of(dict(owner))[1]
+        ns = _meta_of(dict(owner)).namespace
         states = []
         for pg in plan.pod_groups:
             live = self.objects.get(("PodGroup", ns, pg.metadata.name or ""))
@@ -969,7 +969,8 @@ class Reconciler:
         return {"status": "Unknown", "reason": "Pending", "message": "waiting for the scheduler"}
 
     async def _owner_condition(self, owner: Mapping[str, Any], plan: Plan) -> None:
-        name, ns, _, _, _ = _meta_of(dict(owner))
+        meta = _meta_of(dict(owner))
+        name, ns = meta.name, meta.namespace
         want = self._owner_condition_value(owner, plan)
         conds = [
             c for c in (owner.get("status") or {}).get("conditions") or [] if isinstance(c, dict)
