@@ -67,8 +67,7 @@ from workloadbuilder.runtime._workqueue import WorkQueue
 
 if TYPE_CHECKING:
     from workloadbuilder.kinds import OwnerConditions, OwnerlessObjects
-    from workloadbuilder.runtime._podlink import link_pod, link_pod_template
-    from workloadbuilder.runtime._reconciler import (
+    from workloadbuilder.runtime._owned import (
         CONDITION_GANG_SCHEDULED,
         CONDITION_INITIALLY_SCHEDULED,
         EVENT_FAILED_COMPILATION,
@@ -76,9 +75,10 @@ if TYPE_CHECKING:
         EVENT_GANG_PREEMPTED,
         EVENT_GANG_SCHEDULED,
         EVENT_GANG_UNSCHEDULABLE,
-        Reconciler,
         ReconcileResult,
     )
+    from workloadbuilder.runtime._podlink import link_pod, link_pod_template
+    from workloadbuilder.runtime._reconciler import Reconciler
 
 __all__ = [
     "CONDITION_GANG_SCHEDULED",
@@ -137,18 +137,18 @@ __all__ = [
 _LAZY = {
     "link_pod": "workloadbuilder.runtime._podlink",
     "link_pod_template": "workloadbuilder.runtime._podlink",
-    "CONDITION_GANG_SCHEDULED": "workloadbuilder.runtime._reconciler",
-    "CONDITION_INITIALLY_SCHEDULED": "workloadbuilder.runtime._reconciler",
-    "EVENT_FAILED_COMPILATION": "workloadbuilder.runtime._reconciler",
-    "EVENT_FAILED_WORKLOAD_CREATE": "workloadbuilder.runtime._reconciler",
-    "EVENT_GANG_PREEMPTED": "workloadbuilder.runtime._reconciler",
-    "EVENT_GANG_SCHEDULED": "workloadbuilder.runtime._reconciler",
-    "EVENT_GANG_UNSCHEDULABLE": "workloadbuilder.runtime._reconciler",
+    "CONDITION_GANG_SCHEDULED": "workloadbuilder.runtime._owned",
+    "CONDITION_INITIALLY_SCHEDULED": "workloadbuilder.runtime._owned",
+    "EVENT_FAILED_COMPILATION": "workloadbuilder.runtime._owned",
+    "EVENT_FAILED_WORKLOAD_CREATE": "workloadbuilder.runtime._owned",
+    "EVENT_GANG_PREEMPTED": "workloadbuilder.runtime._owned",
+    "EVENT_GANG_SCHEDULED": "workloadbuilder.runtime._owned",
+    "EVENT_GANG_UNSCHEDULABLE": "workloadbuilder.runtime._owned",
     # the Integration capabilities the Reconciler reads, defined with the others in kinds
     "OwnerConditions": "workloadbuilder.kinds",
     "OwnerlessObjects": "workloadbuilder.kinds",
     "Reconciler": "workloadbuilder.runtime._reconciler",
-    "ReconcileResult": "workloadbuilder.runtime._reconciler",
+    "ReconcileResult": "workloadbuilder.runtime._owned",
 }
 
 
