@@ -240,6 +240,8 @@ class _Compiled:
 
 
 def _compile(jobset: Mapping[str, Any]) -> _Compiled:
+    """Validate a JobSet as the API server and the JobSet webhook do, and compile its
+    PodGroupTemplates (leaves) and child Jobs; the steps are the functions below."""
     if not isinstance(jobset, Mapping):
         raise ValidationError([FieldError(path="", type="Invalid value", detail="not an object")])
     meta = as_map(jobset.get("metadata"), "metadata")
@@ -266,6 +268,74 @@ def _compile(jobset: Mapping[str, Any]) -> _Compiled:
                 )
             ]
         )
+    _check_managed_fields(rjobs, errors)
+
+    top = _parse_level(sched, "spec.scheduling")
+    entries = _parse_entries(sched)
+
+    uses_top = top.policy is not None or top.constraints is not None or top.disruption is not None
+    if uses_top and entries:
+        errors.append(
+            FieldError(
+                path="spec.scheduling",
+                type="Forbidden",
+                detail="cannot set schedulingPolicy, schedulingConstraints, or disruptionMode "
+                "together with replicatedJobs; use exactly one of the top-level scheduling API "
+                "or the per-ReplicatedJob (replicatedJobs) scheduling API",
+            )
+        )
+    by_name = {rj.name: rj for rj in rjobs}
+    targeted = _check_entries(entries, by_name, errors)
+    if entries and not uses_top:
+        _check_untargeted(rjobs, targeted, errors)
+
+    startup = as_map(spec.get("startupPolicy"), "spec.startupPolicy")
+    sequenced = startup.get("startupPolicyOrder") == "InOrder" or any(rj.depends_on for rj in rjobs)
+    top_level = not entries and (top.policy is None or top.policy.gang is not None)
+    single = top_level and not sequenced
+    top_min = _explicit_min(top)
+    if sequenced and not entries and top_min is not None:
+        errors.append(
+            _invalid(
+                "spec.scheduling.schedulingPolicy.gang.minCount",
+                top_min,
+                "cannot be set when DependsOn or InOrder StartupPolicy is used; use "
+                "per-ReplicatedJob gang policies instead",
+            )
+        )
+    total_pods = sum(rj.parallelism * rj.replicas for rj in rjobs)
+    if single:
+        _check_single(rjobs, top_min, total_pods, errors)
+    if errors:
+        raise ValidationError(errors)
+
+    leaves, jobs_of = _plan_leaves(
+        js_name,
+        ns,
+        top,
+        entries,
+        rjobs,
+        single=single,
+        sequenced=sequenced,
+        top_min=top_min,
+        total_pods=total_pods,
+        errors=errors,
+    )
+    _check_leaves(leaves, errors)
+    if errors:
+        raise ValidationError(errors)
+    pg_names = {
+        leaf.name: naming.jobset_pod_group_name(js_name, leaf.name, top_level=single)
+        for leaf in leaves
+    }
+    jobs = _child_jobs(js_name, rjobs, jobs_of, pg_names)
+    return _Compiled(
+        name=js_name, namespace=ns, leaves=tuple(leaves), pod_group_names=pg_names, jobs=jobs
+    )
+
+
+def _check_managed_fields(rjobs: Sequence[_RJob], errors: list[FieldError]) -> None:
+    """The fields the JobSet controller manages are not set by hand."""
     for rj in rjobs:
         rpath = f"spec.replicatedJobs[{rj.index}].template.spec"
         if rj.pod_template_spec.get("schedulingGroup") is not None:
@@ -286,7 +356,9 @@ def _compile(jobset: Mapping[str, Any]) -> _Compiled:
                 )
             )
 
-    top = _parse_level(sched, "spec.scheduling")
+
+def _parse_entries(sched: Mapping[str, Any]) -> list[_Entry]:
+    """``spec.scheduling.replicatedJobs``: the per-ReplicatedJob scheduling entries."""
     entries: list[_Entry] = []
     for i, raw in enumerate(as_list(sched.get("replicatedJobs"), "spec.scheduling.replicatedJobs")):
         epath = f"spec.scheduling.replicatedJobs[{i}]"
@@ -302,19 +374,14 @@ def _compile(jobset: Mapping[str, Any]) -> _Compiled:
             else _parse_level(as_map(job_raw, f"{epath}.job"), f"{epath}.job")
         )
         entries.append(_Entry(index=i, targets=targets, leaf=_parse_level(entry, epath), job=job))
+    return entries
 
-    uses_top = top.policy is not None or top.constraints is not None or top.disruption is not None
-    if uses_top and entries:
-        errors.append(
-            FieldError(
-                path="spec.scheduling",
-                type="Forbidden",
-                detail="cannot set schedulingPolicy, schedulingConstraints, or disruptionMode "
-                "together with replicatedJobs; use exactly one of the top-level scheduling API "
-                "or the per-ReplicatedJob (replicatedJobs) scheduling API",
-            )
-        )
-    by_name = {rj.name: rj for rj in rjobs}
+
+def _check_entries(
+    entries: Sequence[_Entry], by_name: Mapping[str, _RJob], errors: list[FieldError]
+) -> set[str]:
+    """Check each entry's targets, its ``job`` block and minCount; returns the targeted
+    ReplicatedJobs."""
     targeted: set[str] = set()
     for e in entries:
         tpath = f"spec.scheduling.replicatedJobs[{e.index}].targetReplicatedJobs"
@@ -393,57 +460,65 @@ def _compile(jobset: Mapping[str, Any]) -> _Compiled:
                     f"{list(e.targets)} ({total})",
                 )
             )
-    if entries and not uses_top:
-        for rj in rjobs:
-            if rj.name not in targeted:
-                errors.append(
-                    _invalid(
-                        f"spec.replicatedJobs[{rj.index}].name",
-                        rj.name,
-                        "must be targeted by a replicatedJobs entry when spec.scheduling does "
-                        "not set a top-level schedulingPolicy, schedulingConstraints, or "
-                        "disruptionMode",
-                    )
-                )
+    return targeted
 
-    startup = as_map(spec.get("startupPolicy"), "spec.startupPolicy")
-    sequenced = startup.get("startupPolicyOrder") == "InOrder" or any(rj.depends_on for rj in rjobs)
-    top_level = not entries and (top.policy is None or top.policy.gang is not None)
-    single = top_level and not sequenced
-    top_min = _explicit_min(top)
-    if sequenced and not entries and top_min is not None:
+
+def _check_untargeted(rjobs: Sequence[_RJob], targeted: set[str], errors: list[FieldError]) -> None:
+    """Without top-level scheduling every ReplicatedJob needs an entry."""
+    for rj in rjobs:
+        if rj.name not in targeted:
+            errors.append(
+                _invalid(
+                    f"spec.replicatedJobs[{rj.index}].name",
+                    rj.name,
+                    "must be targeted by a replicatedJobs entry when spec.scheduling does "
+                    "not set a top-level schedulingPolicy, schedulingConstraints, or "
+                    "disruptionMode",
+                )
+            )
+
+
+def _check_single(
+    rjobs: Sequence[_RJob], top_min: int | None, total_pods: int, errors: list[FieldError]
+) -> None:
+    """Top-level gang scheduling: one priority class and a minCount within the pod count."""
+    first = rjobs[0].priority_class_name or ""
+    for rj in rjobs[1:]:
+        if (rj.priority_class_name or "") != first:
+            errors.append(
+                _invalid(
+                    f"spec.replicatedJobs[{rj.index}].template.spec.template.spec."
+                    "priorityClassName",
+                    rj.priority_class_name or "",
+                    f"must match {first!r} when top-level gang scheduling is used",
+                )
+            )
+    if top_min is not None and top_min > total_pods:
         errors.append(
             _invalid(
                 "spec.scheduling.schedulingPolicy.gang.minCount",
                 top_min,
-                "cannot be set when DependsOn or InOrder StartupPolicy is used; use "
-                "per-ReplicatedJob gang policies instead",
+                f"cannot exceed the number of pods in the JobSet ({total_pods})",
             )
         )
-    total_pods = sum(rj.parallelism * rj.replicas for rj in rjobs)
-    if single:
-        first = rjobs[0].priority_class_name or ""
-        for rj in rjobs[1:]:
-            if (rj.priority_class_name or "") != first:
-                errors.append(
-                    _invalid(
-                        f"spec.replicatedJobs[{rj.index}].template.spec.template.spec."
-                        "priorityClassName",
-                        rj.priority_class_name or "",
-                        f"must match {first!r} when top-level gang scheduling is used",
-                    )
-                )
-        if top_min is not None and top_min > total_pods:
-            errors.append(
-                _invalid(
-                    "spec.scheduling.schedulingPolicy.gang.minCount",
-                    top_min,
-                    f"cannot exceed the number of pods in the JobSet ({total_pods})",
-                )
-            )
-    if errors:
-        raise ValidationError(errors)
 
+
+def _plan_leaves(
+    js_name: str,
+    ns: str,
+    top: _Level,
+    entries: Sequence[_Entry],
+    rjobs: Sequence[_RJob],
+    *,
+    single: bool,
+    sequenced: bool,
+    top_min: int | None,
+    total_pods: int,
+    errors: list[FieldError],
+) -> tuple[list[LeafSpec], dict[str, list[tuple[str, int]]]]:
+    """The PodGroupTemplates (leaves) and, per template, the child Jobs ``(replicatedJob,
+    index)`` it schedules."""
+    by_name = {rj.name: rj for rj in rjobs}
     leaves: list[LeafSpec] = []
     jobs_of: dict[str, list[tuple[str, int]]] = {}  # template -> [(rj, index)]
 
@@ -504,6 +579,11 @@ def _compile(jobset: Mapping[str, Any]) -> _Compiled:
             tname = naming.jobset_replicated_job_template_name(js_name, ns, rj.name)
             add(tname, top, [rj], rj.parallelism * rj.replicas, keep_min=not sequenced)
             jobs_of[tname] = [(rj.name, i) for i in range(rj.replicas)]
+    return leaves, jobs_of
+
+
+def _check_leaves(leaves: Sequence[LeafSpec], errors: list[FieldError]) -> None:
+    """Unique generated names, and no more templates than a Workload holds."""
     seen: set[str] = set()
     for leaf in leaves:
         if leaf.name in seen:
@@ -526,12 +606,15 @@ def _compile(jobset: Mapping[str, Any]) -> _Compiled:
                 has_value=True,
             )
         )
-    if errors:
-        raise ValidationError(errors)
-    pg_names = {
-        leaf.name: naming.jobset_pod_group_name(js_name, leaf.name, top_level=single)
-        for leaf in leaves
-    }
+
+
+def _child_jobs(
+    js_name: str,
+    rjobs: Sequence[_RJob],
+    jobs_of: Mapping[str, list[tuple[str, int]]],
+    pg_names: Mapping[str, str],
+) -> tuple[JobSetChildJob, ...]:
+    """The child Jobs with their template and PodGroup, in creation order."""
     jobs = tuple(
         JobSetChildJob(
             name=f"{js_name}-{rj}-{idx}",
@@ -545,9 +628,7 @@ def _compile(jobset: Mapping[str, Any]) -> _Compiled:
     )
     order = {rj.name: rj.index for rj in rjobs}
     jobs = tuple(sorted(jobs, key=lambda j: (order[j.replicated_job], j.index)))
-    return _Compiled(
-        name=js_name, namespace=ns, leaves=tuple(leaves), pod_group_names=pg_names, jobs=jobs
-    )
+    return jobs
 
 
 def _fallback(level: _Level, top: _Level) -> _Level:

@@ -118,7 +118,10 @@ def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
         "(see docs/scheduler.md, 'The garbage collector'; default on)",
     )
     p.set_defaults(func=_scheduler_command)
+    _register_explain(subparsers)
 
+
+def _register_explain(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     e = subparsers.add_parser(
         "explain",
         help="explain why a pod group is (not) scheduled",
