@@ -20,7 +20,7 @@ from workloadbuilder.api import CompositePodGroup, PodGroup, to_dict
 from workloadbuilder.cluster import Cluster
 from workloadbuilder.errors import ApiError, NotFound, WorkloadBuilderError
 from workloadbuilder.runtime import kube_cluster
-from workloadbuilder.scheduler._scheduler import CONDITION_INITIALLY_SCHEDULED
+from workloadbuilder.scheduler._status import CONDITION_INITIALLY_SCHEDULED
 
 __all__ = [
     "explain_command",
