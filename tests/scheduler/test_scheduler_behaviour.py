@@ -212,12 +212,12 @@ async def test_explanation_says_what_blocked_and_by_how_much(env: Env) -> None:
     cond = await env.group_condition("llm")
     assert cond.message == expected
 
-    from workloadbuilder.scheduler.cli import explain_text
+    from workloadbuilder.scheduler.explain import explain_text
 
     text = await explain_text(env.cluster, "llm", env.namespace)
     assert "Unschedulable" in text and expected in text and "0/4 pods bound" in text
 
-    from workloadbuilder.scheduler.cli import explain_report
+    from workloadbuilder.scheduler.explain import explain_report
 
     report = await explain_report(env.cluster, "llm", env.namespace)
     assert (report["policy"], report["minCount"]) == ("gang", 4)

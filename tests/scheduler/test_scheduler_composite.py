@@ -220,7 +220,7 @@ async def test_no_composite_condition_by_default(env: Env) -> None:
 
 
 async def test_explain_shows_the_tree_with_each_level(env: Env) -> None:
-    from workloadbuilder.scheduler.cli import explain_report, explain_text
+    from workloadbuilder.scheduler.explain import explain_report, explain_text
 
     await env.node("a", cpu="4")
     await _cpg(env, "t", 2)

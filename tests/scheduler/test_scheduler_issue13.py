@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sched_helpers import Env
 
-from workloadbuilder.scheduler.cli import explain_report, render_explain
+from workloadbuilder.scheduler.explain import explain_report, render_explain
 
 
 async def test_a_gated_gang_is_waiting_with_its_pod_count(env: Env) -> None:

@@ -18,7 +18,7 @@ from workloadbuilder.runtime import ManualClock
 from workloadbuilder.scheduler import Scheduler, SchedulerConfig
 from workloadbuilder.scheduler._metrics import PODGROUP_PREEMPTION_ATTEMPTS
 from workloadbuilder.scheduler._plugins import default_framework
-from workloadbuilder.scheduler.cli import explain_report, render_explain
+from workloadbuilder.scheduler.explain import explain_report, render_explain
 from workloadbuilder.testing.builders import (
     make_composite_pod_group,
     make_pod,

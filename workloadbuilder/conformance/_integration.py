@@ -203,10 +203,25 @@ class SampleScenario:
         return obj
 
     def parent_objects(self) -> list[_Obj]:
-        """``createParent``: a ConfigMap standing for any parent controller's object, and the
-        parent's Workload (``spec.controllerRef`` and a controller ownerReference to it) with
-        one PodGroupTemplate, :data:`PARENT_TEMPLATE`: a gang of the sample's first
-        ``minCount`` (a basic group for 0 or none)."""
+        """``createParent``: :meth:`parent_object` and :meth:`parent_workload`."""
+        return [self.parent_object(), self.parent_workload()]
+
+    def parent_object(self) -> _Obj:
+        """A ConfigMap standing for any parent controller's object."""
+        return {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": PARENT_NAME,
+                "namespace": self.namespace,
+                "labels": {RUN_LABEL: self.runner.run_id},
+            },
+        }
+
+    def parent_workload(self) -> _Obj:
+        """The parent's Workload (``spec.controllerRef`` and, once the parent exists, a
+        controller ownerReference to it) with one PodGroupTemplate, :data:`PARENT_TEMPLATE`:
+        a gang of the sample's first ``minCount`` (a basic group for 0 or none)."""
         labels = {RUN_LABEL: self.runner.run_id}
         mins = self.sample.expect.min_counts or ()
         policy: dict[str, Any] = (
@@ -231,12 +246,7 @@ class SampleScenario:
                     "controller": True,
                 }
             ]
-        parent: _Obj = {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": PARENT_NAME, "namespace": self.namespace, "labels": labels},
-        }
-        return [parent, workload]
+        return workload
 
     def plan(self) -> list[_Obj]:
         """What this rule creates and changes: the namespace, the parent (``createParent``),
@@ -289,9 +299,9 @@ class SampleScenario:
             ((kind, spec),) = step.items()
             spec = spec or {}
             if kind == "createParent":
-                made = to_dict(await self.cluster.create(self.parent_objects()[0]))
+                made = to_dict(await self.cluster.create(self.parent_object()))
                 self.parent_uid = str(_meta(made).get("uid"))
-                await self.cluster.create(self.parent_objects()[1])
+                await self.cluster.create(self.parent_workload())
             elif kind == "createSample":
                 created = to_dict(await self.cluster.create(self.sample_object()))
                 self.uid = str(_meta(created).get("uid"))

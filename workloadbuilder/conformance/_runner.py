@@ -35,16 +35,11 @@ from workloadbuilder.conformance._base import (
 )
 from workloadbuilder.conformance._base import Failed as _Failed
 from workloadbuilder.conformance._integration import SampleScenario
+from workloadbuilder.conformance._observe import ScenarioChecks, last_seen, occurrences
 from workloadbuilder.conformance._rules import UPSTREAM_SCHEDULER, Rule
 from workloadbuilder.conformance._samples import IntegrationSample
+from workloadbuilder.conformance._scenario import CLUSTER_KINDS, DRA_STEPS
 from workloadbuilder.errors import Forbidden, NotFound, WorkloadBuilderError
-from workloadbuilder.testing.builders import (
-    make_composite_pod_group,
-    make_node,
-    make_pod,
-    make_pod_group,
-    make_priority_class,
-)
 
 __all__ = [
     "RUN_LABEL",
@@ -58,288 +53,10 @@ __all__ = [
 ]
 
 
-#: the driver of the devices the DRA rules publish (ResourceSlices without a driver running)
-DRA_DRIVER = "conformance.workloadbuilder.io"
-_RESOURCE_V1 = "resource.k8s.io/v1"
-#: the steps of the DRA rules (a rule with one also cleans up its claims)
-_DRA_STEPS = frozenset({"deviceClass", "resourceSlice", "resourceClaim", "resourceClaimTemplate"})
-#: cluster-scoped kinds the runner creates and removes by name (and by label afterwards)
-_CLUSTER_KINDS = ("PriorityClass", "DeviceClass", "ResourceSlice")
-
-
-def _toleration(key: str, value: str) -> dict[str, Any]:
-    return {"key": key, "operator": "Equal", "value": value, "effect": "NoSchedule"}
-
-
-class _Scenario:
-    """One rule played once: its namespace, Nodes, objects, and the observations."""
-
-    @property
-    def cluster(self) -> Cluster:
-        return self.runner.cluster
-
-    def __init__(self, runner: ConformanceRunner, rule: Rule, index: int) -> None:
-        self.runner = runner
-        self.rule = rule
-        self.namespace = f"wbc-{runner.run_id}-{index}"
-        self.nodes: dict[str, dict[str, str]] = {}  # full name -> labels
-        self.priority_classes: list[str] = []
-        #: DeviceClasses and ResourceSlices created (kind, name), removed at the end
-        self.cluster_objects: list[tuple[str, str]] = []
-        #: pool name -> (the Node it is local to, or the labels its nodeSelector requires)
-        self.pools: dict[str, tuple[str | None, dict[str, str]]] = {}
-        self.deadline = 0.0
-        self.witnesses = 0
-
-    # ---- names -------------------------------------------------------------------------
-
-    def node_name(self, short: str) -> str:
-        return f"{self.namespace}-{short}"
-
-    def pc_name(self, short: str) -> str:
-        return f"{self.namespace}-{short}"
-
-    def _mark(self, obj: dict[str, Any], *, namespaced: bool = True) -> dict[str, Any]:
-        meta = obj.setdefault("metadata", {})
-        meta.setdefault("labels", {})[RUN_LABEL] = self.runner.run_id
-        if namespaced:
-            meta["namespace"] = self.namespace
-        return obj
-
-    # ---- what it creates (also the dry-run) ----------------------------------------------
-
-    def namespace_object(self) -> dict[str, Any]:
-        return self._mark(
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}},
-            namespaced=False,
-        )
-
-    def node_objects(
-        self, specs: Sequence[Mapping[str, Any]] | None = None
-    ) -> list[dict[str, Any]]:
-        out = []
-        if specs is None:
-            specs = [*self.rule.nodes, {"name": "witness", "cpu": "1"}]
-        for spec in specs:
-            full = self.node_name(str(spec["name"]))
-            labels = {str(k): str(v) for k, v in (spec.get("labels") or {}).items()}
-            node = (
-                make_node(full)
-                .label("kubernetes.io/hostname", full)
-                .label(SCENARIO_LABEL, self.namespace)
-                .labels(labels)
-                .taint(TAINT_KEY, self.runner.run_id)
-            )
-            if spec["name"] == "witness":
-                node.taint(WITNESS_TAINT_KEY, self.runner.run_id)
-            else:
-                self.nodes[full] = labels
-            node.resources(
-                {
-                    "cpu": str(spec.get("cpu", "4")),
-                    "memory": str(spec.get("memory", "16Gi")),
-                    "pods": str(spec.get("pods", "110")),
-                }
-            ).ready()
-            out.append(self._mark(node.obj(), namespaced=False))
-        return out
-
-    def step_objects(self, kind: str, spec: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """The objects one creating step makes."""
-        if kind == "priorityClass":
-            pcb = make_priority_class(self.pc_name(str(spec["name"])), int(spec["value"]))
-            if spec.get("preemptionPolicy"):
-                pcb.preemption_policy(str(spec["preemptionPolicy"]))
-            return [self._mark(pcb.obj(), namespaced=False)]
-        if kind == "podGroup":
-            pg = make_pod_group(str(spec["name"]), self.namespace)
-            if spec.get("parent"):
-                pg.parent(str(spec["parent"])).workload_ref(str(spec["parent"]), str(spec["name"]))
-            if "minCount" in spec:
-                pg.gang(int(spec["minCount"]))
-            if spec.get("topology"):
-                pg.topology(str(spec["topology"]))
-            if spec.get("priorityClass"):
-                pg.priority_class(self.pc_name(str(spec["priorityClass"])))
-            if spec.get("disruptionMode"):
-                pg.disruption_mode(str(spec["disruptionMode"]))
-            if spec.get("preemptionPolicy"):
-                pg.preemption_policy(str(spec["preemptionPolicy"]))
-            for entry, claim in (spec.get("claims") or {}).items():
-                pg.resource_claim(str(entry), claim=str(claim))
-            for entry, template in (spec.get("templates") or {}).items():
-                pg.resource_claim(str(entry), template=str(template))
-            return [self._mark(pg.obj())]
-        if kind == "compositePodGroup":
-            cpg = make_composite_pod_group(str(spec["name"]), self.namespace)
-            if "minGroupCount" in spec:
-                cpg.gang(int(spec["minGroupCount"]))
-            if spec.get("topology"):
-                cpg.topology(str(spec["topology"]))
-            if spec.get("priorityClass"):
-                cpg.priority_class(self.pc_name(str(spec["priorityClass"])))
-            if spec.get("disruptionMode"):
-                cpg.disruption_mode(str(spec["disruptionMode"]))
-            return [self._mark(cpg.obj())]
-        if kind == "node":
-            return self.node_objects([spec])
-        if kind == "pods":
-            group = spec.get("group")
-            prefix = str(spec.get("prefix", group or "pod"))
-            start = int(spec.get("start", 0))
-            out = []
-            for i in range(start, start + int(spec.get("count", 1))):
-                pod = make_pod(f"{prefix}-{i}", self.namespace)
-                pod.scheduler_name(str(spec.get("schedulerName", self.runner.scheduler_name)))
-                pod.tolerations(_toleration(TAINT_KEY, self.runner.run_id))
-                # the taint keeps real pods off the suite's Nodes; the selector keeps the
-                # suite's pods off real Nodes
-                pod.node_selector(RUN_LABEL, self.runner.run_id)
-                # and this rule's Nodes only: a scheduler may still see the Nodes of the rule
-                # before (deleted, the delete not yet in its cache) and bind to them
-                pod.node_selector(SCENARIO_LABEL, self.namespace)
-                if group:
-                    pod.pod_group(str(group))
-                if spec.get("node"):
-                    pod.node_name(self.node_name(str(spec["node"])))
-                if spec.get("priorityClass"):
-                    pod.priority_class(self.pc_name(str(spec["priorityClass"])))
-                if spec.get("labels"):
-                    pod.labels({str(k): str(v) for k, v in spec["labels"].items()})
-                pod.request("cpu", str(spec.get("cpu", "1")))
-                pod.request("memory", str(spec.get("memory", "1Gi")))
-                for entry, claim in (spec.get("claims") or {}).items():
-                    pod.pod_resource_claim(str(entry), claim=str(claim))
-                for entry, template in (spec.get("templates") or {}).items():
-                    pod.pod_resource_claim(str(entry), template=str(template))
-                obj = pod.obj()
-                # no kubelet: a deleted pod (a preemption victim) must go at once
-                obj["spec"]["terminationGracePeriodSeconds"] = 0
-                out.append(self._mark(obj))
-            return out
-        if kind == "podDisruptionBudget":
-            selector = spec.get("selector")
-            if selector is None:
-                selector = {"matchLabels": dict(spec.get("matchLabels") or {})}
-            pdb = {
-                "apiVersion": "policy/v1",
-                "kind": "PodDisruptionBudget",
-                "metadata": {"name": str(spec["name"])},
-                "spec": {"minAvailable": spec.get("minAvailable", 0), "selector": selector},
-            }
-            return [self._mark(pdb)]
-        if kind in ("deviceClass", "resourceSlice", "resourceClaim", "resourceClaimTemplate"):
-            return [self._dra_object(kind, spec)]
-        return []
-
-    def _dra_object(self, kind: str, spec: Mapping[str, Any]) -> dict[str, Any]:
-        """A DeviceClass or ResourceSlice (cluster-scoped: named ``<namespace>-<name>``), or
-        a ResourceClaim / ResourceClaimTemplate (in the rule's namespace)."""
-        name = str(spec["name"])
-        if kind == "deviceClass":
-            selector = {"cel": {"expression": f'device.driver == "{DRA_DRIVER}"'}}
-            return self._mark(
-                {
-                    "apiVersion": _RESOURCE_V1,
-                    "kind": "DeviceClass",
-                    "metadata": {"name": self.node_name(name)},
-                    "spec": {"selectors": [selector]},
-                },
-                namespaced=False,
-            )
-        if kind == "resourceSlice":
-            full = self.node_name(name)
-            where: dict[str, Any]
-            if spec.get("node"):
-                node = self.node_name(str(spec["node"]))
-                where = {"nodeName": node}
-                self.pools[full] = (node, {})
-            else:
-                # never a real Node: the run's label is required as well
-                labels = {str(k): str(v) for k, v in (spec.get("nodeLabels") or {}).items()}
-                exprs = [
-                    {"key": k, "operator": "In", "values": [v]}
-                    for k, v in {
-                        RUN_LABEL: self.runner.run_id,
-                        SCENARIO_LABEL: self.namespace,
-                        **labels,
-                    }.items()
-                ]
-                where = {"nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": exprs}]}}
-                self.pools[full] = (None, labels)
-            devices = [{"name": f"dev-{i}"} for i in range(int(spec.get("devices", 1)))]
-            return self._mark(
-                {
-                    "apiVersion": _RESOURCE_V1,
-                    "kind": "ResourceSlice",
-                    "metadata": {"name": full},
-                    "spec": {
-                        "driver": DRA_DRIVER,
-                        "pool": {"name": full, "generation": 1, "resourceSliceCount": 1},
-                        **where,
-                        "devices": devices,
-                    },
-                },
-                namespaced=False,
-            )
-        request = {
-            "name": str(spec.get("request", "dev")),
-            "exactly": {
-                "deviceClassName": self.node_name(str(spec["deviceClass"])),
-                "count": int(spec.get("count", 1)),
-            },
-        }
-        claim_spec = {"devices": {"requests": [request]}}
-        if kind == "resourceClaim":
-            return self._mark(
-                {
-                    "apiVersion": _RESOURCE_V1,
-                    "kind": "ResourceClaim",
-                    "metadata": {"name": name},
-                    "spec": claim_spec,
-                }
-            )
-        return self._mark(
-            {
-                "apiVersion": _RESOURCE_V1,
-                "kind": "ResourceClaimTemplate",
-                "metadata": {"name": name},
-                "spec": {"spec": claim_spec},
-            }
-        )
-
-    def witness_objects(self, n: int) -> list[dict[str, Any]]:
-        """The ``n``-th ``settle``'s witness: a basic PodGroup of one pod that only the
-        witness Node accepts."""
-        name = f"wbc-witness-{n}"
-        pg = make_pod_group(name, self.namespace).obj()
-        pod = (
-            make_pod(f"{name}-0", self.namespace)
-            .scheduler_name(self.runner.scheduler_name)
-            .pod_group(name)
-            .tolerations(
-                _toleration(TAINT_KEY, self.runner.run_id),
-                _toleration(WITNESS_TAINT_KEY, self.runner.run_id),
-            )
-            .node_selector("kubernetes.io/hostname", self.node_name("witness"))
-            .request("cpu", "10m")
-            .obj()
-        )
-        return [self._mark(pg), self._mark(pod)]
-
-    def plan(self) -> list[dict[str, Any]]:
-        """Everything this rule creates, in order (the witnesses of ``settle`` included)."""
-        objs = [self.namespace_object(), *self.node_objects()]
-        witnesses = 0
-        for step in self.rule.steps:
-            ((kind, spec),) = step.items()
-            if kind == "settle":
-                witnesses += 1
-                objs.extend(self.witness_objects(witnesses))
-            objs.extend(self.step_objects(kind, spec or {}))
-        return objs
-
-    # ---- playing -----------------------------------------------------------------------
+class _Scenario(ScenarioChecks):
+    """One rule played once: its namespace, Nodes, objects, and the observations (the
+    objects come from :class:`ScenarioObjects`, the observations from
+    :class:`ScenarioChecks`)."""
 
     async def setup(self) -> None:
         await self.cluster.create(self.namespace_object())
@@ -396,7 +113,7 @@ class _Scenario:
                 for obj in self.step_objects(kind, spec):
                     if obj["kind"] == "PriorityClass":
                         self.priority_classes.append(obj["metadata"]["name"])
-                    elif obj["kind"] in _CLUSTER_KINDS:
+                    elif obj["kind"] in CLUSTER_KINDS:
                         self.cluster_objects.append((obj["kind"], obj["metadata"]["name"]))
                     await self._create(obj)
                 if kind == "podDisruptionBudget":
@@ -497,8 +214,8 @@ class _Scenario:
                     continue
                 if ev.get("reason") != "FailedScheduling":
                     continue
-                attempts[name] = attempts.get(name, 0) + _occurrences(ev)
-                last[name] = max(last.get(name, 0.0), _last_seen(ev))
+                attempts[name] = attempts.get(name, 0) + occurrences(ev)
+                last[name] = max(last.get(name, 0.0), last_seen(ev))
             now = time.time()
             out = []
             for name in sorted(members):
@@ -518,244 +235,6 @@ class _Scenario:
             return await self.mismatches(spec)
 
         await self._until(probe, "outcome not reached by the deadline")
-
-    # ---- observing ---------------------------------------------------------------------
-
-    async def mismatches(self, spec: Mapping[str, Any]) -> list[str]:
-        """What differs between the cluster now and the expected outcome ``spec``."""
-        pods = {  # a pod being deleted (a victim) counts as gone
-            str(p["metadata"]["name"]): p
-            for p in map(to_dict, (await self.cluster.list("Pod", self.namespace)).items)
-            if not p["metadata"].get("deletionTimestamp")
-        }
-        events: dict[str, set[str]] = {}
-        for ev in map(to_dict, (await self.cluster.list("Event", self.namespace)).items):
-            inv = ev.get("involvedObject") or {}
-            if inv.get("kind") == "Pod":
-                events.setdefault(str(inv.get("name")), set()).add(str(ev.get("reason")))
-        out: list[str] = []
-        for name, want in (spec.get("pods") or {}).items():
-            exists = want.get("exists", True)
-            if name not in pods:
-                if exists:
-                    out.append(f"pod {name} does not exist")
-                continue
-            if not exists:
-                out.append(f"pod {name} still exists")
-                continue
-            out += _pod_mismatches(name, pods[name], events.get(name, set()), want)
-        for group, want in (spec.get("groups") or {}).items():
-            out += await self._group_mismatches(group, want, pods, events)
-        for name, want in (spec.get("composites") or {}).items():
-            cpg = to_dict(await self.cluster.get("CompositePodGroup", name, self.namespace))
-            cond = _condition(cpg, "CompositePodGroupInitiallyScheduled")
-            out += _condition_mismatch(f"CompositePodGroup {name}", cond, cpg, want)
-        if "claims" in spec or "claimCount" in spec:
-            out += await self._claim_mismatches(spec, pods)
-        return out
-
-    async def _claim_mismatches(
-        self, spec: Mapping[str, Any], pods: Mapping[str, dict[str, Any]]
-    ) -> list[str]:
-        """``claims``: per claim (``pod/<pod>/<entry>``, ``podGroup/<group>/<entry>`` or a
-        claim's name) ``allocated``, ``devices`` (how many), ``reservedFor``
-        (``[<apiGroup>/]<resource>/<name>`` each) and ``onNodeOf`` (every device reachable from that
-        pod's Node); ``claimCount``: how many ResourceClaims the namespace has."""
-        out: list[str] = []
-        claims = {
-            str(c["metadata"]["name"]): c
-            for c in map(to_dict, (await self.cluster.list("ResourceClaim", self.namespace)).items)
-        }
-        if "claimCount" in spec and len(claims) != int(spec["claimCount"]):
-            out.append(f"{len(claims)} ResourceClaims {sorted(claims)}, want {spec['claimCount']}")
-        for key, want in (spec.get("claims") or {}).items():
-            name = await self._claim_name(str(key), pods)
-            if name is None or name not in claims:
-                out.append(f"claim {key}: no ResourceClaim (yet)")
-                continue
-            out += self._one_claim_mismatches(f"claim {key} ({name})", claims[name], want, pods)
-        return out
-
-    async def _claim_name(self, key: str, pods: Mapping[str, dict[str, Any]]) -> str | None:
-        """The ResourceClaim ``key`` means: named in the entry, or the generated one recorded
-        in the owner's ``status.resourceClaimStatuses``."""
-        parts = key.split("/")
-        if len(parts) != 3 or parts[0] not in ("pod", "podGroup"):
-            return key
-        kind, owner, entry = parts
-        if kind == "pod":
-            if owner not in pods:
-                return None
-            obj = pods[owner]
-            entries = obj["spec"].get("resourceClaims") or ()
-        else:
-            try:
-                obj = to_dict(await self.cluster.get("PodGroup", owner, self.namespace))
-            except NotFound:
-                return None
-            entries = obj["spec"].get("resourceClaims") or ()
-        for e in entries:
-            if e.get("name") == entry and e.get("resourceClaimName"):
-                return str(e["resourceClaimName"])
-        for st in (obj.get("status") or {}).get("resourceClaimStatuses") or ():
-            if st.get("name") == entry and st.get("resourceClaimName"):
-                return str(st["resourceClaimName"])
-        return None
-
-    def _one_claim_mismatches(
-        self,
-        what: str,
-        claim: Mapping[str, Any],
-        want: Mapping[str, Any],
-        pods: Mapping[str, dict[str, Any]],
-    ) -> list[str]:
-        out: list[str] = []
-        status = claim.get("status") or {}
-        allocation = status.get("allocation") or {}
-        results = (allocation.get("devices") or {}).get("results") or ()
-        if "allocated" in want and bool(allocation) != bool(want["allocated"]):
-            out.append(f"{what}: allocated={bool(allocation)}, want {bool(want['allocated'])}")
-        if "devices" in want and len(results) != int(want["devices"]):
-            out.append(f"{what}: {len(results)} devices allocated, want {want['devices']}")
-        if "reservedFor" in want:
-            got = sorted(
-                "/".join(x for x in (r.get("apiGroup"), r.get("resource"), r.get("name")) if x)
-                for r in status.get("reservedFor") or ()
-            )
-            exp = sorted(map(str, want["reservedFor"]))
-            if got != exp:
-                out.append(f"{what}: reservedFor {got}, want {exp}")
-        if want.get("onNodeOf"):
-            pod = str(want["onNodeOf"])
-            node = (pods.get(pod) or {}).get("spec", {}).get("nodeName")
-            if not node:
-                out.append(f"{what}: pod {pod} is not bound")
-            for r in results:
-                local, labels = self.pools.get(str(r.get("pool")), (None, None))
-                reached = (
-                    (local == node)
-                    if local
-                    else labels is not None
-                    and all(self.nodes.get(str(node), {}).get(k) == v for k, v in labels.items())
-                )
-                if node and not reached:
-                    out.append(
-                        f"{what}: device {r.get('pool')}/{r.get('device')} is not on "
-                        f"{pod}'s Node {node}"
-                    )
-        return out
-
-    async def _group_mismatches(
-        self,
-        group: str,
-        want: Mapping[str, Any],
-        pods: Mapping[str, dict[str, Any]],
-        events: Mapping[str, set[str]],
-    ) -> list[str]:
-        out: list[str] = []
-        try:
-            pg = to_dict(await self.cluster.get("PodGroup", group, self.namespace))
-        except NotFound:
-            return [f"PodGroup {group} does not exist"]
-        cond = _condition(pg, "PodGroupInitiallyScheduled")
-        out += _condition_mismatch(f"PodGroup {group}", cond, pg, want)
-        members = {
-            n: p
-            for n, p in pods.items()
-            if (p["spec"].get("schedulingGroup") or {}).get("podGroupName") == group
-        }
-        bound = {n: p["spec"]["nodeName"] for n, p in members.items() if p["spec"].get("nodeName")}
-        if "bound" in want and len(bound) != int(want["bound"]):
-            out.append(f"PodGroup {group}: {len(bound)} pods bound, want {want['bound']}")
-        if "members" in want and len(members) != int(want["members"]):
-            out.append(
-                f"PodGroup {group}: {len(members)} pods exist {sorted(members)}, "
-                f"want {want['members']}"
-            )
-        for selector, subset in (
-            ("pods", members),
-            ("boundPods", {n: p for n, p in members.items() if n in bound}),
-            ("pendingPods", {n: p for n, p in members.items() if n not in bound}),
-        ):
-            if selector in want:
-                for n, p in sorted(subset.items()):
-                    out += _pod_mismatches(n, p, events.get(n, set()), want[selector])
-        for key, value in (want.get("domain") or {}).items():
-            got = {self.nodes.get(node, {}).get(key) for node in bound.values()}
-            if value == "same" and len(got) > 1:
-                out.append(
-                    f"PodGroup {group}: pods in several {key} domains {sorted(map(str, got))}"
-                )
-            elif value != "same" and got and got != {str(value)}:
-                out.append(f"PodGroup {group}: pods in {key} {sorted(map(str, got))}, want {value}")
-        return out
-
-
-def _occurrences(ev: Mapping[str, Any]) -> int:
-    """How many times an Event happened (core/v1 ``count`` or events.k8s.io ``series``)."""
-    series = ev.get("series") or {}
-    return max(int(series.get("count") or 0), int(ev.get("count") or 0), 1)
-
-
-def _last_seen(ev: Mapping[str, Any]) -> float:
-    """When an Event last happened, as a Unix time; second-resolution stamps count as the
-    end of their second (they are truncated)."""
-    series = ev.get("series") or {}
-    for value, truncated in (
-        (series.get("lastObservedTime"), False),
-        (ev.get("eventTime"), False),
-        (ev.get("lastTimestamp"), True),
-        ((ev.get("metadata") or {}).get("creationTimestamp"), True),
-    ):
-        if value:
-            stamp = datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-            return stamp.timestamp() + (1.0 if truncated else 0.0)
-    return time.time()
-
-
-def _condition(obj: Mapping[str, Any], ctype: str) -> dict[str, Any] | None:
-    for c in (obj.get("status") or {}).get("conditions") or ():
-        if c.get("type") == ctype:
-            return dict(c)
-    return None
-
-
-def _condition_mismatch(
-    what: str, cond: Mapping[str, Any] | None, obj: Mapping[str, Any], want: Mapping[str, Any]
-) -> list[str]:
-    out: list[str] = []
-    if "condition" in want:
-        expected = want["condition"]
-        got = None if cond is None else [str(cond.get("status")), str(cond.get("reason", ""))]
-        exp = None if expected is None else [str(v) for v in expected]
-        if got != exp:
-            out.append(f"{what}: condition {got}, want {exp}")
-    if want.get("observedGenerationCurrent") and cond is not None:
-        gen = (obj.get("metadata") or {}).get("generation")
-        if cond.get("observedGeneration") != gen:
-            out.append(f"{what}: observedGeneration {cond.get('observedGeneration')}, want {gen}")
-    return out
-
-
-def _pod_mismatches(
-    name: str, pod: Mapping[str, Any], events: set[str], want: Mapping[str, Any]
-) -> list[str]:
-    out: list[str] = []
-    bound = bool(pod["spec"].get("nodeName"))
-    if "bound" in want and bound != bool(want["bound"]):
-        out.append(f"pod {name}: bound={bound}, want {bool(want['bound'])}")
-    if "scheduled" in want:
-        cond = _condition(pod, "PodScheduled")
-        got = None if cond is None else [str(cond.get("status")), str(cond.get("reason", ""))]
-        exp = None if want["scheduled"] is None else [str(v) for v in want["scheduled"]]
-        if got != exp:
-            out.append(f"pod {name}: PodScheduled {got}, want {exp}")
-    missing = sorted(set(map(str, want.get("events") or ())) - events)
-    if missing:
-        out.append(f"pod {name}: no {', '.join(missing)} event")
-    if want.get("noEvents") and events:
-        out.append(f"pod {name}: events {sorted(events)}, want none")
-    return out
 
 
 async def _no_step() -> None:
@@ -890,7 +369,7 @@ class ConformanceRunner:
                         "Pod", pod["metadata"]["name"], ns, grace_period_seconds=0
                     )
             kinds = ["PodGroup", "CompositePodGroup", "PodDisruptionBudget"]
-            if any(k in _DRA_STEPS for s in scenario.rule.steps for k in s):
+            if any(k in DRA_STEPS for s in scenario.rule.steps for k in s):
                 kinds += ["ResourceClaim", "ResourceClaimTemplate"]
             for kind in kinds:
                 for obj in map(to_dict, (await self.cluster.list(kind, ns)).items):
@@ -916,7 +395,7 @@ async def remove_leftovers(cluster: Cluster, run_id: str | None = None) -> list[
     each one deleted. A namespace takes its pods, groups and claims with it."""
     selector = RUN_LABEL if run_id is None else f"{RUN_LABEL}={run_id}"
     gone: list[str] = []
-    for kind in ("Namespace", "Node", *_CLUSTER_KINDS):
+    for kind in ("Namespace", "Node", *CLUSTER_KINDS):
         try:
             found = (await cluster.list(kind, label_selector=selector)).items
         except NotFound:  # resource.k8s.io not served: nothing of the DRA rules to remove

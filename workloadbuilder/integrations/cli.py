@@ -6,9 +6,6 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import os
-import signal
-import socket
 import tempfile
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -22,9 +19,15 @@ from workloadbuilder.runtime import (
     Reconciler,
     add_event_loop_flag,
     add_kube_flags,
-    check_access,
-    credential_source,
+    add_serving_flags,
+    cancel_all,
+    check_access_or_close,
     kube_cluster,
+    lead_or_stop,
+    leader_elector,
+    report_lost_lease,
+    start_health,
+    stop_on_signals,
 )
 
 if TYPE_CHECKING:  # aiohttp's server is imported only when a webhook is served
@@ -91,8 +94,7 @@ def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
     run.add_argument("--leader-elect-lease-name", default=COMPONENT)
     run.add_argument("--leader-elect-lease-namespace", default="kube-system")
     run.add_argument("--workers", type=int, default=2, help="parallel reconciles per kind")
-    run.add_argument("--metrics-port", type=int, default=10271, help="0 disables the endpoint")
-    run.add_argument("--bind-address", default="0.0.0.0", help="address for metrics and health")
+    add_serving_flags(run, metrics_port=10271)
     add_event_loop_flag(run)
     run.set_defaults(func=_run_command)
     p.set_defaults(func=lambda args: _usage(p))
@@ -227,24 +229,16 @@ async def run_integrations(
             return 0
         starting.result()
         if elector is not None:
-            acquire = asyncio.create_task(elector.acquire())
-            done, _ = await asyncio.wait({acquire, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            if stopper in done:
-                acquire.cancel()
+            if not await lead_or_stop(elector, stopper):
                 return 0
             tasks.append(asyncio.create_task(elector.keep()))
         runners = [asyncio.create_task(r.run(workers=workers)) for r in reconcilers]
         tasks.extend(runners)
         done, _ = await asyncio.wait(set(tasks), return_when=asyncio.FIRST_COMPLETED)
         if stopper not in done:
-            print("error: lost the leader lease; exiting", flush=True)
-            code = 1
+            code = report_lost_lease()
     finally:
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        await cancel_all(tasks)
         for r in reconcilers:
             await r.stop()
         if webhook is not None:
@@ -261,17 +255,14 @@ async def _run_command(args: argparse.Namespace) -> int:
     if args.webhook_port is not None and not (args.self_signed or (args.tls_cert and args.tls_key)):
         raise SystemExit("error: --webhook-port needs --tls-cert and --tls-key, or --self-signed")
     cluster = kube_cluster(args)
-    try:  # rejected credentials or no right to read what the reconcilers read: stop now
-        await check_access(
-            cluster,
-            ["Workload", "PodGroup", "Pod", *(_owner_kind(k) for k in kinds)],
-            source=credential_source(args),
-            component="integrations run",
-            rbac="examples/deploy/integrations/clusterrole.yaml",
-        )
-    except BaseException:
-        await cluster.close()
-        raise
+    # rejected credentials or no right to read what the reconcilers read: stop now
+    await check_access_or_close(
+        cluster,
+        args,
+        ["Workload", "PodGroup", "Pod", *(_owner_kind(k) for k in kinds)],
+        component="integrations run",
+        rbac="examples/deploy/integrations/clusterrole.yaml",
+    )
     if "job" in kinds and args.job_mode != "opt-in":
         native = args.job_mode == "native" or await detect_native_job_integration(cluster)
         if native:
@@ -292,20 +283,11 @@ async def _run_command(args: argparse.Namespace) -> int:
         webhook = PodWebhook([], cert_file=cert, key_file=key)
     elector = None
     if args.leader_elect:
-        elector = LeaderElector(
-            cluster,
-            identity=f"{socket.gethostname()}_{os.getpid()}",
-            name=args.leader_elect_lease_name,
-            namespace=args.leader_elect_lease_namespace,
+        elector = leader_elector(
+            cluster, name=args.leader_elect_lease_name, namespace=args.leader_elect_lease_namespace
         )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
-    health = HealthServer(lambda: False)
-    if args.metrics_port:
-        await health.start(args.bind_address, args.metrics_port)
+    stop = stop_on_signals()
+    health = await start_health(args, lambda: False)
     try:
         return await run_integrations(
             cluster,

@@ -4,7 +4,9 @@ Every kind is an :class:`Integration` (Kueue jobframework shape): its GVK and
 ``plan(obj) -> Plan`` (the Workload, the PodGroups / CompositePodGroups to create, the
 pod -> PodGroup mapping and the minCount patches). Optional capabilities are detected at run
 time: :class:`ChildWorkloads` (JobSet -> Jobs), :class:`DelegatedGroups` (a child Job whose
-PodGroup comes from its parent's Workload), :class:`ElasticResize` and :class:`Suspendable`.
+PodGroup comes from its parent's Workload), :class:`ElasticResize`, :class:`Suspendable` and,
+read by the Reconciler, :class:`OwnerConditions` (a ``GangScheduled`` owner condition) and
+:class:`OwnerlessObjects` (whether a pre-created object is adopted).
 
 :func:`default_registry` holds the built-in Job, JobSet, LeaderWorkerSet and
 ``GenericWorkload`` (``workloadbuilder.io/v1alpha1``, this SDK's document for custom
@@ -45,6 +47,8 @@ from workloadbuilder.kinds._integration import (
     GroupVersionKind,
     Integration,
     IntegrationRegistry,
+    OwnerConditions,
+    OwnerlessObjects,
     Suspendable,
     UnknownKindError,
     capabilities,
@@ -69,6 +73,8 @@ __all__ = [
     "LeaderWorkerSetIntegration",
     "MinCountPatch",
     "NotManagedError",
+    "OwnerConditions",
+    "OwnerlessObjects",
     "Plan",
     "PodSetKeyFunc",
     "Suspendable",

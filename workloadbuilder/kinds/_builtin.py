@@ -76,7 +76,7 @@ class JobIntegration(_Adapter):
     _plan_func = "plan_job"
     #: an existing Workload / PodGroup of a planned name without a controller is the user's:
     #: kube-controller-manager v1.37.2's Job controller never adopts it (see
-    #: :class:`workloadbuilder.runtime.OwnerlessObjects`)
+    #: :class:`workloadbuilder.kinds.OwnerlessObjects`)
     adopt_ownerless = False
 
     def delegated_template(self, obj: Mapping[str, Any], /) -> str | None:

@@ -5,7 +5,10 @@ it manages and must answer one question -- "what scheduling objects does this ob
 and which PodGroup does each of its pods belong to?" (:meth:`Integration.plan`). Everything
 else is an optional capability, detected at run time with ``isinstance`` on a small
 ``runtime_checkable`` protocol: :class:`ChildWorkloads`, :class:`DelegatedGroups`,
-:class:`ElasticResize` and :class:`Suspendable`.
+:class:`ElasticResize` and :class:`Suspendable` (what :func:`capabilities` names), and the
+two the :class:`~workloadbuilder.runtime.Reconciler` reads from attributes,
+:class:`OwnerConditions` (``conditions_path``) and :class:`OwnerlessObjects`
+(``adopt_ownerless``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ __all__ = [
     "GroupVersionKind",
     "Integration",
     "IntegrationRegistry",
+    "OwnerConditions",
+    "OwnerlessObjects",
     "Suspendable",
     "UnknownKindError",
     "capabilities",
@@ -145,6 +150,35 @@ class Suspendable(Protocol):
     def suspend_patch(self, obj: Mapping[str, Any], suspended: bool, /) -> dict[str, Any]:
         """The merge patch that suspends (``True``) or resumes (``False``) ``obj``."""
         ...
+
+
+@runtime_checkable
+class OwnerConditions(Protocol):
+    """An integration whose kind has a status subresource with a ``metav1.Condition`` list at
+    ``conditions_path`` (only ``"status.conditions"`` is supported): the
+    :class:`~workloadbuilder.runtime.Reconciler` then also keeps a ``GangScheduled``
+    condition (:data:`~workloadbuilder.runtime.CONDITION_GANG_SCHEDULED`) there (``True``
+    when every PodGroup of the plan is scheduled, ``False`` with the scheduler's reason and
+    message when one is not, ``Unknown`` before the scheduler has tried)."""
+
+    conditions_path: str
+
+
+@runtime_checkable
+class OwnerlessObjects(Protocol):
+    """An integration that says what its Reconciler does with an existing Workload, PodGroup
+    or CompositePodGroup of a planned name that has **no** controller.
+
+    ``adopt_ownerless = True`` (also the behaviour for integrations without the attribute):
+    the owner's controller reference is added and the object is used. ``False``: the object is
+    left alone, as kube-controller-manager v1.37.2's Job controller and the JobSet controller
+    do (a pre-created object is the user's, not theirs): nothing after it in the creation
+    order is created, the reconcile fails and is retried with the key's backoff until the
+    name is free, a Workload's failure is reported with a ``FailedWorkloadCreate`` event on
+    the owner (the Job controller's reason and message), and the webhook links no pod to such
+    a PodGroup. An object controlled by another owner is then handled the same way."""
+
+    adopt_ownerless: bool
 
 
 _CAPABILITIES: tuple[tuple[str, type], ...] = (

@@ -37,10 +37,7 @@ import attrs
 from workloadbuilder import naming
 from workloadbuilder.api import (
     TopologyConstraint,
-    WorkloadPodGroupDisruptionMode,
-    WorkloadPodGroupResourceClaim,
     WorkloadPodGroupSchedulingConstraints,
-    WorkloadPodGroupSchedulingPolicy,
     to_dict,
 )
 from workloadbuilder.builder import Plan, PodSetKeyFunc
@@ -53,10 +50,25 @@ from workloadbuilder.kinds._common import (
     as_map,
     check_object_count,
     compile_leaves,
-    parse_pod_group_blocks,
+)
+from workloadbuilder.kinds._jobset_input import (
+    EXCLUSIVE_TOPOLOGY_ANNOTATION,
+    Entry,
+    Level,
+    RJob,
+    check_entries,
+    check_leaves,
+    check_managed_fields,
+    check_single,
+    check_untargeted,
+    explicit_min,
+    invalid,
+    name_ns,
+    parse_entries,
+    parse_level,
+    parse_rjobs,
 )
 from workloadbuilder.kinds.job import GROUP_TEMPLATE_NAME_ANNOTATION, NotManagedError
-from workloadbuilder.validation import MAX_TEMPLATES
 
 __all__ = [
     "EXCLUSIVE_TOPOLOGY_ANNOTATION",
@@ -70,7 +82,6 @@ __all__ = [
 ]
 
 JOBSET_API_GROUP = "jobset.x-k8s.io"
-EXCLUSIVE_TOPOLOGY_ANNOTATION = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 
 _LABEL_RJ = "jobset.sigs.k8s.io/replicatedjob-name"
 _LABEL_RJ_REPLICAS = "jobset.sigs.k8s.io/replicatedjob-replicas"
@@ -112,118 +123,8 @@ def _workload_name(name: str, namespace: str) -> str:
 def jobset_workload_name(jobset: Mapping[str, Any]) -> str:
     """The name of the one Workload of a JobSet: ``<name>-<sha1(JobSet/<ns>/<name>)[:10]>``."""
     meta = as_map(jobset.get("metadata"), "metadata")
-    name, namespace = _name_ns(meta)
+    name, namespace = name_ns(meta)
     return _workload_name(name, namespace)
-
-
-# ---------------------------------------------------------------------------------------------
-# Input model
-
-
-@attrs.frozen(kw_only=True)
-class _RJob:
-    index: int
-    name: str
-    replicas: int
-    parallelism: int
-    priority_class_name: str | None
-    depends_on: bool
-    exclusive_key: str | None
-    pod_template_spec: Mapping[str, Any]
-    job_spec: Mapping[str, Any]
-
-
-@attrs.frozen(kw_only=True)
-class _Level:
-    """The scheduling blocks of one level (top-level, a replicatedJobs entry, or its ``job``)."""
-
-    path: str
-    policy: WorkloadPodGroupSchedulingPolicy | None = None
-    constraints: WorkloadPodGroupSchedulingConstraints | None = None
-    disruption: WorkloadPodGroupDisruptionMode | None = None
-    claims: tuple[WorkloadPodGroupResourceClaim, ...] = ()
-
-    @property
-    def empty(self) -> bool:
-        return (
-            self.policy is None
-            and self.constraints is None
-            and self.disruption is None
-            and not self.claims
-        )
-
-
-@attrs.frozen(kw_only=True)
-class _Entry:
-    index: int
-    targets: tuple[str, ...]
-    leaf: _Level
-    job: _Level | None
-
-
-def _name_ns(meta: Mapping[str, Any]) -> tuple[str, str]:
-    name = meta.get("name")
-    if not isinstance(name, str) or not name:
-        raise ValidationError([FieldError(path="metadata.name", type="Required value")])
-    namespace = meta.get("namespace") or "default"
-    if not isinstance(namespace, str):
-        raise ValidationError(
-            [FieldError(path="metadata.namespace", type="Invalid value", detail="must be a string")]
-        )
-    return name, namespace
-
-
-def _parse_level(data: Mapping[str, Any], path: str) -> _Level:
-    policy, constraints, disruption, claims = parse_pod_group_blocks(data, path)
-    return _Level(
-        path=path, policy=policy, constraints=constraints, disruption=disruption, claims=claims
-    )
-
-
-def _explicit_min(level: _Level | None) -> int | None:
-    """An explicit ``gang.minCount`` (JobSet treats 0 as unset)."""
-    if level is None or level.policy is None or level.policy.gang is None:
-        return None
-    mc = level.policy.gang.min_count
-    return mc if mc else None
-
-
-def _parse_rjobs(spec: Mapping[str, Any], js_exclusive: str | None) -> list[_RJob]:
-    out = []
-    for i, raw in enumerate(as_list(spec.get("replicatedJobs"), "spec.replicatedJobs")):
-        path = f"spec.replicatedJobs[{i}]"
-        rj = as_map(raw, path)
-        name = rj.get("name")
-        if not isinstance(name, str) or not name:
-            raise ValidationError([FieldError(path=f"{path}.name", type="Required value")])
-        template = as_map(rj.get("template"), f"{path}.template")
-        tmeta = as_map(template.get("metadata"), f"{path}.template.metadata")
-        tann = as_map(tmeta.get("annotations"), f"{path}.template.metadata.annotations")
-        job_spec = as_map(template.get("spec"), f"{path}.template.spec")
-        pod_template = as_map(job_spec.get("template"), f"{path}.template.spec.template")
-        pod_spec = as_map(pod_template.get("spec"), f"{path}.template.spec.template.spec")
-        pcn = pod_spec.get("priorityClassName")
-        exclusive = tann.get(EXCLUSIVE_TOPOLOGY_ANNOTATION) or js_exclusive
-        out.append(
-            _RJob(
-                index=i,
-                name=name,
-                replicas=as_int(rj.get("replicas"), f"{path}.replicas", default=1, minimum=0),
-                parallelism=as_int(
-                    job_spec.get("parallelism"),
-                    f"{path}.template.spec.parallelism",
-                    default=1,
-                    minimum=0,
-                ),
-                priority_class_name=pcn if isinstance(pcn, str) and pcn else None,
-                depends_on=bool(as_list(rj.get("dependsOn"), f"{path}.dependsOn")),
-                exclusive_key=str(exclusive) if exclusive else None,
-                pod_template_spec=pod_spec,
-                job_spec=job_spec,
-            )
-        )
-        check_object_count(sum(r.replicas for r in out), f"{path}.replicas", "Jobs")
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -232,16 +133,20 @@ def _parse_rjobs(spec: Mapping[str, Any], js_exclusive: str | None) -> list[_RJo
 
 @attrs.frozen(kw_only=True)
 class _Compiled:
+    name: str  # the JobSet's
+    namespace: str
     leaves: tuple[LeafSpec, ...]
     pod_group_names: dict[str, str]  # template -> PodGroup
     jobs: tuple[JobSetChildJob, ...]
 
 
-def _compile(jobset: Mapping[str, Any]) -> tuple[str, str, _Compiled]:
+def _compile(jobset: Mapping[str, Any]) -> _Compiled:
+    """Validate a JobSet as the API server and the JobSet webhook do, and compile its
+    PodGroupTemplates (leaves) and child Jobs; the steps are the functions below."""
     if not isinstance(jobset, Mapping):
         raise ValidationError([FieldError(path="", type="Invalid value", detail="not an object")])
     meta = as_map(jobset.get("metadata"), "metadata")
-    js_name, ns = _name_ns(meta)
+    js_name, ns = name_ns(meta)
     annotations = as_map(meta.get("annotations"), "metadata.annotations")
     spec = as_map(jobset.get("spec"), "spec")
     if spec.get("scheduling") is None:
@@ -252,7 +157,7 @@ def _compile(jobset: Mapping[str, Any]) -> tuple[str, str, _Compiled]:
         )
     sched = as_map(spec.get("scheduling"), "spec.scheduling")
     js_exclusive = annotations.get(EXCLUSIVE_TOPOLOGY_ANNOTATION)
-    rjobs = _parse_rjobs(spec, str(js_exclusive) if js_exclusive else None)
+    rjobs = parse_rjobs(spec, str(js_exclusive) if js_exclusive else None)
     errors: list[FieldError] = []
     if not rjobs:
         raise ValidationError(
@@ -264,42 +169,10 @@ def _compile(jobset: Mapping[str, Any]) -> tuple[str, str, _Compiled]:
                 )
             ]
         )
-    for rj in rjobs:
-        rpath = f"spec.replicatedJobs[{rj.index}].template.spec"
-        if rj.pod_template_spec.get("schedulingGroup") is not None:
-            errors.append(
-                FieldError(
-                    path=f"{rpath}.template.spec.schedulingGroup",
-                    type="Forbidden",
-                    detail="cannot be set directly when spec.scheduling is configured; the "
-                    "JobSet controller manages this field",
-                )
-            )
-        if rj.job_spec.get("scheduling") is not None:
-            errors.append(
-                FieldError(
-                    path=f"{rpath}.scheduling",
-                    type="Forbidden",
-                    detail="cannot be set when the JobSet's spec.scheduling is configured",
-                )
-            )
+    check_managed_fields(rjobs, errors)
 
-    top = _parse_level(sched, "spec.scheduling")
-    entries: list[_Entry] = []
-    for i, raw in enumerate(as_list(sched.get("replicatedJobs"), "spec.scheduling.replicatedJobs")):
-        epath = f"spec.scheduling.replicatedJobs[{i}]"
-        entry = as_map(raw, epath)
-        targets = tuple(
-            str(t)
-            for t in as_list(entry.get("targetReplicatedJobs"), f"{epath}.targetReplicatedJobs")
-        )
-        job_raw = entry.get("job")
-        job = (
-            None
-            if job_raw is None
-            else _parse_level(as_map(job_raw, f"{epath}.job"), f"{epath}.job")
-        )
-        entries.append(_Entry(index=i, targets=targets, leaf=_parse_level(entry, epath), job=job))
+    top = parse_level(sched, "spec.scheduling")
+    entries = parse_entries(sched)
 
     uses_top = top.policy is not None or top.constraints is not None or top.disruption is not None
     if uses_top and entries:
@@ -313,105 +186,18 @@ def _compile(jobset: Mapping[str, Any]) -> tuple[str, str, _Compiled]:
             )
         )
     by_name = {rj.name: rj for rj in rjobs}
-    targeted: set[str] = set()
-    for e in entries:
-        tpath = f"spec.scheduling.replicatedJobs[{e.index}].targetReplicatedJobs"
-        if not e.targets:
-            errors.append(FieldError(path=tpath, type="Required value"))
-        valid: list[str] = []
-        for j, t in enumerate(e.targets):
-            if t not in by_name:
-                errors.append(
-                    _invalid(f"{tpath}[{j}]", t, "does not reference a valid replicatedJob name")
-                )
-            elif t in targeted:
-                errors.append(
-                    _invalid(
-                        f"{tpath}[{j}]", t, "is targeted by more than one replicatedJobs entry"
-                    )
-                )
-            else:
-                targeted.add(t)
-                valid.append(t)
-        if not valid:
-            continue
-        epath = f"spec.scheduling.replicatedJobs[{e.index}]"
-        if e.job is not None:
-            if len(e.targets) != 1:
-                errors.append(
-                    _invalid(
-                        tpath,
-                        list(e.targets),
-                        "must target exactly one replicatedJob when job is set",
-                    )
-                )
-            if not e.leaf.empty:
-                errors.append(
-                    _invalid(
-                        f"{epath}.job",
-                        True,
-                        "cannot be set together with schedulingPolicy, schedulingConstraints, "
-                        "disruptionMode, or resourceClaims on the same replicatedJobs entry; job "
-                        "replaces the single shared PodGroup those fields configure with one "
-                        "PodGroup per Job",
-                    )
-                )
-            mc = _explicit_min(e.job)
-            per_job = by_name[valid[0]].parallelism
-            if mc is not None and mc > per_job:
-                errors.append(
-                    _invalid(
-                        f"{epath}.job.schedulingPolicy.gang.minCount",
-                        mc,
-                        f"cannot exceed the per-Job pod count (parallelism) of replicatedJob "
-                        f"{valid[0]!r} ({per_job})",
-                    )
-                )
-            continue
-        first_pcn = by_name[valid[0]].priority_class_name or ""
-        for j, t in enumerate(valid[1:], start=1):
-            pcn = by_name[t].priority_class_name or ""
-            if pcn != first_pcn:
-                errors.append(
-                    _invalid(
-                        f"{tpath}[{j}]",
-                        t,
-                        f"priorityClassName {pcn!r} must match {first_pcn!r} of the other "
-                        "ReplicatedJobs sharing this PodGroup",
-                    )
-                )
-        mc = _explicit_min(e.leaf)
-        total = sum(by_name[t].parallelism * by_name[t].replicas for t in valid)
-        if mc is not None and mc > total:
-            errors.append(
-                _invalid(
-                    f"{epath}.schedulingPolicy.gang.minCount",
-                    mc,
-                    f"cannot exceed the number of pods across the targeted ReplicatedJobs "
-                    f"{list(e.targets)} ({total})",
-                )
-            )
+    targeted = check_entries(entries, by_name, errors)
     if entries and not uses_top:
-        for rj in rjobs:
-            if rj.name not in targeted:
-                errors.append(
-                    _invalid(
-                        f"spec.replicatedJobs[{rj.index}].name",
-                        rj.name,
-                        "must be targeted by a replicatedJobs entry when spec.scheduling does "
-                        "not set a top-level schedulingPolicy, schedulingConstraints, or "
-                        "disruptionMode",
-                    )
-                )
+        check_untargeted(rjobs, targeted, errors)
 
     startup = as_map(spec.get("startupPolicy"), "spec.startupPolicy")
     sequenced = startup.get("startupPolicyOrder") == "InOrder" or any(rj.depends_on for rj in rjobs)
     top_level = not entries and (top.policy is None or top.policy.gang is not None)
     single = top_level and not sequenced
-    top_min = _explicit_min(top)
+    top_min = explicit_min(top)
     if sequenced and not entries and top_min is not None:
         errors.append(
-            _invalid(
+            invalid(
                 "spec.scheduling.schedulingPolicy.gang.minCount",
                 top_min,
                 "cannot be set when DependsOn or InOrder StartupPolicy is used; use "
@@ -420,33 +206,56 @@ def _compile(jobset: Mapping[str, Any]) -> tuple[str, str, _Compiled]:
         )
     total_pods = sum(rj.parallelism * rj.replicas for rj in rjobs)
     if single:
-        first = rjobs[0].priority_class_name or ""
-        for rj in rjobs[1:]:
-            if (rj.priority_class_name or "") != first:
-                errors.append(
-                    _invalid(
-                        f"spec.replicatedJobs[{rj.index}].template.spec.template.spec."
-                        "priorityClassName",
-                        rj.priority_class_name or "",
-                        f"must match {first!r} when top-level gang scheduling is used",
-                    )
-                )
-        if top_min is not None and top_min > total_pods:
-            errors.append(
-                _invalid(
-                    "spec.scheduling.schedulingPolicy.gang.minCount",
-                    top_min,
-                    f"cannot exceed the number of pods in the JobSet ({total_pods})",
-                )
-            )
+        check_single(rjobs, top_min, total_pods, errors)
     if errors:
         raise ValidationError(errors)
 
+    leaves, jobs_of = _plan_leaves(
+        js_name,
+        ns,
+        top,
+        entries,
+        rjobs,
+        single=single,
+        sequenced=sequenced,
+        top_min=top_min,
+        total_pods=total_pods,
+        errors=errors,
+    )
+    check_leaves(leaves, errors)
+    if errors:
+        raise ValidationError(errors)
+    pg_names = {
+        leaf.name: naming.jobset_pod_group_name(js_name, leaf.name, top_level=single)
+        for leaf in leaves
+    }
+    jobs = _child_jobs(js_name, rjobs, jobs_of, pg_names)
+    return _Compiled(
+        name=js_name, namespace=ns, leaves=tuple(leaves), pod_group_names=pg_names, jobs=jobs
+    )
+
+
+def _plan_leaves(
+    js_name: str,
+    ns: str,
+    top: Level,
+    entries: Sequence[Entry],
+    rjobs: Sequence[RJob],
+    *,
+    single: bool,
+    sequenced: bool,
+    top_min: int | None,
+    total_pods: int,
+    errors: list[FieldError],
+) -> tuple[list[LeafSpec], dict[str, list[tuple[str, int]]]]:
+    """The PodGroupTemplates (leaves) and, per template, the child Jobs ``(replicatedJob,
+    index)`` it schedules."""
+    by_name = {rj.name: rj for rj in rjobs}
     leaves: list[LeafSpec] = []
     jobs_of: dict[str, list[tuple[str, int]]] = {}  # template -> [(rj, index)]
 
     def add(
-        name: str, level: _Level, members: Sequence[_RJob], default_min: int, keep_min: bool
+        name: str, level: Level, members: Sequence[RJob], default_min: int, keep_min: bool
     ) -> None:
         # An explicit minCount is kept only where upstream keeps it (JobSet treats 0 as unset);
         # otherwise the callback computes it from the represented pod count.
@@ -502,34 +311,16 @@ def _compile(jobset: Mapping[str, Any]) -> tuple[str, str, _Compiled]:
             tname = naming.jobset_replicated_job_template_name(js_name, ns, rj.name)
             add(tname, top, [rj], rj.parallelism * rj.replicas, keep_min=not sequenced)
             jobs_of[tname] = [(rj.name, i) for i in range(rj.replicas)]
-    seen: set[str] = set()
-    for leaf in leaves:
-        if leaf.name in seen:
-            errors.append(
-                _invalid(
-                    "spec.scheduling.replicatedJobs",
-                    leaf.name,
-                    f"generated scheduling group name {leaf.name!r} is not unique",
-                )
-            )
-        seen.add(leaf.name)
-    if len(leaves) > MAX_TEMPLATES:
-        errors.append(
-            FieldError(
-                path="spec.scheduling",
-                type="Too many",
-                detail=f"the JobSet needs {len(leaves)} PodGroupTemplates; a Workload holds at "
-                f"most {MAX_TEMPLATES}",
-                value=len(leaves),
-                has_value=True,
-            )
-        )
-    if errors:
-        raise ValidationError(errors)
-    pg_names = {
-        leaf.name: naming.jobset_pod_group_name(js_name, leaf.name, top_level=single)
-        for leaf in leaves
-    }
+    return leaves, jobs_of
+
+
+def _child_jobs(
+    js_name: str,
+    rjobs: Sequence[RJob],
+    jobs_of: Mapping[str, list[tuple[str, int]]],
+    pg_names: Mapping[str, str],
+) -> tuple[JobSetChildJob, ...]:
+    """The child Jobs with their template and PodGroup, in creation order."""
     jobs = tuple(
         JobSetChildJob(
             name=f"{js_name}-{rj}-{idx}",
@@ -543,10 +334,10 @@ def _compile(jobset: Mapping[str, Any]) -> tuple[str, str, _Compiled]:
     )
     order = {rj.name: rj.index for rj in rjobs}
     jobs = tuple(sorted(jobs, key=lambda j: (order[j.replicated_job], j.index)))
-    return js_name, ns, _Compiled(leaves=tuple(leaves), pod_group_names=pg_names, jobs=jobs)
+    return jobs
 
 
-def _fallback(level: _Level, top: _Level) -> _Level:
+def _fallback(level: Level, top: Level) -> Level:
     """Leaf blocks win; unset ones fall back to the JobSet-level blocks (as upstream)."""
     return attrs.evolve(
         level,
@@ -557,14 +348,14 @@ def _fallback(level: _Level, top: _Level) -> _Level:
 
 
 def _with_exclusive(
-    level: _Level, members: Sequence[_RJob], errors: list[FieldError]
+    level: Level, members: Sequence[RJob], errors: list[FieldError]
 ) -> WorkloadPodGroupSchedulingConstraints | None:
     keys = {m.exclusive_key for m in members}
     if keys == {None}:
         return level.constraints
     if len(keys) > 1:
         errors.append(
-            _invalid(
+            invalid(
                 f"spec.replicatedJobs[{members[0].index}].template.metadata.annotations"
                 f"[{EXCLUSIVE_TOPOLOGY_ANNOTATION}]",
                 sorted(k or "" for k in keys),
@@ -577,7 +368,7 @@ def _with_exclusive(
     if level.constraints is not None and level.constraints.topology:
         if any(t.key != key for t in level.constraints.topology):
             errors.append(
-                _invalid(
+                invalid(
                     f"{level.path}.schedulingConstraints.topology",
                     [t.key for t in level.constraints.topology],
                     f"conflicts with the {EXCLUSIVE_TOPOLOGY_ANNOTATION} annotation ({key!r})",
@@ -585,10 +376,6 @@ def _with_exclusive(
             )
         return level.constraints
     return WorkloadPodGroupSchedulingConstraints(topology=(TopologyConstraint(key=key),))
-
-
-def _invalid(path: str, value: Any, detail: str) -> FieldError:
-    return FieldError(path=path, type="Invalid value", detail=detail, value=value, has_value=True)
 
 
 def _owner(jobset: Mapping[str, Any], name: str) -> Owner:
@@ -617,7 +404,8 @@ def plan_jobset(jobset: Mapping[str, Any]) -> Plan:
     :class:`~workloadbuilder.errors.BuildError`) when the JobSet has no ``spec.scheduling``
     (the JobSet controller then creates nothing).
     """
-    js_name, ns, compiled = _compile(jobset)
+    compiled = _compile(jobset)
+    js_name, ns = compiled.name, compiled.namespace
     owner = _owner(jobset, js_name)
     job_to_pg = {j.name: j.pod_group_name for j in compiled.jobs}
     return compile_leaves(
@@ -633,7 +421,7 @@ def plan_jobset(jobset: Mapping[str, Any]) -> Plan:
 
 def jobset_child_jobs(jobset: Mapping[str, Any]) -> tuple[JobSetChildJob, ...]:
     """Every child Job of the JobSet with its template name and PodGroup, in creation order."""
-    return _compile(jobset)[2].jobs
+    return _compile(jobset).jobs
 
 
 def jobset_child_job_manifests(jobset: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -651,7 +439,7 @@ def jobset_child_job_manifests(jobset: Mapping[str, Any]) -> list[dict[str, Any]
     JobSet.
     """
     meta = as_map(jobset.get("metadata"), "metadata")
-    js_name, ns = _name_ns(meta)
+    js_name, ns = name_ns(meta)
     spec = as_map(jobset.get("spec"), "spec")
     planned = (
         {j.name: j for j in jobset_child_jobs(jobset)} if spec.get("scheduling") is not None else {}

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -147,6 +147,8 @@ class _Lws:
 
 
 def _parse(lws: Mapping[str, Any]) -> _Lws:
+    """Validate a LeaderWorkerSet as the API server and the LWS webhook do, and read what
+    planning needs; the checks are the functions below."""
     if not isinstance(lws, Mapping):
         raise ValidationError([FieldError(path="", type="Invalid value", detail="not an object")])
     meta = as_map(lws.get("metadata"), "metadata")
@@ -189,23 +191,67 @@ def _parse(lws: Mapping[str, Any]) -> _Lws:
     errors: list[FieldError] = []
     gang = policy is None or policy.basic is None
     if gang:
-        mc = policy.gang.min_count if policy is not None and policy.gang is not None else None
-        if mc is not None and mc != size:
-            errors.append(
-                _invalid(
-                    f"{path}.schedulingPolicy.gang.minCount",
-                    mc,
-                    "must equal leaderWorkerTemplate.size",
-                )
+        _check_gang(policy, size, spec, path, errors)
+    leader_pcn = leader_spec.get("priorityClassName") or ""
+    _check_templates(leader_spec, worker_spec, claims, path, errors)
+
+    constraints = _exclusive_constraints(ann, constraints, path, errors)
+
+    subgroups, sub_key = _parse_subgroups(ann, lwt, size, errors)
+    if errors:
+        raise ValidationError(errors)
+    return _Lws(
+        name=name,
+        namespace=namespace,
+        replicas=replicas,
+        size=size,
+        gang=gang,
+        policy=policy,
+        constraints=constraints,
+        disruption=disruption,
+        claims=claims,
+        priority_class_name=str(leader_pcn) or None,
+        subgroups=subgroups,
+        subgroup_key=str(sub_key) if sub_key else None,
+    )
+
+
+def _check_gang(
+    policy: WorkloadPodGroupSchedulingPolicy | None,
+    size: int,
+    spec: Mapping[str, Any],
+    path: str,
+    errors: list[FieldError],
+) -> None:
+    """A gang's minCount is the group size, and gangs do not start LeaderReady."""
+    mc = policy.gang.min_count if policy is not None and policy.gang is not None else None
+    if mc is not None and mc != size:
+        errors.append(
+            _invalid(
+                f"{path}.schedulingPolicy.gang.minCount",
+                mc,
+                "must equal leaderWorkerTemplate.size",
             )
-        if spec.get("startupPolicy") == "LeaderReady":
-            errors.append(
-                FieldError(
-                    path=f"{path}.schedulingPolicy.gang",
-                    type="Forbidden",
-                    detail="gang scheduling is incompatible with startupPolicy LeaderReady",
-                )
+        )
+    if spec.get("startupPolicy") == "LeaderReady":
+        errors.append(
+            FieldError(
+                path=f"{path}.schedulingPolicy.gang",
+                type="Forbidden",
+                detail="gang scheduling is incompatible with startupPolicy LeaderReady",
             )
+        )
+
+
+def _check_templates(
+    leader_spec: Mapping[str, Any],
+    worker_spec: Mapping[str, Any],
+    claims: Sequence[WorkloadPodGroupResourceClaim],
+    path: str,
+    errors: list[FieldError],
+) -> None:
+    """The leader and worker templates: one priority class, no schedulingGroup, and a
+    reference to every claim of the group."""
     leader_pcn = leader_spec.get("priorityClassName") or ""
     worker_pcn = worker_spec.get("priorityClassName") or ""
     if leader_pcn != worker_pcn:
@@ -238,6 +284,15 @@ def _parse(lws: Mapping[str, Any]) -> _Lws:
                     )
                 )
 
+
+def _exclusive_constraints(
+    ann: Mapping[str, Any],
+    constraints: WorkloadPodGroupSchedulingConstraints | None,
+    path: str,
+    errors: list[FieldError],
+) -> WorkloadPodGroupSchedulingConstraints | None:
+    """The exclusive-topology annotation: a topology constraint unless one is set (which
+    must then be the annotation's key)."""
     exclusive = ann.get(EXCLUSIVE_TOPOLOGY_ANNOTATION)
     if exclusive:
         key = str(exclusive)
@@ -253,7 +308,14 @@ def _parse(lws: Mapping[str, Any]) -> _Lws:
             constraints = WorkloadPodGroupSchedulingConstraints(
                 topology=(TopologyConstraint(key=key),)
             )
+    return constraints
 
+
+def _parse_subgroups(
+    ann: Mapping[str, Any], lwt: Mapping[str, Any], size: int, errors: list[FieldError]
+) -> tuple[_Subgroups | None, Any]:
+    """The subgroups of the subgroup-exclusive-topology annotation (and the annotation's
+    value)."""
     subgroups = None
     sub_key = ann.get(SUBGROUP_EXCLUSIVE_TOPOLOGY_ANNOTATION)
     sgp = as_map(lwt.get("subGroupPolicy"), "spec.leaderWorkerTemplate.subGroupPolicy")
@@ -293,22 +355,7 @@ def _parse(lws: Mapping[str, Any]) -> _Lws:
                 subgroups = _Subgroups(
                     size=n, count=count, first_extra=first_extra, leader_excluded=excluded
                 )
-    if errors:
-        raise ValidationError(errors)
-    return _Lws(
-        name=name,
-        namespace=namespace,
-        replicas=replicas,
-        size=size,
-        gang=gang,
-        policy=policy,
-        constraints=constraints,
-        disruption=disruption,
-        claims=claims,
-        priority_class_name=str(leader_pcn) or None,
-        subgroups=subgroups,
-        subgroup_key=str(sub_key) if sub_key else None,
-    )
+    return subgroups, sub_key
 
 
 def _has_claim(pod_spec: Mapping[str, Any], claim: WorkloadPodGroupResourceClaim) -> bool:

@@ -14,6 +14,10 @@
   :func:`check_access` / :func:`credential_source`: stop at start-up with one clear line
   (:class:`AccessError`) when the credentials are rejected (401) or a needed kind is
   forbidden (403).
+* :func:`add_serving_flags`, :func:`check_access_or_close`, :func:`leader_elector`,
+  :func:`stop_on_signals`, :func:`start_health`, :func:`lead_or_stop`, :func:`cancel_all`,
+  :func:`report_lost_lease`: the start-up and shutdown of a component command (the scheduler,
+  ``integrations run``), in one place.
 * :class:`RateLimitedCluster` / :class:`TokenBucket`: client-side QPS and burst.
 * :func:`run` / :func:`event_loop_factory` / :func:`add_event_loop_flag`: the event loop a
   component runs on (uvloop when installed, else asyncio; ``--event-loop``).
@@ -47,11 +51,23 @@ from workloadbuilder.runtime._health import HealthServer
 from workloadbuilder.runtime._kubeflags import add_kube_flags, kube_cluster
 from workloadbuilder.runtime._leader import LeaderElector
 from workloadbuilder.runtime._ratelimit import RateLimitedCluster, TokenBucket
+from workloadbuilder.runtime._startup import (
+    LOST_LEASE,
+    add_serving_flags,
+    cancel_all,
+    check_access_or_close,
+    lead_or_stop,
+    leader_elector,
+    process_identity,
+    report_lost_lease,
+    start_health,
+    stop_on_signals,
+)
 from workloadbuilder.runtime._workqueue import WorkQueue
 
 if TYPE_CHECKING:
-    from workloadbuilder.runtime._podlink import link_pod, link_pod_template
-    from workloadbuilder.runtime._reconciler import (
+    from workloadbuilder.kinds import OwnerConditions, OwnerlessObjects
+    from workloadbuilder.runtime._owned import (
         CONDITION_GANG_SCHEDULED,
         CONDITION_INITIALLY_SCHEDULED,
         EVENT_FAILED_COMPILATION,
@@ -59,11 +75,10 @@ if TYPE_CHECKING:
         EVENT_GANG_PREEMPTED,
         EVENT_GANG_SCHEDULED,
         EVENT_GANG_UNSCHEDULABLE,
-        OwnerConditions,
-        OwnerlessObjects,
-        Reconciler,
         ReconcileResult,
     )
+    from workloadbuilder.runtime._podlink import link_pod, link_pod_template
+    from workloadbuilder.runtime._reconciler import Reconciler
 
 __all__ = [
     "CONDITION_GANG_SCHEDULED",
@@ -74,6 +89,7 @@ __all__ = [
     "EVENT_GANG_SCHEDULED",
     "EVENT_GANG_UNSCHEDULABLE",
     "EVENT_LOOP_ENV",
+    "LOST_LEASE",
     "AccessError",
     "Clock",
     "Component",
@@ -94,17 +110,26 @@ __all__ = [
     "WorkQueue",
     "add_event_loop_flag",
     "add_kube_flags",
+    "add_serving_flags",
+    "cancel_all",
     "check_access",
+    "check_access_or_close",
     "credential_source",
     "event_loop_factory",
     "gc_policy",
     "kube_cluster",
+    "lead_or_stop",
+    "leader_elector",
     "link_pod",
     "link_pod_template",
     "probe_feeds",
+    "process_identity",
+    "report_lost_lease",
     "resolve_event_loop",
     "run",
     "settle",
+    "start_health",
+    "stop_on_signals",
 ]
 
 #: public names resolved on first access (module that defines them): the integrations' parts,
@@ -112,17 +137,18 @@ __all__ = [
 _LAZY = {
     "link_pod": "workloadbuilder.runtime._podlink",
     "link_pod_template": "workloadbuilder.runtime._podlink",
-    "CONDITION_GANG_SCHEDULED": "workloadbuilder.runtime._reconciler",
-    "CONDITION_INITIALLY_SCHEDULED": "workloadbuilder.runtime._reconciler",
-    "EVENT_FAILED_COMPILATION": "workloadbuilder.runtime._reconciler",
-    "EVENT_FAILED_WORKLOAD_CREATE": "workloadbuilder.runtime._reconciler",
-    "EVENT_GANG_PREEMPTED": "workloadbuilder.runtime._reconciler",
-    "EVENT_GANG_SCHEDULED": "workloadbuilder.runtime._reconciler",
-    "EVENT_GANG_UNSCHEDULABLE": "workloadbuilder.runtime._reconciler",
-    "OwnerConditions": "workloadbuilder.runtime._reconciler",
-    "OwnerlessObjects": "workloadbuilder.runtime._reconciler",
+    "CONDITION_GANG_SCHEDULED": "workloadbuilder.runtime._owned",
+    "CONDITION_INITIALLY_SCHEDULED": "workloadbuilder.runtime._owned",
+    "EVENT_FAILED_COMPILATION": "workloadbuilder.runtime._owned",
+    "EVENT_FAILED_WORKLOAD_CREATE": "workloadbuilder.runtime._owned",
+    "EVENT_GANG_PREEMPTED": "workloadbuilder.runtime._owned",
+    "EVENT_GANG_SCHEDULED": "workloadbuilder.runtime._owned",
+    "EVENT_GANG_UNSCHEDULABLE": "workloadbuilder.runtime._owned",
+    # the Integration capabilities the Reconciler reads, defined with the others in kinds
+    "OwnerConditions": "workloadbuilder.kinds",
+    "OwnerlessObjects": "workloadbuilder.kinds",
     "Reconciler": "workloadbuilder.runtime._reconciler",
-    "ReconcileResult": "workloadbuilder.runtime._reconciler",
+    "ReconcileResult": "workloadbuilder.runtime._owned",
 }
 
 

@@ -21,11 +21,11 @@ exponential backoff, never two workers on one key). A reconcile of one key:
    ownerReferences), CompositePodGroups root first, PodGroups. ``AlreadyExists`` re-reads the
    object; an existing object without a controller is adopted (our controller reference is
    added, with the read resourceVersion as precondition) -- unless the integration says
-   ``adopt_ownerless = False`` (:class:`OwnerlessObjects`; Job and JobSet, as their upstream
-   controllers): then it is left alone, the reconcile fails and is retried with backoff (a
-   ``FailedWorkloadCreate`` event for a Workload) until the name is free, and so is one
-   controlled by someone else; for the other integrations that one is left alone with a
-   ``Warning`` event;
+   ``adopt_ownerless = False`` (:class:`~workloadbuilder.kinds.OwnerlessObjects`; Job and
+   JobSet, as their upstream controllers): then it is left alone, the reconcile fails and
+   is retried with backoff (a ``FailedWorkloadCreate`` event for a Workload) until the name
+   is free, and so is one controlled by someone else; for the other integrations that one is
+   left alone with a ``Warning`` event;
 5. the plan's minCount patches (elastic resize) for the objects whose live ``minCount``
    differs;
 6. objects the owner controls that the plan no longer has are deleted;
@@ -45,10 +45,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
-from typing import Any, Literal, Protocol, runtime_checkable
-
-import attrs
+from typing import Any
 
 from workloadbuilder.api import CompositePodGroup, PodGroup, Workload, to_dict
 from workloadbuilder.builder import Plan
@@ -62,9 +59,35 @@ from workloadbuilder.errors import (
     NotFound,
     ValidationError,
 )
-from workloadbuilder.kinds import DelegatedGroups, Integration, NotManagedError
+from workloadbuilder.kinds import (
+    DelegatedGroups,
+    Integration,
+    NotManagedError,
+    OwnerConditions,
+    OwnerlessObjects,
+)
 from workloadbuilder.runtime._clock import Clock, WallClock
 from workloadbuilder.runtime._feed import Feed, settle
+from workloadbuilder.runtime._owned import (
+    CONDITION_GANG_SCHEDULED,
+    CONDITION_INITIALLY_SCHEDULED,
+    EVENT_FAILED_COMPILATION,
+    EVENT_FAILED_WORKLOAD_CREATE,
+    EVENT_GANG_PREEMPTED,
+    EVENT_GANG_SCHEDULED,
+    EVENT_GANG_UNSCHEDULABLE,
+    EVENT_NAME_CONFLICT,
+    ObjKey,
+    Outcome,
+    OwnerRef,
+    ReconcileResult,
+    api_group,
+    gang_min,
+    kind_of,
+    meta_of,
+    templates_of,
+)
+from workloadbuilder.runtime._ownerstatus import OwnerStatusRecorder
 from workloadbuilder.runtime._workqueue import WorkQueue
 
 __all__ = [
@@ -75,158 +98,19 @@ __all__ = [
     "EVENT_GANG_PREEMPTED",
     "EVENT_GANG_SCHEDULED",
     "EVENT_GANG_UNSCHEDULABLE",
-    "OwnerConditions",
-    "OwnerlessObjects",
     "ReconcileResult",
     "Reconciler",
 ]
 
 _log = logging.getLogger(__name__)
 
-#: the PodGroup condition the scheduler writes
-CONDITION_INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
-#: event reasons recorded on the owner
-EVENT_GANG_SCHEDULED = "GangScheduled"
-EVENT_GANG_UNSCHEDULABLE = "GangUnschedulable"
-EVENT_GANG_PREEMPTED = "GangPreempted"
-EVENT_FAILED_COMPILATION = "FailedWorkloadCompilation"
-EVENT_NAME_CONFLICT = "SchedulingObjectConflict"
-#: kube-controller-manager's reason when its Workload's name is taken (or creation failed)
-EVENT_FAILED_WORKLOAD_CREATE = "FailedWorkloadCreate"
-#: the owner condition written for integrations that declare a ``conditions_path``
-CONDITION_GANG_SCHEDULED = "GangScheduled"
-
-
-@runtime_checkable
-class OwnerConditions(Protocol):
-    """An integration whose kind has a status subresource with a ``metav1.Condition`` list at
-    ``conditions_path`` (only ``"status.conditions"`` is supported): the Reconciler then also
-    keeps a :data:`CONDITION_GANG_SCHEDULED` condition there (``True`` when every PodGroup
-    of the plan is scheduled, ``False`` with the scheduler's reason and message when one is
-    not, ``Unknown`` before the scheduler has tried)."""
-
-    conditions_path: str
-
-
-@runtime_checkable
-class OwnerlessObjects(Protocol):
-    """An integration that says what its Reconciler does with an existing Workload, PodGroup
-    or CompositePodGroup of a planned name that has **no** controller.
-
-    ``adopt_ownerless = True`` (also the behaviour for integrations without the attribute):
-    the owner's controller reference is added and the object is used. ``False``: the object is
-    left alone, as kube-controller-manager v1.37.2's Job controller and the JobSet controller
-    do (a pre-created object is the user's, not theirs): nothing after it in the creation
-    order is created, the reconcile fails and is retried with the key's backoff until the
-    name is free, a Workload's failure is reported with a ``FailedWorkloadCreate`` event on
-    the owner (the Job controller's reason and message), and the webhook links no pod to such
-    a PodGroup. An object controlled by another owner is then handled the same way."""
-
-    adopt_ownerless: bool
-
 
 _OWNED_KINDS = ("Workload", "CompositePodGroup", "PodGroup")
 #: how long a delegating child waits before looking for its parent's Workload again
 _PARENT_RETRY = 1.0
 
-ObjKey = tuple[str, str, str]  # (kind, namespace, name)
 
-
-@attrs.frozen
-class _Ref:
-    api_version: str
-    kind: str
-    name: str
-    uid: str
-    controller: bool
-
-
-def _meta_of(obj: KubeObject) -> tuple[str, str, str, str | None, list[_Ref]]:
-    """(name, namespace, uid, deletionTimestamp, ownerReferences) of a model or a dict."""
-    if isinstance(obj, dict):
-        meta = obj.get("metadata") or {}
-        refs = [
-            _Ref(
-                str(r.get("apiVersion") or ""),
-                str(r.get("kind") or ""),
-                str(r.get("name") or ""),
-                str(r.get("uid") or ""),
-                r.get("controller") is True,
-            )
-            for r in meta.get("ownerReferences") or []
-            if isinstance(r, Mapping)
-        ]
-        return (
-            str(meta.get("name") or ""),
-            str(meta.get("namespace") or ""),
-            str(meta.get("uid") or ""),
-            meta.get("deletionTimestamp"),
-            refs,
-        )
-    m = obj.metadata
-    refs = [
-        _Ref(r.api_version, r.kind, r.name, r.uid, r.controller is True) for r in m.owner_references
-    ]
-    return m.name or "", m.namespace or "", m.uid or "", m.deletion_timestamp, refs
-
-
-def _group(api_version: str) -> str:
-    return api_version.split("/")[0] if "/" in api_version else ""
-
-
-def _kind_of(obj: KubeObject) -> str:
-    return str(obj.get("kind")) if isinstance(obj, dict) else obj.kind
-
-
-def _gang_min(obj: KubeObject) -> int | None:
-    if isinstance(obj, PodGroup) and obj.spec.scheduling_policy.gang is not None:
-        return obj.spec.scheduling_policy.gang.min_count
-    return None
-
-
-def _templates(obj: KubeObject) -> Any:
-    if isinstance(obj, Workload):
-        return (
-            [to_dict(t) for t in obj.spec.pod_group_templates],
-            [to_dict(t) for t in obj.spec.composite_pod_group_templates],
-        )
-    return None
-
-
-@attrs.frozen(kw_only=True)
-class ReconcileResult:
-    """What one reconcile did (returned by :meth:`Reconciler.reconcile`, for tests and
-    metrics)."""
-
-    created: tuple[ObjKey, ...] = ()
-    adopted: tuple[ObjKey, ...] = ()
-    patched: tuple[ObjKey, ...] = ()
-    deleted: tuple[ObjKey, ...] = ()
-    events: tuple[str, ...] = ()
-    requeue_after: float | None = None
-
-
-class _Outcome:
-    def __init__(self) -> None:
-        self.created: list[ObjKey] = []
-        self.adopted: list[ObjKey] = []
-        self.patched: list[ObjKey] = []
-        self.deleted: list[ObjKey] = []
-        self.events: list[str] = []
-        self.requeue_after: float | None = None
-
-    def result(self) -> ReconcileResult:
-        return ReconcileResult(
-            created=tuple(self.created),
-            adopted=tuple(self.adopted),
-            patched=tuple(self.patched),
-            deleted=tuple(self.deleted),
-            events=tuple(self.events),
-            requeue_after=self.requeue_after,
-        )
-
-
-class Reconciler:
+class Reconciler(OwnerStatusRecorder):
     """Keeps the scheduling objects of every object of ``integration``'s kind in line with
     its plan (see the module docstring). A :class:`~workloadbuilder.runtime.Component`.
 
@@ -300,20 +184,21 @@ class Reconciler:
 
     # ---- ownership -------------------------------------------------------------------
 
-    def _is_owner_ref(self, ref: _Ref) -> bool:
+    def _is_owner_ref(self, ref: OwnerRef) -> bool:
         gvk = self.integration.gvk
-        return ref.controller and ref.kind == gvk.kind and _group(ref.api_version) == gvk.group
+        return ref.controller and ref.kind == gvk.kind and api_group(ref.api_version) == gvk.group
 
     def owner_key_of(self, obj: KubeObject) -> str | None:
         """The key of the owner of our kind that controls ``obj``, or None."""
-        _name, ns, _, _, refs = _meta_of(obj)
+        meta = meta_of(obj)
+        ns, refs = meta.namespace, meta.owner_refs
         for ref in refs:
             if self._is_owner_ref(ref):
                 return f"{ns}/{ref.name}"
         return None
 
     def _controller_uid(self, obj: KubeObject) -> str | None:
-        for ref in _meta_of(obj)[4]:
+        for ref in meta_of(obj).owner_refs:
             if self._is_owner_ref(ref):
                 return ref.uid
         return None
@@ -328,10 +213,10 @@ class Reconciler:
         gvk = self.integration.gvk
         found: dict[ObjKey, KubeObject] = {}
         for o in self.owned(key):
-            found[(_kind_of(o), ns, _meta_of(o)[0])] = o
+            found[(kind_of(o), ns, meta_of(o).name)] = o
 
         def uncontrolled(o: KubeObject) -> bool:
-            return not any(r.controller for r in _meta_of(o)[4])
+            return not any(r.controller for r in meta_of(o).owner_refs)
 
         for k in self._known.get(key, set()):
             seen = self.objects.get(k)
@@ -390,7 +275,8 @@ class Reconciler:
     def _on_owner(self, event: str, obj: Any) -> None:
         items = obj if event == "SYNC" else [obj]
         for o in items:
-            name, ns, _, _, _ = _meta_of(o)
+            meta = meta_of(o)
+            name, ns = meta.name, meta.namespace
             key = f"{ns}/{name}"
             for parent in self._parent_of.pop(key, ()):
                 self._children.get(parent, set()).discard(key)
@@ -400,7 +286,7 @@ class Reconciler:
             else:
                 self.owners[key] = o
                 if self._delegated(o) is not None:
-                    for ref in _meta_of(o)[4]:
+                    for ref in meta_of(o).owner_refs:
                         if ref.controller:
                             parent = (ns, ref.kind, ref.name)
                             self._children.setdefault(parent, set()).add(key)
@@ -410,8 +296,9 @@ class Reconciler:
     def _on_object(self, event: str, obj: Any) -> None:
         items = obj if event == "SYNC" else [obj]
         for o in items:
-            name, ns, _, _, _ = _meta_of(o)
-            k = (_kind_of(o), ns, name)
+            meta = meta_of(o)
+            name, ns = meta.name, meta.namespace
+            k = (kind_of(o), ns, name)
             if event == "DELETED":
                 self._drop(k)
             else:
@@ -560,7 +447,7 @@ class Reconciler:
         """The owner's plan; None when a delegating child's parent Workload is missing."""
         if self._delegated(owner) is not None:
             assert isinstance(self.integration, DelegatedGroups)
-            _, ns, _, _, _ = _meta_of(dict(owner))
+            ns = meta_of(dict(owner)).namespace
             workloads = [o for (k, n, _), o in self.objects.items() if k == "Workload" and n == ns]
             parent = self.integration.find_parent_workload(
                 owner, [w for w in workloads if isinstance(w, Workload)]
@@ -574,15 +461,16 @@ class Reconciler:
     async def reconcile(self, key: str) -> ReconcileResult:
         """Bring the objects of the owner ``key`` (``<namespace>/<name>``) in line; raises
         ``ApiError`` for errors worth a retry."""
-        out = _Outcome()
+        out = Outcome()
         owner = self.owners.get(key)
-        if owner is None or _meta_of(owner)[3]:
+        if owner is None or meta_of(owner).deletion_timestamp:
             await self._delete_all(self._leftovers(key), out)
             self.plans.pop(key, None)
             self._known.pop(key, None)
             self._forget_status(key)
             return out.result()
-        _name, ns, uid, _, _ = _meta_of(owner)
+        meta = meta_of(owner)
+        ns, uid = meta.namespace, meta.uid
         try:
             plan = self._plan(owner)
         except NotManagedError:
@@ -605,7 +493,7 @@ class Reconciler:
             live = await self._ensure(plan.workload, owner, out)
             if live is None:
                 return out.result()
-            wl_uid = _meta_of(live)[2]
+            wl_uid = meta_of(live).uid
             if wl_uid:
                 plan = plan.with_workload_uid(wl_uid)
         groups: list[CompositePodGroup | PodGroup] = [
@@ -622,7 +510,7 @@ class Reconciler:
         extra = [
             o
             for o in self.owned(key)
-            if (_kind_of(o), ns, _meta_of(o)[0]) not in wanted and self._controller_uid(o) == uid
+            if (kind_of(o), ns, meta_of(o).name) not in wanted and self._controller_uid(o) == uid
         ]
         await self._delete_all(extra, out)
         await self._mirror_status(owner, plan, out)
@@ -632,7 +520,7 @@ class Reconciler:
         self,
         desired: Workload | PodGroup | CompositePodGroup,
         owner: Mapping[str, Any],
-        out: _Outcome,
+        out: Outcome,
     ) -> KubeObject | None:
         """Create-or-get (and adopt) one object; the live object, or None when another
         controller holds the name."""
@@ -658,10 +546,16 @@ class Reconciler:
         live: KubeObject,
         desired: Workload | PodGroup | CompositePodGroup,
         owner: Mapping[str, Any],
-        out: _Outcome,
+        out: Outcome,
     ) -> KubeObject | None:
-        name, ns, _, deleting, refs = _meta_of(live)
-        _, _, owner_uid, _, _ = _meta_of(dict(owner))
+        meta = meta_of(live)
+        name, ns, deleting, refs = (
+            meta.name,
+            meta.namespace,
+            meta.deletion_timestamp,
+            meta.owner_refs,
+        )
+        owner_uid = meta_of(dict(owner)).uid
         controller = next((r for r in refs if r.controller), None)
         if controller is not None:
             if self._is_owner_ref(controller) and controller.uid in (owner_uid, ""):
@@ -716,7 +610,7 @@ class Reconciler:
         self,
         desired: Workload | PodGroup | CompositePodGroup,
         owner: Mapping[str, Any],
-        out: _Outcome,
+        out: Outcome,
     ) -> None:
         """An object we do not control holds ``desired``'s name and is not adopted:
         report it (a Workload: the Job controller's ``FailedWorkloadCreate`` event) and fail
@@ -737,10 +631,10 @@ class Reconciler:
 
     @staticmethod
     def _owner_name(owner: Mapping[str, Any]) -> str:
-        return _meta_of(dict(owner))[0]
+        return meta_of(dict(owner)).name
 
     async def _apply_patches(
-        self, plan: Plan, out: _Outcome, owner: Mapping[str, Any] | None = None
+        self, plan: Plan, out: Outcome, owner: Mapping[str, Any] | None = None
     ) -> None:
         by_name = {(o.kind, o.metadata.name): o for o in plan.objects()}
         for patch in plan.patches():
@@ -751,9 +645,9 @@ class Reconciler:
             if live is None or want is None:
                 continue
             if patch.kind == "PodGroup":
-                if _gang_min(live) == _gang_min(want):
+                if gang_min(live) == gang_min(want):
                     continue
-            elif _templates(live) == _templates(want):
+            elif templates_of(live) == templates_of(want):
                 continue
             try:
                 patched = await self.cluster.patch(
@@ -776,7 +670,7 @@ class Reconciler:
             self._store(k, patched)
             out.patched.append(k)
 
-    async def _delete_all(self, objs: Iterable[KubeObject], out: _Outcome) -> None:
+    async def _delete_all(self, objs: Iterable[KubeObject], out: Outcome) -> None:
         order = {"PodGroup": 0, "CompositePodGroup": 1, "Workload": 2}
 
         def depth(o: KubeObject) -> int:
@@ -795,9 +689,10 @@ class Reconciler:
                 return -d  # leaves first
             return 0
 
-        for o in sorted(objs, key=lambda o: (order.get(_kind_of(o), 3), depth(o))):
-            name, ns, _, deleting, _ = _meta_of(o)
-            k: ObjKey = (_kind_of(o), ns, name)
+        for o in sorted(objs, key=lambda o: (order.get(kind_of(o), 3), depth(o))):
+            meta = meta_of(o)
+            name, ns, deleting = meta.name, meta.namespace, meta.deletion_timestamp
+            k: ObjKey = (kind_of(o), ns, name)
             if deleting:
                 continue
             with contextlib.suppress(NotFound):
@@ -846,159 +741,4 @@ class Reconciler:
         if self.adopt_ownerless:
             return False
         live = self.objects.get(("PodGroup", ns, group))
-        return live is not None and not any(r.controller for r in _meta_of(live)[4])
-
-    # ---- status and events -------------------------------------------------------------
-
-    def _forget_status(self, key: str) -> None:
-        self._compile_errors.pop(key, None)
-        for d in (self._reported, self._reported_preempted):
-            for k in [k for k in d if k[0] == key]:
-                d.pop(k, None)
-
-    async def _event(
-        self,
-        owner: Mapping[str, Any],
-        reason: str,
-        message: str,
-        type_: Literal["Normal", "Warning"],
-        out: _Outcome,
-    ) -> None:
-        name, ns, uid, _, _ = _meta_of(dict(owner))
-        involved = {
-            "apiVersion": owner.get("apiVersion") or self.resource.api_version,
-            "kind": owner.get("kind") or self.resource.kind,
-            "name": name,
-            "namespace": ns,
-            "uid": uid,
-        }
-        try:
-            await self.cluster.create_event(
-                namespace=ns,
-                involved_object=involved,
-                reason=reason,
-                message=message,
-                type=type_,
-                reporting_component=self.component,
-            )
-        except (ApiError, OSError) as e:  # events are best effort
-            _log.info("event %s on %s/%s not recorded: %s", reason, ns, name, e)
-            return
-        out.events.append(reason)
-
-    async def _compile_failed(
-        self, key: str, owner: Mapping[str, Any], message: str, out: _Outcome
-    ) -> None:
-        if self._compile_errors.get(key) == message:
-            return
-        self._compile_errors[key] = message
-        await self._event(owner, EVENT_FAILED_COMPILATION, message, "Warning", out)
-
-    async def _mirror_status(self, owner: Mapping[str, Any], plan: Plan, out: _Outcome) -> None:
-        name, ns, _, _, _ = _meta_of(dict(owner))
-        key = f"{ns}/{name}"
-        for pg in plan.pod_groups:
-            pg_name = pg.metadata.name or ""
-            live = self.objects.get(("PodGroup", ns, pg_name))
-            if isinstance(live, PodGroup) and live.status is not None:
-                cond = next(
-                    (c for c in live.status.conditions if c.type == CONDITION_INITIALLY_SCHEDULED),
-                    None,
-                )
-                if cond is not None:
-                    state = (cond.status, cond.reason or "", cond.message or "")
-                    if self._reported.get((key, pg_name)) != state:
-                        self._reported[(key, pg_name)] = state
-                        if cond.status == "True":
-                            await self._event(
-                                owner,
-                                EVENT_GANG_SCHEDULED,
-                                f"PodGroup {pg_name} scheduled"
-                                + (f": {cond.message}" if cond.message else ""),
-                                "Normal",
-                                out,
-                            )
-                        elif cond.status == "False":
-                            await self._event(
-                                owner,
-                                EVENT_GANG_UNSCHEDULABLE,
-                                f"PodGroup {pg_name} is unschedulable ({cond.reason}): "
-                                f"{cond.message or ''}",
-                                "Warning",
-                                out,
-                            )
-            pods = self.disrupted.get(f"{ns}/{pg_name}") or {}
-            seen = self._reported_preempted.get((key, pg_name), frozenset())
-            new = frozenset(pods) - seen
-            if new:
-                self._reported_preempted[(key, pg_name)] = seen | new
-                detail = sorted({pods[u] for u in new if pods[u]})
-                await self._event(
-                    owner,
-                    EVENT_GANG_PREEMPTED,
-                    f"PodGroup {pg_name}: {len(new)} pod(s) preempted"
-                    + (f": {'; '.join(detail)}" if detail else ""),
-                    "Warning",
-                    out,
-                )
-        if self.conditions:
-            await self._owner_condition(owner, plan)
-
-    def _owner_condition_value(self, owner: Mapping[str, Any], plan: Plan) -> dict[str, str]:
-        ns = _meta_of(dict(owner))[1]
-        states = []
-        for pg in plan.pod_groups:
-            live = self.objects.get(("PodGroup", ns, pg.metadata.name or ""))
-            cond = None
-            if isinstance(live, PodGroup) and live.status is not None:
-                cond = next(
-                    (c for c in live.status.conditions if c.type == CONDITION_INITIALLY_SCHEDULED),
-                    None,
-                )
-            states.append((pg.metadata.name or "", cond))
-        failed = [(n, c) for n, c in states if c is not None and c.status == "False"]
-        if failed:
-            n, c = failed[0]
-            return {
-                "status": "False",
-                "reason": c.reason or "Unschedulable",
-                "message": f"PodGroup {n}: {c.message or ''}",
-            }
-        if states and all(c is not None and c.status == "True" for _, c in states):
-            return {"status": "True", "reason": "Scheduled", "message": "all gangs scheduled"}
-        return {"status": "Unknown", "reason": "Pending", "message": "waiting for the scheduler"}
-
-    async def _owner_condition(self, owner: Mapping[str, Any], plan: Plan) -> None:
-        name, ns, _, _, _ = _meta_of(dict(owner))
-        want = self._owner_condition_value(owner, plan)
-        conds = [
-            c for c in (owner.get("status") or {}).get("conditions") or [] if isinstance(c, dict)
-        ]
-        current = next((c for c in conds if c.get("type") == CONDITION_GANG_SCHEDULED), None)
-        if current is not None and all(current.get(k) == v for k, v in want.items()):
-            return
-        ltt = (
-            current.get("lastTransitionTime")
-            if current is not None and current.get("status") == want["status"]
-            else None
-        ) or datetime.fromtimestamp(self.clock.now(), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        cond = {"type": CONDITION_GANG_SCHEDULED, **want, "lastTransitionTime": ltt}
-        generation = (owner.get("metadata") or {}).get("generation")
-        if isinstance(generation, int):
-            cond["observedGeneration"] = generation
-        others = [c for c in conds if c.get("type") != CONDITION_GANG_SCHEDULED]
-        rv = (owner.get("metadata") or {}).get("resourceVersion")
-        try:
-            updated = await self.cluster.patch(
-                self.resource,
-                name,
-                {"metadata": {"resourceVersion": rv}, "status": {"conditions": [*others, cond]}},
-                ns,
-                patch_type="merge",
-                subresource="status",
-                field_manager=self.component,
-            )
-        except NotFound:
-            return
-        if isinstance(updated, dict):
-            self.owners[f"{ns}/{name}"] = updated
+        return live is not None and not any(r.controller for r in meta_of(live).owner_refs)
