@@ -365,6 +365,11 @@ class _Flags:
         return self.flags
 
 
+def _fold_matching(t: AffinityTerm, state: _Flags, p: PodInfo, row: int) -> None:
+    if t.matches(p.namespace, p.labels):
+        state.rows.append(row)
+
+
 def _fold_anti_holders(
     state: dict[AffinityTerm, tuple[list[tuple[PodInfo, int]], _Flags]], p: PodInfo, row: int
 ) -> None:
@@ -489,14 +494,20 @@ class InterPodAffinity(_MaskPlugin):
             why.append((AFFINITY_REASON, text, failing))
             ok &= ~failing
         if c is not None and c.anti_affinity:
-            counts = self._incoming_counts(c.anti_affinity, False, lister)
             failing = np.zeros(cap, dtype=bool)
-            for key in {t.topology_key for t in c.anti_affinity}:
-                ids, values = self.domains.of(table, key)
-                bad = np.zeros(len(values) + 1, dtype=bool)  # the last entry: no such label
-                for (k, v), n in counts.items():
-                    if k == key and n > 0 and v in values:
-                        bad[values[v]] = True
+            for t in c.anti_affinity:
+                ids, _ = self.domains.of(table, t.topology_key)
+                placed = self.folds.get(
+                    ("anti-in", t),
+                    lister,
+                    functools.partial(_Flags, t.topology_key),
+                    functools.partial(_fold_matching, t),
+                )
+                bad = placed(table, self.domains).copy()
+                for _, row in _matching(lister, t.selector, t.in_namespace):
+                    d = ids[row]
+                    if d >= 0:
+                        bad[d] = True
                 failing |= bad[ids]
             why.append(
                 (
@@ -643,11 +654,10 @@ class PodTopologySpread(_MaskPlugin):
 
     def __init__(self) -> None:
         super().__init__()
-        #: per node epoch: the rows that carry all of a set of keys, and per signature the
-        #: rows passing its node affinity and its tolerations
+        #: per node epoch and (constraints, signature): what does not change while the nodes
+        #: do not (see :meth:`_static`)
         self._epoch: tuple[int, int, int] = (-1, -1, -1)
-        self._keyed: dict[tuple[str, ...], Mask] = {}
-        self._policies: dict[PodRequirements, tuple[Mask, Mask]] = {}
+        self._statics: dict[Any, _SpreadStatic] = {}
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """A pod is bound or leaves its node, or a node appears or changes labels."""
@@ -662,32 +672,17 @@ class PodTopologySpread(_MaskPlugin):
         """Holds on every node."""
         return SUCCESS
 
-    def _node_masks(
-        self, table: NodeTable, keys: tuple[str, ...], req: PodRequirements
-    ) -> tuple[Mask, Mask, Mask]:
-        """``(present rows with every key, node affinity passes, taints tolerated)``."""
+    def _static(
+        self, table: NodeTable, hard: tuple[SpreadConstraint, ...], req: PodRequirements
+    ) -> _SpreadStatic:
         token = (id(table), table.epoch, table.capacity)
         if token != self._epoch:
-            self._keyed.clear()
-            self._policies.clear()
+            self._statics.clear()
             self._epoch = token
-        keyed = self._keyed.get(keys)
-        if keyed is None:
-            keyed = np.zeros(table.capacity, dtype=bool)
-            keyed[table.present_rows()] = True
-            for k in keys:
-                keyed &= self.domains.of(table, k)[0] >= 0
-            self._keyed[keys] = keyed
-        policies = self._policies.get(req)
-        if policies is None:
-            affine = np.zeros(table.capacity, dtype=bool)
-            tolerated = np.zeros(table.capacity, dtype=bool)
-            tolerations = req.toleration_list()
-            for r in table.present_rows():
-                affine[r] = node_matches_affinity(req, table.labels[r], table.names[r] or "")
-                tolerated[r] = tolerates_all(tolerations, table.taints[r])
-            policies = self._policies[req] = (affine, tolerated)
-        return keyed, policies[0], policies[1]
+        got = self._statics.get((hard, req))
+        if got is None:
+            got = self._statics[(hard, req)] = _SpreadStatic(table, hard, req, self.domains)
+        return got
 
     def _evaluate(
         self, pod: PodInfo, lister: SharedLister
@@ -695,25 +690,13 @@ class PodTopologySpread(_MaskPlugin):
         assert pod.constraints is not None and isinstance(lister, Snapshot)
         table = lister.table
         hard = pod.constraints.hard_spread
-        keys = tuple(sorted({c.topology_key for c in hard}))
-        all_keys, affine, tolerated = self._node_masks(table, keys, pod.req)
-        present = np.zeros(table.capacity, dtype=bool)
-        present[table.present_rows()] = True
-        missing = np.zeros(table.capacity, dtype=bool)
+        st = self._static(table, hard, pod.req)
         skewed = np.zeros(table.capacity, dtype=bool)
         details: list[str] = []
         ns = pod.namespace
-        for c in hard:
-            ids, values = self.domains.of(table, c.topology_key)
-            missing |= present & (ids < 0)
-            eligible = all_keys
-            if c.honor_node_affinity:
-                eligible = eligible & affine
-            if c.honor_node_taints:
-                eligible = eligible & tolerated
-            per_domain = np.zeros(len(values) + 1, dtype=np.int64)  # last: no such label
-            seen = np.zeros(len(values) + 1, dtype=bool)
-            seen[ids[eligible]] = True
+        for i, c in enumerate(hard):
+            ids, eligible, seen = st.ids[i], st.eligible[i], st.seen[i]
+            per_domain = np.zeros(seen.size, dtype=np.int64)
             for p, row in _matching(lister, c.selector, ns.__eq__):
                 if eligible[row] and not p.deleting:
                     per_domain[ids[row]] += 1
@@ -731,23 +714,77 @@ class PodTopologySpread(_MaskPlugin):
 
             for d in self.folds.get(("spread", c, ns, pod.req), lister, list, add):
                 per_domain[d] += 1
-            seen[-1] = False
-            domains = int(seen.sum())
+            domains = st.domains[i]
             low = int(per_domain[seen].min()) if domains else 0
             if domains < c.min_domains:
                 low = 0
-            self_match = 1 if c.selector.matches(pod.labels) else 0
-            skew = per_domain[ids] + self_match - low
-            bad = present & (ids >= 0) & (skew > c.max_skew)
+            limit = c.max_skew + low - (1 if c.selector.matches(pod.labels) else 0)
+            bad = (per_domain > limit)[ids] & st.keyed[i]
             if bad.any():
                 details.append(f"{c.describe()} (domain minimum {low})")
-            skewed |= bad
-        skewed &= ~missing
+                skewed |= bad
+        skewed &= ~st.missing
         long_skew = "would exceed " + "; ".join(details) if details else "would exceed maxSkew"
-        return ~(missing | skewed) & present, [
-            (SPREAD_LABEL_REASON, "lack a topology key of the pod's spread constraints", missing),
+        return ~(st.missing | skewed) & st.present, [
+            (
+                SPREAD_LABEL_REASON,
+                "lack a topology key of the pod's spread constraints",
+                st.missing,
+            ),
             (SPREAD_REASON, long_skew, skewed),
         ]
+
+
+class _SpreadStatic:
+    """What a pod's spread constraints see of the nodes, for one node epoch: per constraint
+    the rows' domain ids, the rows that count (every constraint's key, the inclusion
+    policies), the domains they form; the present rows and those missing a key."""
+
+    __slots__ = ("domains", "eligible", "ids", "keyed", "missing", "present", "seen")
+
+    def __init__(
+        self,
+        table: NodeTable,
+        hard: tuple[SpreadConstraint, ...],
+        req: PodRequirements,
+        domains: _Domains,
+    ) -> None:
+        cap = table.capacity
+        rows = table.present_rows()
+        self.present = np.zeros(cap, dtype=bool)
+        self.present[rows] = True
+        all_keys = self.present.copy()
+        for c in hard:
+            all_keys &= domains.of(table, c.topology_key)[0] >= 0
+        affine = np.zeros(cap, dtype=bool)
+        tolerated = np.zeros(cap, dtype=bool)
+        tolerations = req.toleration_list()
+        for r in np.flatnonzero(all_keys):
+            affine[r] = node_matches_affinity(req, table.labels[r], table.names[r] or "")
+            tolerated[r] = tolerates_all(tolerations, table.taints[r])
+        self.missing = np.zeros(cap, dtype=bool)
+        self.ids: list[npt.NDArray[np.int64]] = []
+        self.keyed: list[Mask] = []
+        self.eligible: list[Mask] = []
+        self.seen: list[Mask] = []
+        self.domains: list[int] = []
+        for c in hard:
+            ids, values = domains.of(table, c.topology_key)
+            keyed = self.present & (ids >= 0)
+            self.missing |= self.present & (ids < 0)
+            eligible = all_keys
+            if c.honor_node_affinity:
+                eligible = eligible & affine
+            if c.honor_node_taints:
+                eligible = eligible & tolerated
+            seen = np.zeros(len(values) + 1, dtype=bool)  # the last entry: no such label
+            seen[ids[eligible]] = True
+            seen[-1] = False
+            self.ids.append(ids)
+            self.keyed.append(keyed)
+            self.eligible.append(eligible)
+            self.seen.append(seen)
+            self.domains.append(int(seen.sum()))
 
 
 # ---- volume plugins not implemented yet: refuse, never ignore ------------------------------------
