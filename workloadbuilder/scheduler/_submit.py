@@ -43,7 +43,10 @@ from workloadbuilder.scheduler._status import (
 )
 from workloadbuilder.scheduler._tree import TreeNode, find_root
 
-__all__ = ["Submit"]
+__all__ = ["Outcome", "Submit"]
+
+Outcome = Literal["success", "unschedulable", "error"]
+"""How an attempt ends (``SchedulingQueue.done``)."""
 
 _log = logging.getLogger("workloadbuilder.scheduler._schedule_one")  # the scheduler's own log
 
@@ -62,58 +65,92 @@ class Submit:
     explanations: dict[tuple[str, str], str]
 
     def submit(self, e: QueuedEntity, r: ScheduleResult) -> None:
-        """Apply the result ``r`` of the attempt at ``e`` (popped, in flight); ends with
-        exactly one ``queue.done``."""
+        """Apply the result ``r`` of the attempt at ``e`` (popped, in flight): its binds,
+        nominations, preemptions and status writes, then the one ``queue.done`` of the
+        attempt, then what follows it (pods left out retried at once, gates re-evaluated)."""
+        self.queue.done(e, self._apply(e, r))
+        self._follow_up(e, r)
+
+    def _apply(self, e: QueuedEntity, r: ScheduleResult) -> Outcome:
+        """Everything before ``queue.done``; the attempt's outcome."""
         if isinstance(r, PodBind):
             self.framework.run_commit(r.cycle.reservations)
             self.binder.assume_and_bind(e.key, r.cycle.assignments)
             self.queue.remove(e.key)
-            self.queue.done(e, "success")
-        elif isinstance(r, GroupBind):
+            return "success"
+        if isinstance(r, GroupBind):
             self._bind_group(e, r)
-        elif isinstance(r, NothingToDo):
+            return "success"
+        if isinstance(r, NothingToDo):
             self.queue.remove(e.key)
-            self.queue.done(e, "success")
-            if r.refresh == "group":
-                self.enqueuer.refresh_group((e.key[1], e.key[2]))
-            elif r.refresh == "namespace":
-                self.enqueuer.refresh_namespace_trees(e.key[1])
-        elif isinstance(r, PodUnschedulable):
+            return "success"
+        if isinstance(r, PodUnschedulable):
             if r.preempt is not None:
                 self._preempt(r.preempt)
             self.status.pod_failed(r.pod, REASON_UNSCHEDULABLE, r.message)
-            self.queue.done(e, "error" if r.preempt is not None else "unschedulable")
-        elif isinstance(r, GroupUnschedulable):
-            self._group_unschedulable(e, r)
-        elif isinstance(r, Requeue):
-            self.queue.done(e, "unschedulable")
-            if r.root is not None:
-                self.enqueuer.refresh_tree(r.root, None)
-            else:
-                self.enqueuer.refresh_group((e.key[1], e.key[2]))
-        elif isinstance(r, GroupError):
+            return "error" if r.preempt is not None else "unschedulable"
+        if isinstance(r, GroupUnschedulable):
+            self._group_unschedulable(r)
+            return "error" if r.error else "unschedulable"
+        if isinstance(r, Requeue):
+            return "unschedulable"
+        if isinstance(r, GroupError):
             g = r.group
             _log.info("pod group %s/%s rejected (SchedulerError): %s", *g.key, r.message)
             self.explanations[g.key] = r.message
             self.status.group_condition(g, "False", REASON_SCHEDULER_ERROR, r.message)
             for p in r.pending:
                 self.status.pod_failed(p, REASON_SCHEDULER_ERROR, r.message)
-            self.queue.done(e, "error")
-        elif isinstance(r, TreeBind):
+            return "error"
+        if isinstance(r, TreeBind):
             self._bind_tree(e, r)
-        elif isinstance(r, TreeUnschedulable):
+            return "success"
+        if isinstance(r, TreeUnschedulable):
             if r.preempt is not None:
                 self._preempt(r.preempt)
-            outcome: Literal["unschedulable", "error"] = "error" if r.error else "unschedulable"
-            self._tree_failed(
-                e, r.tree, r.pending, REASON_UNSCHEDULABLE, r.message, r.per_node, outcome
-            )
-        elif isinstance(r, TreeError):
-            self._tree_failed(e, r.tree, r.pending, REASON_SCHEDULER_ERROR, r.message, {}, "error")
-        elif isinstance(r, TreeInvalid):
-            self._tree_invalid(e, r)
-        else:
-            assert_never(r)
+            self._tree_failed(r.tree, r.pending, REASON_UNSCHEDULABLE, r.message, r.per_node)
+            return "error" if r.error else "unschedulable"
+        if isinstance(r, TreeError):
+            self._tree_failed(r.tree, r.pending, REASON_SCHEDULER_ERROR, r.message, {})
+            return "error"
+        if isinstance(r, TreeInvalid):
+            self._tree_invalid(r)
+            return "error"
+        assert_never(r)
+
+    def _follow_up(self, e: QueuedEntity, r: ScheduleResult) -> None:
+        """Everything after ``queue.done``: pods a successful cycle left out are retried at
+        once when preemption may help them; the entity's gates are re-evaluated."""
+        if isinstance(r, GroupBind):
+            if r.retry and any(r.cycle.diagnoses.get(p.req) is not None for p in r.cycle.unplaced):
+                # Pods that found no node in a successful cycle (a basic group's, a gang's
+                # above its quorum) are retried at once: that cycle places nothing new, so it
+                # fails and runs PodGroupPostFilter for them, as kube-scheduler v1.37.2's
+                # next attempt does. In the unschedulable pool they would wait for an event
+                # that only the preemption they need can cause.
+                self.queue.move(e.key)
+            self.enqueuer.refresh_group((e.key[1], e.key[2]))
+        elif isinstance(r, NothingToDo):
+            if r.refresh == "group":
+                self.enqueuer.refresh_group((e.key[1], e.key[2]))
+            elif r.refresh == "namespace":
+                self.enqueuer.refresh_namespace_trees(e.key[1])
+        elif isinstance(r, Requeue):
+            if r.root is not None:
+                self.enqueuer.refresh_tree(r.root, None)
+            else:
+                self.enqueuer.refresh_group((e.key[1], e.key[2]))
+        elif isinstance(r, TreeBind):
+            if r.retry:
+                placed = {p.key for p, _ in r.cycle.assignments}
+                if any(p.key not in placed for p in r.pending):
+                    # As for a flat group: pods of a tree whose cycle succeeded without them
+                    # (a leaf left out above the root's quorum, a leaf's pods above its
+                    # minCount, a leaf that grew) are retried at once; that cycle places
+                    # nothing new, fails and preempts for them, as kube-scheduler v1.37.2's
+                    # next attempt does.
+                    self.queue.move(e.key)
+            self.enqueuer.refresh_tree(r.root, None)
 
     # ---- preemption ------------------------------------------------------------------
 
@@ -176,23 +213,12 @@ class Submit:
         self.framework.run_commit(res.reservations)
         # a gang whose quorum depends on this batch binds one pod first (see Binder)
         self.binder.assume_and_bind(e.key, res.assignments, group=r.group, canary=r.canary)
-        left_behind = False
         for p in res.unplaced:
             diag = res.diagnoses.get(p.req)
             if diag is not None:
-                left_behind = True
                 self.status.pod_failed(p, REASON_UNSCHEDULABLE, diag.pod_message())
-        self.queue.done(e, "success")
-        if left_behind and r.retry:
-            # Pods that found no node in a successful cycle (a basic group's, a gang's
-            # above its quorum) are retried at once: that cycle places nothing new, so it
-            # fails and runs PodGroupPostFilter for them, as kube-scheduler v1.37.2's
-            # next attempt does. In the unschedulable pool they would wait for an event
-            # that only the preemption they need can cause.
-            self.queue.move(e.key)
-        self.enqueuer.refresh_group(gk)
 
-    def _group_unschedulable(self, e: QueuedEntity, r: GroupUnschedulable) -> None:
+    def _group_unschedulable(self, r: GroupUnschedulable) -> None:
         g, message = r.group, r.message
         _log.info("pod group %s/%s unschedulable: %s", *g.key, message)
         self.explanations[g.key] = message
@@ -204,7 +230,6 @@ class Submit:
         pod_message = f'pod group "{g.name}" is unschedulable: {message}'
         for p in r.pending:
             self.status.pod_failed(p, REASON_UNSCHEDULABLE, pod_message)
-        self.queue.done(e, "error" if r.error else "unschedulable")
 
     # ---- CompositePodGroup trees -----------------------------------------------------
 
@@ -241,24 +266,14 @@ class Submit:
                 diag = res.diagnoses.get(p.req)
                 if leaf_ok and diag is not None:
                     self.status.pod_failed(p, REASON_UNSCHEDULABLE, diag.pod_message())
-        self.queue.done(e, "success")
-        if r.retry and any(p.key not in placed for p in r.pending):
-            # As for a flat group (schedule_group): pods of a tree whose cycle succeeded
-            # without them (a leaf left out above the root's quorum, a leaf's pods above its
-            # minCount, a leaf that grew) are retried at once; that cycle places nothing new,
-            # fails and preempts for them, as kube-scheduler v1.37.2's next attempt does.
-            self.queue.move(e.key)
-        self.enqueuer.refresh_tree(r.root, None)
 
     def _tree_failed(
         self,
-        e: QueuedEntity,
         tree: TreeNode,
         pending: Sequence[PodInfo],
         reason: str,
         message: str,
         per_node: Mapping[tuple[str, str], str],
-        outcome: Literal["unschedulable", "error"],
     ) -> None:
         self.explanations[tree.key] = message
         for node in tree.composites():
@@ -277,9 +292,8 @@ class Submit:
             self.status.pod_failed(
                 p, reason, pod_message if reason == REASON_UNSCHEDULABLE else message
             )
-        self.queue.done(e, outcome)
 
-    def _tree_invalid(self, e: QueuedEntity, r: TreeInvalid) -> None:
+    def _tree_invalid(self, r: TreeInvalid) -> None:
         ns, root, message = r.namespace, r.name, r.message
         self.explanations[(ns, root)] = message
         cpg = self.cache.composite_groups.get((ns, root))
@@ -303,4 +317,3 @@ class Submit:
                     self.status.pod_failed(
                         p, REASON_UNSCHEDULABLE, f'pod group "{name}" is unschedulable: {message}'
                     )
-        self.queue.done(e, "error")
