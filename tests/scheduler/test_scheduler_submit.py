@@ -205,7 +205,7 @@ def _cases() -> list[tuple[str, str, ScheduleResult, str, list[str]]]:
         (
             "pod-preempts",
             "Pod",
-            PodUnschedulable(a, "no", _preempt(True)),
+            PodUnschedulable(a, "no", _preempt(True), error=True),
             "error",
             ["status.nominate", "status.preempt", "status.pod_failed", "queue.done"],
         ),
@@ -373,7 +373,7 @@ def test_preemption_failure_drops_the_nominations() -> None:
     s.explanations = {}
     a = _pod("a")
     pr = Preempt("pod ns/a", ((a, "n1"),), _victims(), lambda: failed.append(True), single_pod=True)
-    s.submit(_entity("Pod"), PodUnschedulable(a, "no", pr))
+    s.submit(_entity("Pod"), PodUnschedulable(a, "no", pr, error=True))
     assert s.cache.nominations == {("ns", "a"): "n1"}
     on_failure = next(args[2] for name, args, _ in log if name == "status.preempt")
     on_failure()

@@ -87,12 +87,14 @@ class PodBind:
 
 @attrs.frozen
 class PodUnschedulable:
-    """The pod fits nowhere: ``message`` on it; with ``preempt``, room is being made (its
-    victims are preempted first) and it retries after its backoff (``error``)."""
+    """The pod fits nowhere: ``message`` on it; with ``preempt`` its victims are preempted
+    first; ``error`` when it retries after its backoff (room is being made) rather than
+    waiting for an event."""
 
     pod: PodInfo
     message: str
     preempt: Preempt | None = None
+    error: bool = False
 
 
 # ---- pod groups ------------------------------------------------------------------------

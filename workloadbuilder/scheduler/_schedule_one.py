@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from typing import Literal
 
 from workloadbuilder.scheduler._binding import Binder
 from workloadbuilder.scheduler._cache import Cache, GroupInfo, PodInfo
@@ -292,9 +293,10 @@ class ScheduleOne(Submit):
         POD_ATTEMPTS.labels(result=result, profile=self.config.scheduler_name).inc()
         if res.status.ok:
             return PodBind(res)
+        preempt: Preempt | None = None
         diag = res.diagnoses.get(p.req)
         message = diag.pod_message() if diag else res.explanation or res.status.message
-        preempt: Preempt | None = None
+        outcome: Literal["unschedulable", "error"] = "unschedulable"
         plugin = next(
             (q for q in self.framework.pod_group_post_filter if isinstance(q, DefaultPreemption)),
             None,
@@ -308,13 +310,13 @@ class ScheduleOne(Submit):
                 key = p.key
                 names = ", ".join(f"{v.kind} {v.namespace}/{v.name}" for v in victims)
                 message = f"{message} preemption: preempting {names} on {node}."
-                who = f"pod {p.namespace}/{p.name}"
-                # room is being made: the submit step preempts, the pod retries after its backoff
+                who = f"pod {p.namespace}/{p.name}"  # the submit step preempts the victims
                 preempt = Preempt(
                     who, ((p, node),), victims, lambda: plugin.forget_pod(key), single_pod=True
                 )
+                outcome = "error"  # room is being made: retry after the backoff
         snap.revert()
-        return PodUnschedulable(p, message, preempt)
+        return PodUnschedulable(p, message, preempt, error=outcome == "error")
 
     # ---- pod groups ------------------------------------------------------------------
 

@@ -89,7 +89,7 @@ class Submit:
             if r.preempt is not None:
                 self._preempt(r.preempt)
             self.status.pod_failed(r.pod, REASON_UNSCHEDULABLE, r.message)
-            return "error" if r.preempt is not None else "unschedulable"
+            return "error" if r.error else "unschedulable"
         if isinstance(r, GroupUnschedulable):
             self._group_unschedulable(r)
             return "error" if r.error else "unschedulable"
