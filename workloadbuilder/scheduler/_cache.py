@@ -329,7 +329,7 @@ class Cache:
         #: deletion state (what the pod-constraint plugins count is cached per version)
         self.version = 0
         #: the counted pods by label, anti-affinity term and host port (pod constraints)
-        self.index = PodIndex()
+        self.index: PodIndex[PodInfo] = PodIndex()
         #: the running pods by preemption priority, and the priority each is filed under;
         #: rebuilt from ``running`` on the next query after ``_prio_stale`` is set (a
         #: PriorityClass or CompositePodGroup changed)

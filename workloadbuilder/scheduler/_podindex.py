@@ -10,19 +10,33 @@ the walk). Rows are not indexed: a pod's row is read from ``counted_node`` when 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING
+from typing import Generic, Protocol, TypeVar
 
-from workloadbuilder.scheduler._podspec import AffinityTerm, Selector
-
-if TYPE_CHECKING:
-    from workloadbuilder.scheduler._cache import PodInfo, PodKey
+from workloadbuilder.scheduler._podspec import AffinityTerm, PodConstraints, Selector
 
 __all__ = ["PodIndex"]
 
 Pair = tuple[str, str]
+PodKey = tuple[str, str]
 
 
-class PodIndex:
+class _Pod(Protocol):
+    """What the index reads of a pod (the cache's ``PodInfo``)."""
+
+    @property
+    def key(self) -> PodKey: ...
+
+    @property
+    def labels(self) -> dict[str, str]: ...
+
+    @property
+    def constraints(self) -> PodConstraints | None: ...
+
+
+PodInfo = TypeVar("PodInfo", bound=_Pod)
+
+
+class PodIndex(Generic[PodInfo]):
     """Counted pods by label, by required anti-affinity term, and by host port."""
 
     def __init__(self) -> None:

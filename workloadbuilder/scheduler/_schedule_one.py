@@ -1,6 +1,15 @@
-"""Schedule one entity (kube-scheduler's ``schedule_one.go``): a single pod, or a pod group
-all-or-nothing, on a fresh :class:`~._snapshot.Snapshot`; success assumes and hands
-the batch to the binder, failure runs PodGroupPostFilter and writes the explanation."""
+"""Schedule one entity (kube-scheduler's ``schedule_one.go`` and
+``schedule_one_podgroup.go``): a single pod, a pod group all-or-nothing, or a
+CompositePodGroup tree, on a fresh :class:`~._snapshot.Snapshot`.
+
+Each attempt is two steps, as upstream's ``podGroupSchedulingAlgorithm`` ->
+``submitPodGroupAlgorithmResult``: the pod, group and tree *algorithms* here compute one
+:mod:`~workloadbuilder.scheduler._result` value (bind these placements, nominate and preempt
+victims, unschedulable with a message, an error, requeue, nothing to do), and the *submit*
+step (:class:`~workloadbuilder.scheduler._submit.Submit`) applies it: bind, nominate,
+preempt, requeue, write the status, ``queue.done``. PodGroupPostFilter plugins still act
+through the handle below during the algorithm (DefaultPreemption actuates its victims
+there)."""
 
 from __future__ import annotations
 
@@ -25,23 +34,42 @@ from workloadbuilder.scheduler._metrics import (
 )
 from workloadbuilder.scheduler._preemption import DefaultPreemption, PreemptionHandle, Victim
 from workloadbuilder.scheduler._queue import QueuedEntity, SchedulingQueue
-from workloadbuilder.scheduler._snapshot import Snapshot
-from workloadbuilder.scheduler._status import (
-    REASON_INVALID,
-    REASON_SCHEDULED,
-    REASON_SCHEDULER_ERROR,
-    REASON_UNSCHEDULABLE,
-    StatusWriter,
+from workloadbuilder.scheduler._result import (
+    CompositeResult,
+    GroupBind,
+    GroupError,
+    GroupResult,
+    GroupUnschedulable,
+    NothingToDo,
+    PodBind,
+    PodResult,
+    PodUnschedulable,
+    Preempt,
+    Requeue,
+    TreeBind,
+    TreeError,
+    TreeInvalid,
+    TreeUnschedulable,
 )
+from workloadbuilder.scheduler._snapshot import Snapshot
+from workloadbuilder.scheduler._status import StatusWriter
+from workloadbuilder.scheduler._submit import Submit
 from workloadbuilder.scheduler._tree import TreeNode, build_tree, find_root
 
 __all__ = ["ScheduleOne"]
 
 _log = logging.getLogger(__name__)
 
+# the results that carry nothing of the attempt are shared, not allocated per attempt
+_NOTHING = NothingToDo()
+_NOTHING_REFRESH_GROUP = NothingToDo("group")
+_NOTHING_REFRESH_NAMESPACE = NothingToDo("namespace")
+_REQUEUE_GROUP = Requeue()
 
-class ScheduleOne:
-    """One scheduling attempt per popped queue entity."""
+
+class ScheduleOne(Submit):
+    """One scheduling attempt per popped queue entity: an algorithm computes its result,
+    :meth:`~workloadbuilder.scheduler._submit.Submit.submit` applies it."""
 
     def __init__(
         self,
@@ -143,50 +171,12 @@ class ScheduleOne:
         again after its backoff)."""
         self._actuate(f"pod group {group.namespace}/{group.name}", nominations, victims, on_failure)
 
-    def _actuate(
-        self,
-        who: str,
-        nominations: Sequence[tuple[PodInfo, str]],
-        victims: Sequence[Victim],
-        on_failure: Callable[[], None],
-    ) -> None:
-        _log.info(
-            "%s preempts %s",
-            who,
-            ", ".join(f"{v.kind} {v.namespace}/{v.name} ({len(v.pods)} pods)" for v in victims),
-        )
-        for p, node in nominations:
-            self.cache.nominations[p.key] = node
-            self.status.nominate(p, node)
-        keys = [p.key for p, _ in nominations]
-
-        def failed() -> None:
-            for k in keys:
-                self.cache.nominations.pop(k, None)
-            on_failure()
-
-        for v in victims:
-            for victim in v.pods:
-                self.status.preempt(victim, who, failed)
-
     def actuate_for_pod(
         self, p: PodInfo, node: str, victims: Sequence[Victim], on_failure: Callable[[], None]
     ) -> None:
         """Preempt the victims of a single pod and nominate it."""
         who = f"pod {p.namespace}/{p.name}"
-        _log.info(
-            "%s preempts %s", who, ", ".join(f"{v.kind} {v.namespace}/{v.name}" for v in victims)
-        )
-        self.cache.nominations[p.key] = node
-        self.status.nominate(p, node)
-
-        def failed() -> None:
-            self.cache.nominations.pop(p.key, None)
-            on_failure()
-
-        for v in victims:
-            for victim in v.pods:
-                self.status.preempt(victim, who, failed)
+        self._preempt(Preempt(who, ((p, node),), victims, on_failure, single_pod=True))
 
     def _preemption(self) -> DefaultPreemption | None:
         if not self.config.preemption:
@@ -200,14 +190,15 @@ class ScheduleOne:
         members: Sequence[PodInfo],
         by_group: dict[tuple[str, str], list[PodInfo]],
         scheduled: dict[tuple[str, str], int],
-    ) -> str | None:
+    ) -> tuple[str | None, Preempt | None]:
         """Workload-aware preemption for a CompositePodGroup tree whose cycle failed (as
         kube-scheduler v1.37.2 does for a root CompositePodGroup): the message to append
-        (``DefaultPreemption: preempting ...`` when victims are being preempted), or None."""
+        (``DefaultPreemption: preempting ...`` when victims are chosen), or None; and the
+        victims to preempt (by the submit step), or None."""
         plugin = self._preemption()
         cpg = tree.cpg
         if plugin is None or cpg is None:
-            return None
+            return None, None
         fw = self.framework
         cache = self.cache
         search = SearchConfig(
@@ -242,17 +233,17 @@ class ScheduleOne:
             domains=domains if key is not None else None,
         )
         if isinstance(got, Status):
-            return got.message or None
+            return got.message or None, None
         victims, assignments, text = got
         nominations = [(p, snap.node_name(row)) for p, row in assignments]
         root_key = tree.key
-        self._actuate(
+        preempt = Preempt(
             f"composite pod group {tree.namespace}/{tree.name}",
             nominations,
             victims,
             lambda: plugin.forget_tree(root_key),
         )
-        return f"{DefaultPreemption.name}: {text}"
+        return f"{DefaultPreemption.name}: {text}", preempt
 
     def _is_a_handle(self) -> PreemptionHandle:  # mypy checks the protocol
         return self
@@ -270,12 +261,13 @@ class ScheduleOne:
 
     def schedule_pod(self, e: QueuedEntity) -> None:
         """The pod cycle: Filter and Score over all nodes, then assume and bind."""
+        self.submit(e, self._pod_algorithm(e))
+
+    def _pod_algorithm(self, e: QueuedEntity) -> PodResult:
         key = (e.key[1], e.key[2])
         p = self.cache.pods.get(key)
         if p is None or p.group is not None or not self.enqueuer.is_pending(p):
-            self.queue.remove(e.key)
-            self.queue.done(e, "success")
-            return
+            return _NOTHING
         t0 = time.perf_counter()
         snap = Snapshot(self.cache)
         self._reserve_nominated(snap, self.cache.pod_priority(p), None, p.key)
@@ -287,11 +279,8 @@ class ScheduleOne:
         )
         POD_ATTEMPTS.labels(result=result, profile=self.config.scheduler_name).inc()
         if res.status.ok:
-            self.framework.run_commit(res.reservations)
-            self.binder.assume_and_bind(e.key, res.assignments)
-            self.queue.remove(e.key)
-            self.queue.done(e, "success")
-            return
+            return PodBind(res)
+        preempt: Preempt | None = None
         diag = res.diagnoses.get(p.req)
         message = diag.pod_message() if diag else res.explanation or res.status.message
         outcome: Literal["unschedulable", "error"] = "unschedulable"
@@ -305,11 +294,13 @@ class ScheduleOne:
                 key = p.key
                 names = ", ".join(f"{v.kind} {v.namespace}/{v.name}" for v in victims)
                 message = f"{message} preemption: preempting {names} on {node}."
-                self.actuate_for_pod(p, node, victims, lambda: plugin.forget_pod(key))
+                who = f"pod {p.namespace}/{p.name}"  # the submit step preempts the victims
+                preempt = Preempt(
+                    who, ((p, node),), victims, lambda: plugin.forget_pod(key), single_pod=True
+                )
                 outcome = "error"  # room is being made: retry after the backoff
         snap.revert()
-        self.status.pod_failed(p, REASON_UNSCHEDULABLE, message)
-        self.queue.done(e, outcome)
+        return PodUnschedulable(p, message, preempt, error=outcome == "error")
 
     # ---- pod groups ------------------------------------------------------------------
 
@@ -337,44 +328,28 @@ class ScheduleOne:
                     )
         return None
 
-    def _group_error(
-        self, e: QueuedEntity, g: GroupInfo, pending: Sequence[PodInfo], error: str
-    ) -> None:
-        """``SchedulerError`` on the group and its pending pods; back off."""
-        PODGROUP_ATTEMPTS.labels(result="error").inc()
-        _log.info("pod group %s/%s rejected (SchedulerError): %s", *g.key, error)
-        self.explanations[g.key] = error
-        self.status.group_condition(g, "False", REASON_SCHEDULER_ERROR, error)
-        for p in pending:
-            self.status.pod_failed(p, REASON_SCHEDULER_ERROR, error)
-        self.queue.done(e, "error")
-
     def schedule_group(self, e: QueuedEntity) -> None:
         """The pod-group cycle: every pending member at once, all-or-nothing to minCount."""
+        self.submit(e, self._group_algorithm(e))
+
+    def _group_algorithm(self, e: QueuedEntity) -> GroupResult:
         gk = (e.key[1], e.key[2])
         g = self.cache.groups.get(gk)
         members = [p for p in self.cache.members(g)] if g is not None else []
         pending = [p for p in members if self.enqueuer.is_pending(p)]
         if g is None or not pending:
-            self.queue.remove(e.key)
-            self.queue.done(e, "success")
-            return
+            return _NOTHING
         if g.pod_group is not None and g.pod_group.spec.parent_composite_pod_group_name:
-            self.queue.remove(e.key)  # scheduled with its tree's root
-            self.queue.done(e, "success")
-            self.enqueuer.refresh_group(gk)
-            return
+            return _NOTHING_REFRESH_GROUP  # scheduled with its tree's root
         st = self.framework.run_pre_enqueue(g, self.cache)
         if not st.ok:
             _log.debug("pod group %s/%s waiting: %s", *gk, st.message)
-            self.queue.done(e, "unschedulable")
-            self.enqueuer.refresh_group(gk)
-            return
+            return _REQUEUE_GROUP
         live = [p for p in members if not p.deleting and self.cache.visible(p)]
         error = self._validate_group(g, live)
         if error is not None:
-            self._group_error(e, g, pending, error)
-            return
+            PODGROUP_ATTEMPTS.labels(result="error").inc()
+            return GroupError(g, error, pending)
         prio = {p.key: self.cache.pod_priority(p) for p in pending}
         pending.sort(key=lambda p: (-prio[p.key], p.first_seen, p.seq, p.name))
         scheduled = sum(1 for p in live if p.scheduled)
@@ -385,11 +360,7 @@ class ScheduleOne:
                 f"({scheduled} scheduled, {len(pending)} pending, {gated} with scheduling gates)"
             )
             PODGROUP_ATTEMPTS.labels(result="unschedulable").inc()
-            _log.info("pod group %s/%s unschedulable: %s", *gk, message)
-            self.explanations[gk] = message
-            self.status.group_condition(g, "False", REASON_UNSCHEDULABLE, message)
-            self.queue.done(e, "unschedulable")
-            return
+            return GroupUnschedulable(g, message, ())  # the group only: no pod is told
         t0 = time.perf_counter()
         snap = Snapshot(self.cache)
         self._reserve_nominated(snap, self.cache.group_priority(g), gk)
@@ -397,8 +368,8 @@ class ScheduleOne:
         if isinstance(placements, Status):
             if placements.code is Code.ERROR:
                 snap.revert()
-                self._group_error(e, g, pending, placements.message)
-                return
+                PODGROUP_ATTEMPTS.labels(result="error").inc()
+                return GroupError(g, placements.message, pending)
             res = CycleResult(
                 status=placements, unplaced=tuple(pending), explanation=placements.message
             )
@@ -425,54 +396,28 @@ class ScheduleOne:
         PODGROUP_ATTEMPT_DURATION.labels(result=result).observe(time.perf_counter() - t0)
         PODGROUP_ATTEMPTS.labels(result=result).inc()
         if res.status.ok:
-            _log.info("pod group %s/%s scheduled: %d pods", *gk, len(res.assignments))
-            _log.debug(
-                "pod group %s/%s placement: %s", *gk, dict((p.name, n) for p, n in res.assignments)
+            return GroupBind(
+                g,
+                res,
+                canary=g.is_gang and scheduled < g.min_count,
+                # pods left behind are retried at once only when preemption may help them
+                retry=bool(res.unplaced) and self._preemption() is not None,
             )
-            self.framework.run_commit(res.reservations)
-            # a gang whose quorum depends on this batch binds one pod first (see Binder)
-            self.binder.assume_and_bind(
-                e.key, res.assignments, group=g, canary=g.is_gang and scheduled < g.min_count
-            )
-            left_behind = False
-            for p in res.unplaced:
-                diag = res.diagnoses.get(p.req)
-                if diag is not None:
-                    left_behind = True
-                    self.status.pod_failed(p, REASON_UNSCHEDULABLE, diag.pod_message())
-            self.queue.done(e, "success")
-            if left_behind and self._preemption() is not None:
-                # Pods that found no node in a successful cycle (a basic group's, a gang's
-                # above its quorum) are retried at once: that cycle places nothing new, so it
-                # fails and runs PodGroupPostFilter for them, as kube-scheduler v1.37.2's
-                # next attempt does. In the unschedulable pool they would wait for an event
-                # that only the preemption they need can cause.
-                self.queue.move(e.key)
-            self.enqueuer.refresh_group(gk)
-            return
         message = res.explanation or res.status.message
-        outcome: str = "unschedulable"
+        error_ = False
         if post is not None:
             if post.ok:
-                outcome = "error"  # room is being made (victims nominated): retry after backoff
+                error_ = True  # room is being made (victims nominated): retry after backoff
                 if post.message:
                     message = f"{message}; {post.plugin}: {post.message}"
             elif post.code is Code.ERROR:
                 _log.warning("PodGroupPostFilter %s for %s/%s: %s", post.plugin, *gk, post.message)
-                outcome = "error"
+                error_ = True
             elif post.message:
                 message = f"{message}; {post.message}"
-        _log.info("pod group %s/%s unschedulable: %s", *gk, message)
-        self.explanations[gk] = message
-        if scheduled < g.min_count:
-            # A group whose quorum is already bound or assumed (its bindings in flight, the
-            # True condition not yet written) was initially scheduled: leftover pods that do
-            # not fit must not flip it to False (upstream writes True in the cycle itself).
-            self.status.group_condition(g, "False", REASON_UNSCHEDULABLE, message)
-        pod_message = f'pod group "{g.name}" is unschedulable: {message}'
-        for p in pending:
-            self.status.pod_failed(p, REASON_UNSCHEDULABLE, pod_message)
-        self.queue.done(e, "error" if outcome == "error" else "unschedulable")
+        return GroupUnschedulable(
+            g, message, pending, condition=scheduled < g.min_count, error=error_
+        )
 
     # ---- CompositePodGroup trees -----------------------------------------------------
 
@@ -531,93 +476,32 @@ class ScheduleOne:
                     )
         return None
 
-    def _tree_failed(
-        self,
-        e: QueuedEntity,
-        tree: TreeNode,
-        pending: Sequence[PodInfo],
-        reason: str,
-        message: str,
-        per_node: dict[tuple[str, str], str] | None = None,
-        outcome: Literal["unschedulable", "error"] = "unschedulable",
-    ) -> None:
-        per_node = per_node or {}
-        self.explanations[tree.key] = message
-        for node in tree.composites():
-            assert node.cpg is not None
-            self.status.composite_condition(
-                node.cpg, "False", reason, per_node.get((node.kind, node.name), message)
-            )
-        for leaf in tree.leaves():
-            assert leaf.group is not None
-            if not any(p.scheduled for p in self.cache.members(leaf.group)):
-                text = per_node.get((leaf.kind, leaf.name), message)
-                self.explanations[leaf.key] = text
-                self.status.group_condition(leaf.group, "False", reason, text)
-        pod_message = f'composite pod group "{tree.name}" is unschedulable: {message}'
-        for p in pending:
-            self.status.pod_failed(
-                p, reason, pod_message if reason == REASON_UNSCHEDULABLE else message
-            )
-        self.queue.done(e, outcome)
-
-    def _tell_invalid_leaves(self, ns: str, root: str, message: str) -> None:
-        """An invalid hierarchy (a cycle, too deep) is never scheduled: say so on each of its
-        PodGroups and pending pods too (CompositePodGroup conditions may be off), so that
-        the gang does not wait silently."""
-        for (gns, name), g in list(self.cache.groups.items()):
-            if gns != ns:
-                continue
-            ref = find_root(self.cache, ns, "PodGroup", name)
-            if ref.name != root or not ref.invalid:
-                continue
-            self.explanations[(ns, name)] = message
-            members = list(self.cache.members(g))
-            if not any(p.scheduled for p in members):
-                self.status.group_condition(g, "False", REASON_UNSCHEDULABLE, message)
-            for p in members:
-                if self.enqueuer.is_pending(p):
-                    self.status.pod_failed(
-                        p, REASON_UNSCHEDULABLE, f'pod group "{name}" is unschedulable: {message}'
-                    )
-
     def schedule_tree(self, e: QueuedEntity) -> None:
         """The cycle of a CompositePodGroup tree: top-down, all-or-nothing to the root's
         ``minGroupCount`` (see ``workloadbuilder.scheduler._composite``)."""
+        self.submit(e, self._tree_algorithm(e))
+
+    def _tree_algorithm(self, e: QueuedEntity) -> CompositeResult:
         ns, root = e.key[1], e.key[2]
         ref = find_root(self.cache, ns, "CompositePodGroup", root)
         if ref.name != root or ref.waiting:
-            self.queue.remove(e.key)
-            self.queue.done(e, "success")
-            self.enqueuer.refresh_namespace_trees(ns)
-            return
+            return _NOTHING_REFRESH_NAMESPACE
         tree = build_tree(self.cache, ns, root) if not ref.invalid else ref.invalid
         if isinstance(tree, str):
             PODGROUP_ATTEMPTS.labels(result="error").inc()
-            self.explanations[(ns, root)] = tree
-            cpg = self.cache.composite_groups.get((ns, root))
-            if cpg is not None:
-                self.status.composite_condition(cpg, "False", REASON_INVALID, tree)
-            self._tell_invalid_leaves(ns, root, tree)
-            self.queue.done(e, "error")
-            return
+            return TreeInvalid(ns, root, tree)
         members = list(tree.members(self.cache))
         pending = [p for p in members if self.enqueuer.is_pending(p)]
         if not pending:
-            self.queue.remove(e.key)
-            self.queue.done(e, "success")
-            return
+            return _NOTHING
         st = self.framework.run_pre_enqueue_tree(tree, self.cache)
         if not st.ok:
-            self.queue.done(e, "unschedulable")
-            self.enqueuer.refresh_tree(ref, None)
-            return
+            return Requeue(ref)
         live = [p for p in members if not p.deleting and self.cache.visible(p)]
         error = self._validate_tree(tree, live)
         if error is not None:
             PODGROUP_ATTEMPTS.labels(result="error").inc()
-            self._tree_failed(e, tree, pending, REASON_SCHEDULER_ERROR, error, outcome="error")
-            return
+            return TreeError(tree, error, pending)
         prio = {p.key: self.cache.pod_priority(p) for p in pending}
         pending.sort(key=lambda p: (-prio[p.key], p.first_seen, p.seq, p.name))
         by_group: dict[tuple[str, str], list[PodInfo]] = {}
@@ -649,62 +533,22 @@ class ScheduleOne:
         )
         root_ref = ("CompositePodGroup", tree.name)
         preempted: str | None = None
+        preempt: Preempt | None = None
         if not res.ok:
-            preempted = self._preempt_for_tree(tree, snap, members, by_group, scheduled)
+            preempted, preempt = self._preempt_for_tree(tree, snap, members, by_group, scheduled)
         snap.revert()
         result = "scheduled" if res.ok else "unschedulable"
         PODGROUP_ATTEMPT_DURATION.labels(result=result).observe(time.perf_counter() - t0)
         PODGROUP_ATTEMPTS.labels(result=result).inc()
-        if not res.ok:
-            message = res.explanations.get(root_ref, "the tree does not fit")
-            outcome: Literal["unschedulable", "error"] = "unschedulable"
-            per_node = res.explanations
-            if preempted is not None:
-                message = f"{message}; {preempted}"
-                # every level's condition says what preemption does for the tree
-                per_node = {k: f"{v}; {preempted}" for k, v in per_node.items()}
-                if preempted.startswith(f"{DefaultPreemption.name}: preempting"):
-                    outcome = "error"  # room is being made: retry after the backoff
-            self._tree_failed(
-                e, tree, pending, REASON_UNSCHEDULABLE, message, per_node, outcome=outcome
-            )
-            return
-        self.binder.assume_and_bind(e.key, res.assignments, canary=tree.is_gang)
-        self.explanations.pop(tree.key, None)
-        for node in tree.composites():
-            assert node.cpg is not None
-            ref_n = (node.kind, node.name)
-            if ref_n in res.succeeded:
-                self.status.composite_condition(node.cpg, "True", REASON_SCHEDULED, "")
-            else:
-                text = res.explanations.get(ref_n, "not placed")
-                self.status.composite_condition(node.cpg, "False", REASON_UNSCHEDULABLE, text)
-        placed = {p.key for p, _ in res.assignments}
-        for leaf in tree.leaves():
-            assert leaf.group is not None
-            ref_l = (leaf.kind, leaf.name)
-            if ref_l in res.succeeded:
-                self.status.group_condition(leaf.group, "True", REASON_SCHEDULED, "")
-                continue
-            text = res.explanations.get(ref_l, "not placed")
-            self.explanations[leaf.key] = text
-            if not any(p.scheduled for p in self.cache.members(leaf.group)):
-                self.status.group_condition(leaf.group, "False", REASON_UNSCHEDULABLE, text)
-            for p in by_group.get(leaf.key, ()):
-                self.status.pod_failed(
-                    p, REASON_UNSCHEDULABLE, f'pod group "{leaf.name}" is unschedulable: {text}'
-                )
-        for p in pending:
-            if p.key not in placed and p.group_key is not None:
-                leaf_ok = ("PodGroup", p.group_key[1]) in res.succeeded
-                diag = res.diagnoses.get(p.req)
-                if leaf_ok and diag is not None:
-                    self.status.pod_failed(p, REASON_UNSCHEDULABLE, diag.pod_message())
-        self.queue.done(e, "success")
-        if self._preemption() is not None and any(p.key not in placed for p in pending):
-            # As for a flat group (schedule_group): pods of a tree whose cycle succeeded
-            # without them (a leaf left out above the root's quorum, a leaf's pods above its
-            # minCount, a leaf that grew) are retried at once; that cycle places nothing new,
-            # fails and preempts for them, as kube-scheduler v1.37.2's next attempt does.
-            self.queue.move(e.key)
-        self.enqueuer.refresh_tree(ref, None)
+        if res.ok:
+            return TreeBind(tree, ref, res, pending, by_group, self._preemption() is not None)
+        message = res.explanations.get(root_ref, "the tree does not fit")
+        error_ = False
+        per_node = res.explanations
+        if preempted is not None:
+            message = f"{message}; {preempted}"
+            # every level's condition says what preemption does for the tree
+            per_node = {k: f"{v}; {preempted}" for k, v in per_node.items()}
+            if preempted.startswith(f"{DefaultPreemption.name}: preempting"):
+                error_ = True  # room is being made: retry after the backoff
+        return TreeUnschedulable(tree, message, pending, per_node, preempt, error_)
