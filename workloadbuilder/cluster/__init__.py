@@ -4,8 +4,8 @@
 API server) and :class:`KubeConfigError` are imported on first access, so programs that only
 use one of them never load the other's modules. :class:`HttpTransport` is the lean keep-alive
 HTTP/1.1 client that carries ``KubeCluster``'s requests and watches (benchmarks use it for
-their plain clients too); aiohttp is imported only for a proxy or ``transport="aiohttp"``,
-kubernetes-asyncio only for the credentials that need it.
+their plain clients too), proxies included; aiohttp is imported only for
+``transport="aiohttp"``, kubernetes-asyncio only for the credentials that need it.
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@ import: it costs about half a second of CPU); users with ``exec`` credential plu
 ``auth-provider``, the in-cluster service account and a ``Configuration`` handed to the
 constructor go through kubernetes-asyncio, imported only then. Requests are plain REST calls
 on paths from :meth:`ResourceInfo.path` -- unary ones and watches on the lean transport of
-``_transport.py``; with a proxy (or ``transport="aiohttp"``) on one pooled aiohttp session,
-aiohttp imported only then -- with the configuration's token, proxy and TLS server name,
+``_transport.py``, through a proxy too (absolute-form requests, or a ``CONNECT`` tunnel for
+``https://``); on one pooled aiohttp session only with ``transport="aiohttp"``, aiohttp
+imported only then -- with the configuration's token, proxy and TLS server name,
 so every kind works, including those the generated client does not know
 (``scheduling.k8s.io/v1beta1`` and ``v1alpha3``, JobSet, LeaderWorkerSet, custom resources).
 
@@ -139,9 +140,10 @@ class KubeCluster:
     ``transport``: ``"auto"`` (the default; also read from
     ``$WORKLOADBUILDER_KUBE_TRANSPORT``) sends unary requests (get, list, create, update,
     patch, delete, bind, evict, events) and watches on the lean keep-alive HTTP/1.1 client
-    of ``_transport.py`` unless a proxy is configured, where they go on aiohttp;
-    ``"aiohttp"`` sends everything through aiohttp; ``"lean"`` is ``"auto"`` that refuses a
-    proxy. aiohttp is imported only for a proxy or ``"aiohttp"``. ``compression`` (default
+    of ``_transport.py``, a proxy included (a kubeconfig's ``proxy-url``, else the
+    environment's ``HTTPS_PROXY``/``HTTP_PROXY`` unless ``NO_PROXY`` exempts the server);
+    ``"lean"`` is the same; ``"aiohttp"`` sends everything through aiohttp, the only case
+    aiohttp is imported. ``compression`` (default
     True, as client-go's default): ask for gzip-compressed responses (the API server
     compresses those over 128 KiB: large lists); False, or ``disable-compression: true`` in
     the kubeconfig's cluster, asks for them uncompressed (``Accept-Encoding: identity``), as
@@ -385,14 +387,9 @@ class KubeCluster:
         )
 
     def _lean_transport(self, settings: ClientSettings, proxy: str | None) -> HttpTransport | None:
-        """The lean client for requests and watches, or None (``transport="aiohttp"``, a proxy)."""
+        """The lean client for requests and watches (through ``proxy`` when one is set), or
+        None (``transport="aiohttp"``)."""
         if self.transport == "aiohttp":
-            return None
-        if proxy:
-            if self.transport == "lean":
-                raise KubeConfigError(
-                    f"transport 'lean' does not support proxies ({proxy}); use 'auto'"
-                )
             return None
         try:
             return HttpTransport(
@@ -400,6 +397,8 @@ class KubeCluster:
                 ssl_context=settings.ssl_context,
                 server_hostname=settings.server_hostname,
                 max_connections=self.max_connections,
+                proxy=proxy,
+                proxy_headers=settings.proxy_headers,
             )
         except (OSError, ValueError) as e:  # ssl.SSLError is an OSError
             raise KubeConfigError(f"cannot set up the connection to {settings.host}: {e}") from e
