@@ -675,21 +675,21 @@ async def test_transport_choice_and_proxy_fallback(
 async def test_json_bodies_with_and_without_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
     import datetime
 
-    from workloadbuilder.cluster import _kube
+    from workloadbuilder.cluster._kube import _codec as _kube
 
     when = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
     doc = {"a": when, "b": [1, 2.5, None], 3: "x"}
-    fast = _kube._dumps(doc)  # orjson
-    big = _kube._dumps({"b": [2**70]})  # orjson refuses integers beyond 64 bits: json
+    fast = _kube.dumps(doc)  # orjson
+    big = _kube.dumps({"b": [2**70]})  # orjson refuses integers beyond 64 bits: json
     assert json.loads(big) == {"b": [2**70]}
     monkeypatch.setattr(_kube, "_orjson", None)
-    slow = _kube._dumps(doc)
+    slow = _kube.dumps(doc)
     expected = {"a": when.isoformat(), "b": [1, 2.5, None], "3": "x"}
     assert json.loads(fast) == json.loads(slow) == expected
 
 
 def test_json_responses_keep_big_integers_exact(monkeypatch: pytest.MonkeyPatch) -> None:
-    from workloadbuilder.cluster import _kube
+    from workloadbuilder.cluster._kube import _codec as _kube
 
     calls: list[bytes] = []
     real = _kube._orjson.loads
@@ -700,20 +700,20 @@ def test_json_responses_keep_big_integers_exact(monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.setattr(_kube._orjson, "loads", counting)
     plain = b'{"kind":"Pod","metadata":{"resourceVersion":"123456"},"n":[1,2.5,-3,"\\u00e9"]}'
-    assert _kube._loads(plain) == json.loads(plain)
+    assert _kube.loads(plain) == json.loads(plain)
     assert calls == [plain]  # the fast path
     for text in (
         b'{"n": 18446744073709551616}',  # beyond 64 bits: orjson would give a float
         b'{"n": -9223372036854775809}',
         b'{"n": 123456789012345678901234567890}',
     ):
-        got = _kube._loads(text)
+        got = _kube.loads(text)
         assert got == json.loads(text) and isinstance(got["n"], int)
     assert len(calls) == 1  # none of those went to orjson
     surrogate = b'{"s": "\\ud800"}'  # orjson refuses a lone surrogate; json reads it
-    assert _kube._loads(surrogate) == {"s": "\ud800"}
+    assert _kube.loads(surrogate) == {"s": "\ud800"}
     monkeypatch.setattr(_kube, "_orjson", None)
-    assert _kube._loads(plain) == json.loads(plain)
+    assert _kube.loads(plain) == json.loads(plain)
 
 
 # ------------------------------------------------------------------ streams (watches)
