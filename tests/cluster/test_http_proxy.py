@@ -289,3 +289,28 @@ async def test_kube_cluster_on_the_real_api_server_behind_a_connect_proxy(
     targets = {target for target, _ in proxy.connects}
     assert targets == {control_plane.server.split("://", 1)[1]}
     assert len(proxy.connects) >= 2  # the unary requests' tunnel and the watch's
+
+
+def test_a_proxy_loads_neither_aiohttp_nor_kubernetes_asyncio() -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import asyncio, json, sys\n"
+        "from workloadbuilder.cluster import ClientSettings, KubeCluster\n"
+        "async def main():\n"
+        "    kube = KubeCluster(ClientSettings(host='https://127.0.0.1:9'))\n"
+        "    await kube.open()\n"
+        "    lean = kube._http is not None and kube._http._proxy is not None\n"
+        "    await kube.close()\n"
+        "    print(json.dumps([lean, 'aiohttp' in sys.modules,\n"
+        "                      'kubernetes_asyncio' in sys.modules]))\n"
+        "asyncio.run(main())\n"
+    )
+    env = dict(os.environ, HTTPS_PROXY="http://127.0.0.1:9", NO_PROXY="")
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert json.loads(out.stdout) == [True, False, False]
