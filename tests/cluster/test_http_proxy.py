@@ -9,6 +9,7 @@ import asyncio
 import base64
 import contextlib
 import ssl
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -267,7 +268,7 @@ async def test_kube_cluster_on_the_real_api_server_behind_a_connect_proxy(
         entry["cluster"]["proxy-url"] = proxy.url
     path = tmp_path / "proxied.kubeconfig"
     path.write_text(yaml.safe_dump(doc))
-    name = f"wb-proxy-{tmp_path.name[-8:].lower().replace('_', '-')}".rstrip("-")
+    name = f"wb-proxy-{uuid.uuid4().hex[:10]}"
     async with KubeCluster.from_kubeconfig(path) as kube:
         assert kube._http is not None and kube._session is None
         listed = await kube.list("Namespace")
