@@ -30,6 +30,7 @@ from workloadbuilder.errors import NotFound
 BOTH_LOOPS = frozenset(
     {
         "test_transport.py",
+        "test_http_proxy.py",
         "test_kube_unit.py",
         "test_kube_session.py",
         "test_kubeconfig.py",

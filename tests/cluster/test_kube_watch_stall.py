@@ -273,7 +273,7 @@ def _reader(script: list[tuple[float, bytes]]) -> Callable[[], Awaitable[bytes]]
 
 
 async def test_the_bound_counts_while_reading_not_while_the_consumer_works() -> None:
-    from workloadbuilder.cluster._kube import _lines
+    from workloadbuilder.cluster._kube._streams import watch_lines as _lines
 
     # every piece arrives within the bound (0.15 s); the consumer spends 0.3 s on each line
     read = _reader([(0.05, b"a\n"), (0.05, b"b\n"), (0.05, b"c\n")])
@@ -285,7 +285,8 @@ async def test_the_bound_counts_while_reading_not_while_the_consumer_works() -> 
 
 
 async def test_first_then_silent_bound_and_the_timer_is_released() -> None:
-    from workloadbuilder.cluster._kube import _lines, _WatchStalled
+    from workloadbuilder.cluster._kube._streams import WatchStalled as _WatchStalled
+    from workloadbuilder.cluster._kube._streams import watch_lines as _lines
 
     loop = asyncio.get_running_loop()
     # the first byte after 0.3 s (within first=0.5), then silence: stalled after silent=0.2
@@ -313,7 +314,7 @@ async def test_first_then_silent_bound_and_the_timer_is_released() -> None:
 
 
 async def test_an_outside_cancellation_is_not_taken_for_a_stall() -> None:
-    from workloadbuilder.cluster._kube import _lines
+    from workloadbuilder.cluster._kube._streams import watch_lines as _lines
 
     async def consume() -> None:
         async for _ in _lines(_reader([(-1, b"")]), first=0.2, silent=0.2):

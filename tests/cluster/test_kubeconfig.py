@@ -1,5 +1,5 @@
-"""KubeCluster's own kubeconfig loader (``_kubeconfig.py``): what it reads and how files merge,
-against small HTTP(S) servers on 127.0.0.1. The older cases (contexts, client certificates
+"""KubeCluster's own kubeconfig loader (``_kube/_kubeconfig.py``): what it reads and how files
+merge, against small HTTP(S) servers on 127.0.0.1. The older cases (contexts, client certificates
 as files and data, errors, in-cluster) are in test_kube_unit.py."""
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import yaml
 from aiohttp import web
 from fresh import run_fresh
 
-from workloadbuilder.cluster import KubeCluster, KubeConfigError, RetryPolicy, _kubeconfig
+from workloadbuilder.cluster import KubeCluster, KubeConfigError, RetryPolicy
+from workloadbuilder.cluster._kube import _kubeconfig
 from workloadbuilder.errors import ApiError
 from workloadbuilder.testing._pki import Pki
 

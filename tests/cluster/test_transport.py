@@ -659,38 +659,37 @@ async def test_transport_choice_and_proxy_fallback(
         assert kube.transport == "aiohttp" and kube._http is None
         await kube.get("Pod", "p", "ns")
     monkeypatch.delenv("WORKLOADBUILDER_KUBE_TRANSPORT")
-    cfg = Configuration(host="http://apiserver.invalid:6443")
-    cfg.proxy = server.url  # a kubeconfig proxy-url: the request goes through aiohttp
-    async with KubeCluster(cfg) as kube:
-        assert kube._http is None
-        await kube.get("Pod", "p", "ns")
-    assert server.requests[-1].target.startswith("http://apiserver.invalid:6443/api/v1/")
-    cfg2 = Configuration(host="http://apiserver.invalid:6443")
-    cfg2.proxy = server.url
-    from workloadbuilder.cluster import KubeConfigError
-
-    with pytest.raises(KubeConfigError, match="does not support proxies"):
-        await KubeCluster(cfg2, transport="lean").open()
+    # a proxy (a kubeconfig proxy-url) is spoken by the lean transport too, on "auto" and
+    # "lean" alike: absolute-form requests to the proxy for an http:// server (an https://
+    # one goes through a CONNECT tunnel: test_http_proxy.py)
+    for transport in ("auto", "lean"):
+        cfg = Configuration(host="http://apiserver.invalid:6443")
+        cfg.proxy = server.url
+        async with KubeCluster(cfg, transport=transport) as kube:  # type: ignore[arg-type]
+            assert kube._http is not None and kube._session is None
+            await kube.get("Pod", "p", "ns")
+        assert server.requests[-1].target.startswith("http://apiserver.invalid:6443/api/v1/")
+        assert server.requests[-1].headers["host"] == "apiserver.invalid:6443"
 
 
 async def test_json_bodies_with_and_without_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
     import datetime
 
-    from workloadbuilder.cluster import _kube
+    from workloadbuilder.cluster._kube import _codec as _kube
 
     when = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
     doc = {"a": when, "b": [1, 2.5, None], 3: "x"}
-    fast = _kube._dumps(doc)  # orjson
-    big = _kube._dumps({"b": [2**70]})  # orjson refuses integers beyond 64 bits: json
+    fast = _kube.dumps(doc)  # orjson
+    big = _kube.dumps({"b": [2**70]})  # orjson refuses integers beyond 64 bits: json
     assert json.loads(big) == {"b": [2**70]}
     monkeypatch.setattr(_kube, "_orjson", None)
-    slow = _kube._dumps(doc)
+    slow = _kube.dumps(doc)
     expected = {"a": when.isoformat(), "b": [1, 2.5, None], "3": "x"}
     assert json.loads(fast) == json.loads(slow) == expected
 
 
 def test_json_responses_keep_big_integers_exact(monkeypatch: pytest.MonkeyPatch) -> None:
-    from workloadbuilder.cluster import _kube
+    from workloadbuilder.cluster._kube import _codec as _kube
 
     calls: list[bytes] = []
     real = _kube._orjson.loads
@@ -701,20 +700,20 @@ def test_json_responses_keep_big_integers_exact(monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.setattr(_kube._orjson, "loads", counting)
     plain = b'{"kind":"Pod","metadata":{"resourceVersion":"123456"},"n":[1,2.5,-3,"\\u00e9"]}'
-    assert _kube._loads(plain) == json.loads(plain)
+    assert _kube.loads(plain) == json.loads(plain)
     assert calls == [plain]  # the fast path
     for text in (
         b'{"n": 18446744073709551616}',  # beyond 64 bits: orjson would give a float
         b'{"n": -9223372036854775809}',
         b'{"n": 123456789012345678901234567890}',
     ):
-        got = _kube._loads(text)
+        got = _kube.loads(text)
         assert got == json.loads(text) and isinstance(got["n"], int)
     assert len(calls) == 1  # none of those went to orjson
     surrogate = b'{"s": "\\ud800"}'  # orjson refuses a lone surrogate; json reads it
-    assert _kube._loads(surrogate) == {"s": "\ud800"}
+    assert _kube.loads(surrogate) == {"s": "\ud800"}
     monkeypatch.setattr(_kube, "_orjson", None)
-    assert _kube._loads(plain) == json.loads(plain)
+    assert _kube.loads(plain) == json.loads(plain)
 
 
 # ------------------------------------------------------------------ streams (watches)

@@ -1,11 +1,12 @@
 """One async seam to cluster state: the :class:`Cluster` protocol and its implementations.
 
 :class:`MemoryCluster` is the embedded, in-process cluster. It, :class:`KubeCluster` (a real
-API server) and :class:`KubeConfigError` are imported on first access, so programs that only
-use one of them never load the other's modules. :class:`HttpTransport` is the lean keep-alive
-HTTP/1.1 client that carries ``KubeCluster``'s requests and watches (benchmarks use it for
-their plain clients too); aiohttp is imported only for a proxy or ``transport="aiohttp"``,
-kubernetes-asyncio only for the credentials that need it.
+API server, configured by :class:`ClientSettings`) and :class:`KubeConfigError` are imported
+on first access, so programs that only use one of them never load the other's modules.
+:class:`HttpTransport` is the lean keep-alive HTTP/1.1 client that carries ``KubeCluster``'s
+requests and watches, proxies included (benchmarks use it for their plain clients too);
+aiohttp is imported only for ``transport="aiohttp"``, kubernetes-asyncio only for the
+credentials that need it.
 """
 
 from __future__ import annotations
@@ -42,12 +43,13 @@ from workloadbuilder.cluster._proxy import ClusterProxy
 from workloadbuilder.cluster._retry import RetryPolicy
 
 if TYPE_CHECKING:
-    from workloadbuilder.cluster._kube import KubeCluster, KubeConfigError
+    from workloadbuilder.cluster._kube import ClientSettings, KubeCluster, KubeConfigError
     from workloadbuilder.cluster._memory import MemoryCluster
     from workloadbuilder.cluster._transport import HttpTransport, TransportError
 
 __all__ = [
     "Backoff",
+    "ClientSettings",
     "Cluster",
     "ClusterProxy",
     "EventHandler",
@@ -80,6 +82,7 @@ __all__ = [
 #: public names resolved on first access (module that defines them)
 _LAZY = {
     "MemoryCluster": "workloadbuilder.cluster._memory",
+    "ClientSettings": "workloadbuilder.cluster._kube",
     "KubeCluster": "workloadbuilder.cluster._kube",
     "KubeConfigError": "workloadbuilder.cluster._kube",
     "HttpTransport": "workloadbuilder.cluster._transport",

@@ -7,6 +7,11 @@ doubles, capped at 30 s; every pause is stretched by a random factor in [1, 2) (
 so a pause lies in [0.8, 1.6) s at first and in [30, 60) s at the cap; once two failures
 are more than 2 minutes apart (the informer was healthy in between) it starts again from
 0.8 s.
+
+The exponential schedule is tenacity's ``wait_exponential`` (the project's retry library, as
+for :func:`~workloadbuilder.cluster.KubeCluster`'s requests) over the count of failures in a
+row; the jitter is drawn here, from ``rng`` (seedable). tenacity is imported at the first
+pause: an informer that never fails never loads it.
 """
 
 from __future__ import annotations
@@ -14,6 +19,11 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
+    from tenacity.wait import wait_exponential
 
 __all__ = ["Backoff"]
 
@@ -50,8 +60,10 @@ class Backoff:
         self.reset_after = reset_after
         self.clock = clock
         self._rng = rng if rng is not None else random.Random()
-        self._next = initial
+        self._failures = 0  # pauses taken since the schedule (re)started
         self._last: float | None = None
+        #: tenacity's wait and the state it reads (the failure count), made at the first pause
+        self._wait: tuple[wait_exponential, RetryCallState] | None = None
 
     @classmethod
     def constant(cls, seconds: float, *, clock: Callable[[], float] = time.monotonic) -> Backoff:
@@ -62,15 +74,26 @@ class Backoff:
         """The pause to take now (seconds); advances the schedule."""
         now = self.clock()
         if self._last is None or now - self._last > self.reset_after:
-            self._next = self.initial
+            self._failures = 0
         self._last = now
-        base = min(self._next, self.cap)
-        self._next = min(self._next * self.factor, self.cap)
+        self._failures += 1
+        if self._wait is None:
+            import tenacity
+
+            self._wait = (
+                tenacity.wait_exponential(
+                    multiplier=self.initial, max=self.cap, exp_base=self.factor, min=0
+                ),
+                tenacity.RetryCallState(tenacity.Retrying(), None, (), {}),
+            )
+        wait, state = self._wait
+        state.attempt_number = self._failures
+        base = float(wait(state))  # min(initial * factor ** (n - 1), cap): the n-th in a row
         return base * (1.0 + self.jitter * self._rng.random()) if self.jitter else base
 
     def reset(self) -> None:
         """Start again from ``initial`` at the next pause."""
-        self._next = self.initial
+        self._failures = 0
         self._last = None
 
     def __repr__(self) -> str:

@@ -13,6 +13,12 @@ Non-idempotent requests (``POST``, JSON patch) are retried only when the request
 not run: connection failures and 429. Every other 4xx (404, 409, 410, 422, ...) is final.
 Waits grow exponentially with random jitter, and both the number of attempts and the total
 time are bounded.
+
+The retries run on a ``tenacity.AsyncRetrying`` made from the :class:`RetryPolicy` (its retry
+predicate, wait, stop, sleep and log line are the policy's). The first attempt runs outside it:
+setting ``AsyncRetrying`` up for every request was the largest single overhead of a request
+on the profile (docs/performance.md), so a request that succeeds, or fails for good, at once
+pays nothing for it, and tenacity is imported at the first retryable failure.
 """
 
 from __future__ import annotations
@@ -23,11 +29,14 @@ import random
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 
 from workloadbuilder.errors import ApiError, TooManyRequests
+
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
 
 __all__ = [
     "RetryPolicy",
@@ -148,31 +157,79 @@ async def retry_call(
     """Run ``fn`` until it succeeds, fails for good, or the policy's bound is reached.
 
     The last failure is re-raised as it was (``ApiError`` or ``RetryableTransportError``).
+    The first attempt is a plain call; only a retryable failure of it goes on to
+    :func:`_retry` (tenacity).
     """
-
-    def retryable(exc: BaseException) -> bool:
-        if not is_retryable(exc, idempotent=idempotent):
-            return False
-        ra = getattr(exc, "retry_after", None)
-        return not (ra is not None and ra > policy.max_retry_after)
-
-    # A plain loop (it was tenacity.AsyncRetrying, whose per-call set-up was the largest
-    # single overhead of a request on the profile): same order of checks after a failure --
-    # retryable? then the wait, then the bounds (attempts, time since the first try), then
-    # the debug line and the sleep.
-    attempts = max(1, policy.max_attempts)
     start = time.monotonic()
-    attempt = 1
-    while True:
-        try:
-            return await fn()
-        except Exception as exc:
-            if not retryable(exc):
-                raise
-            ra = getattr(exc, "retry_after", None)
-            delay = policy.backoff(attempt, ra if isinstance(ra, (int, float)) else None)
-            if attempt >= attempts or time.monotonic() - start >= policy.max_elapsed:
-                raise
-            logger.debug("%s failed (attempt %d): %s; retrying in %.2fs", what, attempt, exc, delay)
-        await policy.sleep(delay)
-        attempt += 1
+    try:
+        return await fn()
+    except Exception as exc:
+        if not _retryable(exc, policy, idempotent):
+            raise
+        failure = exc
+    return await _retry(fn, failure, policy=policy, idempotent=idempotent, what=what, start=start)
+
+
+def _retryable(exc: BaseException, policy: RetryPolicy, idempotent: bool) -> bool:
+    """Whether ``exc`` is retried: retryable for the request, and no ``Retry-After`` beyond
+    the policy's bound."""
+    if not is_retryable(exc, idempotent=idempotent):
+        return False
+    ra = getattr(exc, "retry_after", None)
+    return not (ra is not None and ra > policy.max_retry_after)
+
+
+def _retry_after(exc: BaseException | None) -> float | None:
+    ra = getattr(exc, "retry_after", None)
+    return ra if isinstance(ra, (int, float)) else None
+
+
+async def _retry(
+    fn: Callable[[], Awaitable[T]],
+    failure: Exception,
+    *,
+    policy: RetryPolicy,
+    idempotent: bool,
+    what: str,
+    start: float,
+) -> T:
+    """Attempts 2, 3, ... of a request whose first attempt failed with ``failure`` (a
+    retryable one), on ``tenacity.AsyncRetrying``. The order of the checks after a failure is
+    tenacity's: retryable? then the wait (the policy's backoff, at least the Retry-After), then
+    the bounds (attempts, time since the first try), then the debug line and the sleep."""
+    import tenacity
+
+    attempts = max(1, policy.max_attempts)
+    # tenacity counts its own attempts; the first one ran before it, so attempt n of the
+    # request is tenacity's n - 1 (and attempt 1's failure is decided here, as tenacity would)
+
+    def wait(state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        return policy.backoff(state.attempt_number + 1, _retry_after(exc))
+
+    def stop(state: RetryCallState) -> bool:
+        return bool(
+            state.attempt_number + 1 >= attempts or time.monotonic() - start >= policy.max_elapsed
+        )
+
+    def log(attempt: int, exc: BaseException | None, delay: float) -> None:
+        logger.debug("%s failed (attempt %d): %s; retrying in %.2fs", what, attempt, exc, delay)
+
+    def before_sleep(state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        log(state.attempt_number + 1, exc, state.upcoming_sleep)
+
+    delay = policy.backoff(1, _retry_after(failure))
+    if attempts <= 1 or time.monotonic() - start >= policy.max_elapsed:
+        raise failure
+    log(1, failure, delay)
+    await policy.sleep(delay)
+    retrying = tenacity.AsyncRetrying(
+        sleep=policy.sleep,
+        retry=tenacity.retry_if_exception(lambda e: _retryable(e, policy, idempotent)),
+        wait=wait,
+        stop=stop,
+        before_sleep=before_sleep,
+        reraise=True,
+    )
+    return await retrying(fn)

@@ -36,12 +36,19 @@ deadline applies; once the head is in, nothing bounds the wait for the next byte
 bounds the silence it tolerates). A connection that breaks before the body is complete is
 :class:`Disconnected` on the next read.
 
-Proxies stay on aiohttp (in ``KubeCluster``).
+Proxies (``proxy=``, an ``http://`` proxy URL, credentials in it sent as
+``Proxy-Authorization: Basic``): an ``http://`` server's requests go to the proxy in absolute
+form (``GET http://server/path``); an ``https://`` server is reached through an HTTP
+``CONNECT`` tunnel, TLS to the server inside it, as client-go does. A proxy that cannot be
+reached, or refuses the tunnel (any status but 2xx), is a :class:`ConnectError` (the request
+was not sent).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import socket
 import ssl
 import time
 import urllib.parse
@@ -662,6 +669,8 @@ class HttpTransport:
         server_hostname: str | None = None,
         max_connections: int = 100,
         idle_timeout: float = 15.0,
+        proxy: str | None = None,
+        proxy_headers: Mapping[str, str] | None = None,
     ) -> None:
         parts = urllib.parse.urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -677,6 +686,21 @@ class HttpTransport:
         if parts.scheme == "https":
             self._ssl = ssl_context if ssl_context is not None else ssl.create_default_context()
             self._server_hostname = server_hostname or None
+        #: the proxy's (host, port), or None; the CONNECT request of a tunnel
+        self._proxy: tuple[str, int] | None = None
+        self._connect_request = b""
+        #: header fields every request sends (an ``http://`` server's proxy credentials)
+        self._extra_fields: tuple[tuple[str, str], ...] = ()
+        if proxy:
+            self._proxy, fields = _proxy_endpoint(proxy, proxy_headers)
+            if self._ssl is None:  # absolute-form requests to the proxy
+                self._prefix = f"http://{self._host_header}{self._prefix}"
+                self._extra_fields = fields
+            else:
+                authority = f"{host}:{self.port}"
+                lines = [f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n"]
+                lines += [f"{name}: {value}\r\n" for name, value in fields]
+                self._connect_request = ("".join(lines) + "\r\n").encode("latin-1")
         self.max_connections = max(1, max_connections)
         self.idle_timeout = idle_timeout
         self._idle: list[_Connection] = []
@@ -822,7 +846,7 @@ class HttpTransport:
         one), each line CRLF-terminated."""
         lines = [f"Host: {self._host_header}\r\n"]
         has_encoding = False
-        for name, value in headers:
+        for name, value in (*self._extra_fields, *headers):
             if "\r" in value or "\n" in value or "\r" in name or "\n" in name or ":" in name:
                 raise ValueError(f"invalid header {name!r}")
             if name.lower() == "accept-encoding":
@@ -850,19 +874,37 @@ class HttpTransport:
         factory: Callable[[], _Connection] | None = None,
         into: set[_StreamConnection] | set[_Connection] | None = None,
     ) -> _Connection:
+        protocol = factory or (lambda: _Connection(loop))
         try:
             async with asyncio.timeout_at(deadline):
-                _, conn = await loop.create_connection(
-                    factory or (lambda: _Connection(loop)),
-                    self.host,
-                    self.port,
-                    ssl=self._ssl,
-                    server_hostname=self._server_hostname if self._ssl is not None else None,
-                )
+                if self._proxy is None:
+                    _, conn = await loop.create_connection(
+                        protocol,
+                        self.host,
+                        self.port,
+                        ssl=self._ssl,
+                        server_hostname=self._server_hostname if self._ssl is not None else None,
+                    )
+                elif self._ssl is None:  # absolute-form requests on a connection to the proxy
+                    _, conn = await loop.create_connection(protocol, *self._proxy)
+                else:
+                    sock = await self._tunnel(loop)
+                    try:
+                        _, conn = await loop.create_connection(
+                            protocol,
+                            sock=sock,
+                            ssl=self._ssl,
+                            server_hostname=self._server_hostname or self.host,
+                        )
+                    except BaseException:
+                        sock.close()
+                        raise
         except ssl.SSLError as e:  # before OSError: SSLError is one
             raise TLSError(f"TLS handshake with {self._host_header} failed: {e}") from e
         except TimeoutError:
             raise TimeoutError(f"connecting to {self._host_header} timed out") from None
+        except ConnectError:
+            raise
         except OSError as e:
             raise ConnectError(f"cannot connect to {self._host_header}: {e}") from e
         opened: set[Any] = self._open if into is None else into
@@ -872,6 +914,86 @@ class HttpTransport:
             opened.discard(conn)
             raise RuntimeError("HttpTransport is closed")
         return conn
+
+    async def _tunnel(self, loop: asyncio.AbstractEventLoop) -> socket.socket:
+        """A socket connected to the proxy, with a ``CONNECT`` tunnel to the server open on
+        it (the TLS handshake with the server is the caller's). Raises
+        :class:`ConnectError` when the proxy cannot be reached or refuses."""
+        assert self._proxy is not None
+        where = f"proxy {self._proxy[0]}:{self._proxy[1]}"
+        try:
+            infos = await loop.getaddrinfo(*self._proxy, type=socket.SOCK_STREAM)
+        except OSError as e:
+            raise ConnectError(f"cannot connect to {where}: {e}") from e
+        error: OSError | None = None
+        for family, kind, proto, _, address in infos:
+            sock = socket.socket(family, kind, proto)
+            try:
+                sock.setblocking(False)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                await loop.sock_connect(sock, address)
+            except OSError as e:
+                sock.close()
+                error = e
+                continue
+            except BaseException:
+                sock.close()
+                raise
+            try:
+                await self._open_tunnel(loop, sock, where)
+            except BaseException:
+                sock.close()
+                raise
+            return sock
+        raise ConnectError(f"cannot connect to {where}: {error}")
+
+    async def _open_tunnel(
+        self, loop: asyncio.AbstractEventLoop, sock: socket.socket, where: str
+    ) -> None:
+        """Send the ``CONNECT`` request on ``sock`` and read the proxy's answer (its head:
+        the server speaks only after the client's TLS hello, so nothing follows it)."""
+        try:
+            await loop.sock_sendall(sock, self._connect_request)
+            head = bytearray()
+            while b"\r\n\r\n" not in head:
+                data = await loop.sock_recv(sock, 4096)
+                if not data:
+                    raise ConnectError(f"{where} closed the connection before its answer")
+                head += data
+                if len(head) > _MAX_HEAD:
+                    raise ConnectError(f"{where}: answer to CONNECT too large")
+        except OSError as e:
+            raise ConnectError(f"{where}: CONNECT failed: {e}") from e
+        text, _, rest = bytes(head).partition(b"\r\n\r\n")
+        status_line = text.split(b"\r\n", 1)[0].decode("latin-1")
+        parts = status_line.split(" ", 2)
+        if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
+            raise ConnectError(f"{where}: not an HTTP answer to CONNECT: {status_line[:80]!r}")
+        if not 200 <= int(parts[1]) < 300:
+            raise ConnectError(f"{where} refused the tunnel to {self._host_header}: {status_line}")
+        if rest:
+            raise ConnectError(f"{where}: unexpected bytes after its answer to CONNECT")
+
+
+def _proxy_endpoint(
+    proxy: str, headers: Mapping[str, str] | None
+) -> tuple[tuple[str, int], tuple[tuple[str, str], ...]]:
+    """The proxy URL's (host, port) and the header fields it needs (``Proxy-Authorization``
+    from the URL's credentials, then ``headers``). Only ``http://`` proxies are spoken."""
+    parts = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    if parts.scheme != "http" or not parts.hostname:
+        raise ValueError(f"unsupported proxy {proxy!r}: only http:// proxies are supported")
+    fields: list[tuple[str, str]] = []
+    if parts.username is not None:
+        user = urllib.parse.unquote(parts.username)
+        password = urllib.parse.unquote(parts.password or "")
+        token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+        fields.append(("Proxy-Authorization", f"Basic {token}"))
+    for name, value in (headers or {}).items():
+        if "\r" in value or "\n" in value or "\r" in name or "\n" in name or ":" in name:
+            raise ValueError(f"invalid proxy header {name!r}")
+        fields.append((name, value))
+    return (parts.hostname, parts.port or 80), tuple(fields)
 
 
 def _decompress(body: bytes, encoding: str) -> bytes:

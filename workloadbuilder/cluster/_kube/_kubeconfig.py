@@ -68,16 +68,24 @@ class KubeConfigError(WorkloadBuilderError):
 
 @dataclass(frozen=True, slots=True)
 class ClientSettings:
-    """What every request to one API server needs: the base URL, the TLS context (None for
-    ``http://``), the name the certificate is checked against, the proxy and the source of
-    the ``Authorization`` header."""
+    """What every request to one API server needs: the base URL, the TLS context, the name
+    the certificate is checked against, the proxy and the source of the ``Authorization``
+    header. What :class:`~workloadbuilder.cluster.KubeCluster` takes
+    (``KubeCluster(ClientSettings(host=..., authorization=...))``); the factories make them
+    from a kubeconfig or the in-cluster service account."""
 
+    #: the API server's base URL (``https://host:port``, or ``http://`` without TLS)
     host: str
-    ssl_context: ssl.SSLContext | None
-    server_hostname: str | None
-    proxy: str | None
-    proxy_headers: Mapping[str, str] | None
-    authorization: TokenSource | None
+    #: the TLS context of ``https://`` (CA, client certificate); None: a default one
+    ssl_context: ssl.SSLContext | None = None
+    #: the name the server's certificate is checked against (None: the URL's host)
+    server_hostname: str | None = None
+    #: an ``http://`` proxy URL (credentials in it); None: the environment's, if any
+    proxy: str | None = None
+    #: extra header fields for the proxy
+    proxy_headers: Mapping[str, str] | None = None
+    #: the source of the ``Authorization`` header, awaited per request (None: send none)
+    authorization: TokenSource | None = None
     #: the cluster's ``disable-compression``: ask for uncompressed responses
     disable_compression: bool = False
 
