@@ -401,3 +401,44 @@ async def test_a_pod_with_a_claim_volume_stays_pending_naming_volume_binding(env
     cond = await env.pod_condition("pvc")
     assert cond is not None and "VolumeBinding" in cond["message"]
     assert "'data'" in cond["message"]
+
+
+# ---- preemption -------------------------------------------------------------------------------
+
+
+async def test_a_single_pod_preempts_the_lower_priority_pod_holding_its_host_port(
+    env: Env,
+) -> None:
+    low = await env.priority_class("low", 100)
+    high = await env.priority_class("high", 1000)
+    a = await _node(env, "a")
+    port = [{"containerPort": 80, "hostPort": 8080}]
+    grace = {"terminationGracePeriodSeconds": 0}
+    await env.pod("holder", priority_class=low, ports=port, spec=grace, node_name=a)
+    await env.pod("hp", priority_class=high, ports=port, spec=grace)
+    s = env.scheduler(preemption=True)
+    await s.start()
+
+    async def done() -> bool:
+        return (await env.bound()).get("hp") == a
+
+    await env.until(s, done)
+    assert "holder" not in await env.pods()
+
+
+async def test_a_single_pod_preempts_the_pod_its_anti_affinity_repels(env: Env) -> None:
+    low = await env.priority_class("low", 100)
+    high = await env.priority_class("high", 1000)
+    a = await _node(env, "a")
+    grace = {"terminationGracePeriodSeconds": 0}
+    await env.pod("w", labels={"app": "w"}, priority_class=low, spec=grace, node_name=a)
+    spec = {**_anti({"app": "w"}), **grace}
+    await env.pod("hp", labels={"app": "hp"}, priority_class=high, spec=spec)
+    s = env.scheduler(preemption=True)
+    await s.start()
+
+    async def done() -> bool:
+        return (await env.bound()).get("hp") == a
+
+    await env.until(s, done)
+    assert "w" not in await env.pods()

@@ -179,6 +179,16 @@ class ScenarioChecks(ScenarioObjects):
             if selector in want:
                 for n, p in sorted(subset.items()):
                     out += _pod_mismatches(n, p, events.get(n, set()), want[selector])
+        if want.get("distinctNodes") and len(set(bound.values())) != len(bound):
+            out.append(f"PodGroup {group}: pods share nodes {sorted(bound.values())}")
+        for key, skew in (want.get("balanced") or {}).items():
+            per = {v: 0 for labels in self.nodes.values() if (v := labels.get(key)) is not None}
+            for node in bound.values():
+                v = self.nodes.get(node, {}).get(key)
+                if v is not None:
+                    per[v] += 1
+            if per and max(per.values()) - min(per.values()) > int(skew):
+                out.append(f"PodGroup {group}: pods per {key} {dict(sorted(per.items()))}")
         for key, value in (want.get("domain") or {}).items():
             got = {self.nodes.get(node, {}).get(key) for node in bound.values()}
             if value == "same" and len(got) > 1:

@@ -32,6 +32,7 @@ FEATURES: tuple[str, ...] = (
     "preemption",
     "elastic",
     "dra",
+    "constraints",
 )
 #: the profiles: ``scheduler`` (rules of the features above) and ``integration`` (feature
 #: ``integration``: the objects an integration makes for a sample)

@@ -185,6 +185,7 @@ class ScenarioObjects:
                 for entry, template in (spec.get("templates") or {}).items():
                     pod.pod_resource_claim(str(entry), template=str(template))
                 obj = pod.obj()
+                _pod_constraints(obj, spec)
                 # no kubelet: a deleted pod (a preemption victim) must go at once
                 obj["spec"]["terminationGracePeriodSeconds"] = 0
                 out.append(self._mark(obj))
@@ -310,3 +311,35 @@ class ScenarioObjects:
                 objs.extend(self.witness_objects(witnesses))
             objs.extend(self.step_objects(kind, spec or {}))
         return objs
+
+
+def _pod_constraints(obj: dict[str, Any], spec: Mapping[str, Any]) -> None:
+    """A pods step's own constraints: ``antiAffinity`` / ``affinity`` (required terms:
+    ``{topologyKey, matchLabels}``), ``spread`` (``{topologyKey, maxSkew, matchLabels}``,
+    ``DoNotSchedule``) and ``hostPort`` (TCP, on the first container)."""
+    pod_spec = obj["spec"]
+    for field, kind in (("affinity", "podAffinity"), ("antiAffinity", "podAntiAffinity")):
+        term = spec.get(field)
+        if term:
+            required = [
+                {
+                    "labelSelector": {"matchLabels": dict(term.get("matchLabels") or {})},
+                    "topologyKey": str(term["topologyKey"]),
+                }
+            ]
+            pod_spec.setdefault("affinity", {})[kind] = {
+                "requiredDuringSchedulingIgnoredDuringExecution": required
+            }
+    spread = spec.get("spread")
+    if spread:
+        pod_spec["topologySpreadConstraints"] = [
+            {
+                "maxSkew": int(spread.get("maxSkew", 1)),
+                "topologyKey": str(spread["topologyKey"]),
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": dict(spread.get("matchLabels") or {})},
+            }
+        ]
+    if spec.get("hostPort"):
+        port = int(spec["hostPort"])
+        pod_spec["containers"][0]["ports"] = [{"containerPort": port, "hostPort": port}]

@@ -45,6 +45,7 @@ from workloadbuilder.scheduler._interface import (
     PlacementSet,
     PlacementWeightPlugin,
     PodGroupPostFilterPlugin,
+    PodsRemovablePlugin,
     PreEnqueuePlugin,
     PreEnqueueTreePlugin,
     QueueingHint,
@@ -617,6 +618,17 @@ class Framework:
             r.pre_filter_pod(pod, lister).ok and r.filter_pod(pod, lister, row) is not None
             for r in plugins
         )
+
+    def split_pods_removable(
+        self, plugins: Sequence[ReservePlugin]
+    ) -> tuple[list[ReservePlugin], list[ReservePlugin]]:
+        """``plugins`` as (those whose verdict does not change when pods leave a node, those
+        whose verdict does: :class:`PodsRemovablePlugin`)."""
+        fixed: list[ReservePlugin] = []
+        removable: list[ReservePlugin] = []
+        for r in plugins:
+            (removable if isinstance(r, PodsRemovablePlugin) else fixed).append(r)
+        return fixed, removable
 
     def run_reserve_all(self, pod: PodInfo, lister: SharedLister, row: int) -> bool:
         """PreFilter, Filter and Reserve of every Reserve plugin that applies to ``pod`` at

@@ -59,6 +59,7 @@ __all__ = [
     "Plugin",
     "PluginFactory",
     "PodGroupPostFilterPlugin",
+    "PodsRemovablePlugin",
     "PreEnqueuePlugin",
     "PreEnqueueTreePlugin",
     "QueueingHint",
@@ -511,6 +512,17 @@ class ExplainGroupPlugin(Protocol):
         """Lines appended to the group's explanation (``placed``: the pods that got a node
         in the attempt)."""
         ...
+
+
+@runtime_checkable
+class PodsRemovablePlugin(Protocol):
+    """A Reserve plugin whose Filter verdict on a node can change when pods leave it (host
+    ports, pod anti-affinity, topology spread: upstream's PreFilterExtensions AddPod /
+    RemovePod), so single-pod preemption asks it again with the victims removed (optional
+    capability; the others, DRA, are asked before: removing victims frees nothing there)."""
+
+    #: always True for plugins that have the capability
+    frees_with_victims: bool
 
 
 class BindPlugin(Protocol):

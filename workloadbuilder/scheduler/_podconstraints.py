@@ -224,6 +224,9 @@ class _MaskPlugin(_ReserveBase):
     """A plugin whose verdict over all rows is one mask per pod and cycle state; the last
     mask is kept so that ``filter_pod`` on candidate rows costs a lookup."""
 
+    #: its verdict changes when pods leave a node (preemption asks again without victims)
+    frees_with_victims = True
+
     def __init__(self) -> None:
         self._last: tuple[Any, tuple[Any, ...], Mask, list[tuple[str, str, Mask]]] | None = None
         self.domains = _Domains()

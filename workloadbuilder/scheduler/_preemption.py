@@ -299,8 +299,14 @@ class DefaultPreemption:
         best = None
         best_row = -1
         budgets = cache.budget_list()
-        reserving = fw.reserving(pod)
+        reserving, removable = fw.split_pods_removable(fw.reserving(pod))
         no_devices = 0  # candidate rows where the pod's claims cannot be allocated
+
+        def fits() -> bool:
+            return fw.run_usage_filters_one(pod.req, vec, table, row) and (
+                not removable or fw.run_reserve_fits(removable, pod, snap, row)
+            )
+
         for row, here in sorted(by_row.items()):
             if not static[row]:
                 continue
@@ -316,7 +322,8 @@ class DefaultPreemption:
                 for u in here:
                     for q in u.pods:
                         snap.remove(q)
-                if not fw.run_usage_filters_one(pod.req, vec, table, row):
+                # host ports, anti-affinity and spread see the victims removed
+                if not fits():
                     continue
                 chosen: list[Victim] = []
                 violations = 0
@@ -324,7 +331,7 @@ class DefaultPreemption:
                 # PDB-violating units are reprieved first, then the rest (most important first)
                 for u, n in [*violating, *((u, 0) for u in fine)]:
                     _add_back(snap, u.pods)
-                    if fw.run_usage_filters_one(pod.req, vec, table, row):
+                    if fits():
                         continue
                     for q in u.pods:
                         snap.remove(q)

@@ -106,6 +106,7 @@ def _group_records(
                 initially_scheduled=g.initially_scheduled,
                 scheduled_at=scheduled_at,
                 nodes=tuple(sorted({p.node for p in live if p.node is not None})),
+                placements=tuple(sorted((p.name, p.node) for p in live if p.node is not None)),
                 priority=g.priority,
                 reason=reason,
                 message=message,

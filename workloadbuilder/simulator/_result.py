@@ -70,6 +70,8 @@ class GroupRecord:
     scheduled_at: float | None
     nodes: tuple[str, ...]
     priority: int | None = None
+    #: ``(pod, node)`` of each bound pod of the group, by pod name
+    placements: tuple[tuple[str, str], ...] = ()
     reason: str | None = None
     message: str | None = None
     wait_message: str | None = None
@@ -246,6 +248,7 @@ class SimulationResult:
                     "scheduledAt": _round(g.scheduled_at),
                     "waited": _round(g.waited),
                     "nodes": list(g.nodes),
+                    "placements": dict(g.placements),
                     "reason": g.reason,
                     "message": g.message,
                     "waitReason": g.wait_message,
