@@ -31,9 +31,11 @@ from workloadbuilder.scheduler._interface import (
     Status,
 )
 from workloadbuilder.scheduler._nodematch import node_matches_affinity, tolerates
-from workloadbuilder.scheduler._podconstraints import CONSTRAINT_PLUGINS
+from workloadbuilder.scheduler._podconstraints import InterPodAffinity, NodePorts
+from workloadbuilder.scheduler._podtopologyspread import PodTopologySpread
 from workloadbuilder.scheduler._preemption import DefaultPreemption
 from workloadbuilder.scheduler._resources import PodRequirements
+from workloadbuilder.scheduler._volumes import NodeVolumeLimits, VolumeBinding, VolumeRestrictions
 
 if TYPE_CHECKING:
     from workloadbuilder.cluster import Cluster
@@ -810,6 +812,16 @@ class DefaultBinder:
 
 
 #: extension point (configuration name) -> the default profile's plugins, in order
+#: pods' own constraints, in kube-scheduler's default order (Reserve plugins here)
+CONSTRAINT_PLUGINS: tuple[type[Any], ...] = (
+    NodePorts,
+    VolumeRestrictions,
+    NodeVolumeLimits,
+    VolumeBinding,
+    PodTopologySpread,
+    InterPodAffinity,
+)
+
 DEFAULT_PLUGINS: dict[str, tuple[str, ...]] = {
     "preEnqueue": ("GangScheduling",),
     "filter": (

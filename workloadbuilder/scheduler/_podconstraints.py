@@ -1,7 +1,8 @@
-"""Pods' own placement constraints, gang-aware: NodePorts, InterPodAffinity (required terms)
-and PodTopologySpread (``DoNotSchedule``), plus the volume plugins this scheduler does not have
-yet (VolumeBinding, VolumeRestrictions, NodeVolumeLimits), which refuse the pods that need them
-instead of binding them as if their volumes were not there.
+"""Pods' own placement constraints, gang-aware: NodePorts and InterPodAffinity (required
+terms) here, PodTopologySpread (``DoNotSchedule``) in :mod:`._podtopologyspread`, and the
+volume plugins this scheduler does not have yet (VolumeBinding, VolumeRestrictions,
+NodeVolumeLimits) in :mod:`._volumes`, which refuse the pods that need them instead of binding
+them as if their volumes were not there; this module also holds what they share.
 
 They are Reserve plugins (asked pod by pod for the node the cycle is about to choose), because
 what they check depends on the pods placed before: inside one PodGroup or CompositePodGroup
@@ -48,14 +49,11 @@ from workloadbuilder.scheduler._interface import (
     SharedLister,
     Status,
 )
-from workloadbuilder.scheduler._nodematch import node_matches_affinity, tolerates_all
 from workloadbuilder.scheduler._podspec import (
     AffinityTerm,
     PodConstraints,
     Selector,
-    SpreadConstraint,
 )
-from workloadbuilder.scheduler._resources import PodRequirements
 from workloadbuilder.scheduler._snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -63,13 +61,16 @@ if TYPE_CHECKING:
     from workloadbuilder.scheduler._cache import Cache, NodeTable, PodInfo
 
 __all__ = [
-    "CONSTRAINT_PLUGINS",
+    "ASSIGNED",
+    "ASSIGNED_DELETE",
+    "NODE_EVENTS",
+    "Domains",
     "InterPodAffinity",
+    "Mask",
+    "MaskPlugin",
     "NodePorts",
-    "NodeVolumeLimits",
-    "PodTopologySpread",
-    "VolumeBinding",
-    "VolumeRestrictions",
+    "ReserveBase",
+    "matching",
 ]
 
 Mask = npt.NDArray[np.bool_]
@@ -84,19 +85,19 @@ SPREAD_LABEL_REASON = (
     "node(s) didn't match pod topology spread constraints (missing required label)"
 )
 
-_NODE_EVENTS = ClusterEventWithHint(ClusterEvent("Node", ActionType.ADD | ActionType.UPDATE_NODE))
-_ASSIGNED = ClusterEventWithHint(ClusterEvent("AssignedPod", ActionType.ADD | ActionType.DELETE))
-_ASSIGNED_DELETE = ClusterEventWithHint(ClusterEvent("AssignedPod", ActionType.DELETE))
+NODE_EVENTS = ClusterEventWithHint(ClusterEvent("Node", ActionType.ADD | ActionType.UPDATE_NODE))
+ASSIGNED = ClusterEventWithHint(ClusterEvent("AssignedPod", ActionType.ADD | ActionType.DELETE))
+ASSIGNED_DELETE = ClusterEventWithHint(ClusterEvent("AssignedPod", ActionType.DELETE))
 
 
 # ---- what a cycle sees: counted pods, less removed victims, plus the cycle's own -----------------
 
 
-def _cache_of(lister: SharedLister) -> Cache | None:
+def cache_of(lister: SharedLister) -> Cache | None:
     return lister.cache if isinstance(lister, Snapshot) else None
 
 
-def _matching(
+def matching(
     lister: Snapshot, selector: Selector, namespaces: Callable[[str], bool]
 ) -> Iterator[tuple[PodInfo, int]]:
     """The counted pods (less removed victims) that match ``selector`` in a namespace
@@ -111,7 +112,7 @@ def _matching(
             yield p, row
 
 
-def _assumed(lister: Snapshot) -> list[tuple[PodInfo, int]]:
+def assumed(lister: Snapshot) -> list[tuple[PodInfo, int]]:
     """The pods the cycle placed so far (not yet counted in the cache), with their rows."""
     return lister.placed
 
@@ -160,13 +161,13 @@ class _PlacedFolds:
 def _state_token(lister: SharedLister) -> tuple[Any, ...]:
     """What the plugins' answers depend on: the cache's counted pods, the victims removed and
     the pods assumed (the snapshot's log position), and the node table."""
-    cache = _cache_of(lister)
+    cache = cache_of(lister)
     assert isinstance(lister, Snapshot) and cache is not None
     t = lister.table
     return (id(lister), lister.mark(), lister.removed_version, cache.version, t.epoch)
 
 
-class _Domains:
+class Domains:
     """Per topology key, each node row's domain as a small integer (-1: no such label), for
     one node-table epoch."""
 
@@ -192,7 +193,7 @@ class _Domains:
         return got
 
 
-class _ReserveBase:
+class ReserveBase:
     """The parts of the Reserve protocol these plugins do not use: nothing to write before
     binding and nothing to release (the cycle's assumptions are the state)."""
 
@@ -220,7 +221,7 @@ class _ReserveBase:
         """Nothing to release."""
 
 
-class _MaskPlugin(_ReserveBase):
+class MaskPlugin(ReserveBase):
     """A plugin whose verdict over all rows is one mask per pod and cycle state; the last
     mask is kept so that ``filter_pod`` on candidate rows costs a lookup."""
 
@@ -229,7 +230,7 @@ class _MaskPlugin(_ReserveBase):
 
     def __init__(self) -> None:
         self._last: tuple[Any, tuple[Any, ...], Mask, list[tuple[str, str, Mask]]] | None = None
-        self.domains = _Domains()
+        self.domains = Domains()
         self.folds = _PlacedFolds()
 
     def _evaluate(
@@ -251,13 +252,13 @@ class _MaskPlugin(_ReserveBase):
 
     def feasible_rows(self, pod: PodInfo, lister: SharedLister) -> Mask | None:
         """The rows where the pod passes now."""
-        if _cache_of(lister) is None:
+        if cache_of(lister) is None:
             return None
         return self._verdict(pod, lister)[0]
 
     def filter_pod(self, pod: PodInfo, lister: SharedLister, row: int) -> Any:
         """True when the pod passes on ``row`` now, else None."""
-        if _cache_of(lister) is None:
+        if cache_of(lister) is None:
             return True
         mask = self._verdict(pod, lister)[0]
         return True if row < mask.size and mask[row] else None
@@ -266,7 +267,7 @@ class _MaskPlugin(_ReserveBase):
         self, pod: PodInfo, lister: SharedLister, rows: Rows
     ) -> list[tuple[str, str, int]]:
         """Per reason, the rows of ``rows`` that fail for it (each row under its first)."""
-        if _cache_of(lister) is None or rows.size == 0:
+        if cache_of(lister) is None or rows.size == 0:
             return []
         _, why = self._verdict(pod, lister)
         left = np.ones(rows.size, dtype=bool)
@@ -283,7 +284,7 @@ class _MaskPlugin(_ReserveBase):
 # ---- NodePorts -----------------------------------------------------------------------------------
 
 
-class NodePorts(_MaskPlugin):
+class NodePorts(MaskPlugin):
     """A node cannot run two pods asking for the same host port (kube-scheduler's
     NodePorts)."""
 
@@ -291,7 +292,7 @@ class NodePorts(_MaskPlugin):
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """A pod holding ports leaves its node, or a node appears."""
-        return [_ASSIGNED_DELETE, _NODE_EVENTS]
+        return [ASSIGNED_DELETE, NODE_EVENTS]
 
     def applies(self, pod: PodInfo) -> bool:
         """Only pods asking for host ports."""
@@ -355,7 +356,7 @@ class _Flags:
         self.seen = 0
         self.flags: npt.NDArray[np.bool_] | None = None
 
-    def __call__(self, table: NodeTable, domains: _Domains) -> npt.NDArray[np.bool_]:
+    def __call__(self, table: NodeTable, domains: Domains) -> npt.NDArray[np.bool_]:
         ids, values = domains.of(table, self.key)
         if self.flags is None or self.flags.size != len(values) + 1:
             self.flags = np.zeros(len(values) + 1, dtype=bool)
@@ -394,7 +395,7 @@ def _fold_ports(
 # ---- InterPodAffinity ----------------------------------------------------------------------------
 
 
-class InterPodAffinity(_MaskPlugin):
+class InterPodAffinity(MaskPlugin):
     """Required pod affinity and anti-affinity, and the anti-affinity of the pods already
     counted against the incoming pod (kube-scheduler's InterPodAffinity Filter)."""
 
@@ -417,7 +418,7 @@ class InterPodAffinity(_MaskPlugin):
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """A pod is bound or leaves its node, or a node appears or changes labels."""
-        return [_ASSIGNED, _NODE_EVENTS]
+        return [ASSIGNED, NODE_EVENTS]
 
     def applies(self, pod: PodInfo) -> bool:
         """Pods with required terms, and every pod while some counted pod (or a pod placed in
@@ -471,7 +472,7 @@ class InterPodAffinity(_MaskPlugin):
 
         for group in groups:
             first = group[0]
-            for p, row in _matching(lister, first.selector, first.in_namespace):
+            for p, row in matching(lister, first.selector, first.in_namespace):
                 add(counts, group, p, row)
             placed: dict[tuple[str, str], int] = self.folds.get(
                 ("terms", group), lister, dict, functools.partial(_regroup, add, group)
@@ -507,7 +508,7 @@ class InterPodAffinity(_MaskPlugin):
                     functools.partial(_fold_matching, t),
                 )
                 bad = placed(table, self.domains).copy()
-                for _, row in _matching(lister, t.selector, t.in_namespace):
+                for _, row in matching(lister, t.selector, t.in_namespace):
                     d = ids[row]
                     if d >= 0:
                         bad[d] = True
@@ -622,252 +623,3 @@ class InterPodAffinity(_MaskPlugin):
                         f"anti-affinity {t.describe()}: {len(values)} {noun} for {mates} pods"
                     )
         return out
-
-
-def _count_terms(
-    counts: dict[tuple[str, str], int],
-    terms: tuple[AffinityTerm, ...],
-    need_all: bool,
-    p: PodInfo,
-    labels: dict[str, str],
-) -> None:
-    if need_all:
-        if not all(t.matches(p.namespace, p.labels) for t in terms):
-            return
-        for t in terms:
-            v = labels.get(t.topology_key)
-            if v is not None:
-                counts[(t.topology_key, v)] = counts.get((t.topology_key, v), 0) + 1
-        return
-    for t in terms:
-        if t.matches(p.namespace, p.labels):
-            v = labels.get(t.topology_key)
-            if v is not None:
-                counts[(t.topology_key, v)] = counts.get((t.topology_key, v), 0) + 1
-
-
-# ---- PodTopologySpread ---------------------------------------------------------------------------
-
-
-class PodTopologySpread(_MaskPlugin):
-    """``whenUnsatisfiable: DoNotSchedule`` topology spread constraints (kube-scheduler's
-    PodTopologySpread Filter)."""
-
-    name = "PodTopologySpread"
-
-    def __init__(self) -> None:
-        super().__init__()
-        #: per node epoch and (constraints, signature): what does not change while the nodes
-        #: do not (see :meth:`_static`)
-        self._epoch: tuple[int, int, int] = (-1, -1, -1)
-        self._statics: dict[Any, _SpreadStatic] = {}
-
-    def events_to_register(self) -> list[ClusterEventWithHint]:
-        """A pod is bound or leaves its node, or a node appears or changes labels."""
-        return [_ASSIGNED, _NODE_EVENTS]
-
-    def applies(self, pod: PodInfo) -> bool:
-        """Pods with ``DoNotSchedule`` constraints."""
-        c = pod.constraints
-        return c is not None and any(s.hard for s in c.spread)
-
-    def pre_filter_pod(self, pod: PodInfo, lister: SharedLister) -> Status:
-        """Holds on every node."""
-        return SUCCESS
-
-    def _static(
-        self, table: NodeTable, hard: tuple[SpreadConstraint, ...], req: PodRequirements
-    ) -> _SpreadStatic:
-        token = (id(table), table.epoch, table.capacity)
-        if token != self._epoch:
-            self._statics.clear()
-            self._epoch = token
-        got = self._statics.get((hard, req))
-        if got is None:
-            got = self._statics[(hard, req)] = _SpreadStatic(table, hard, req, self.domains)
-        return got
-
-    def _evaluate(
-        self, pod: PodInfo, lister: SharedLister
-    ) -> tuple[Mask, list[tuple[str, str, Mask]]]:
-        assert pod.constraints is not None and isinstance(lister, Snapshot)
-        table = lister.table
-        hard = pod.constraints.hard_spread
-        st = self._static(table, hard, pod.req)
-        skewed = np.zeros(table.capacity, dtype=bool)
-        details: list[str] = []
-        ns = pod.namespace
-        for i, c in enumerate(hard):
-            ids, eligible, seen = st.ids[i], st.eligible[i], st.seen[i]
-            per_domain = np.zeros(seen.size, dtype=np.int64)
-            for p, row in _matching(lister, c.selector, ns.__eq__):
-                if eligible[row] and not p.deleting:
-                    per_domain[ids[row]] += 1
-
-            def add(
-                state: list[int],
-                p: PodInfo,
-                row: int,
-                c: SpreadConstraint = c,
-                eligible: Mask = eligible,
-                ids: npt.NDArray[np.int64] = ids,
-            ) -> None:
-                if eligible[row] and p.namespace == ns and c.selector.matches(p.labels):
-                    state.append(int(ids[row]))
-
-            for d in self.folds.get(("spread", c, ns, pod.req), lister, list, add):
-                per_domain[d] += 1
-            domains = st.domains[i]
-            low = int(per_domain[seen].min()) if domains else 0
-            if domains < c.min_domains:
-                low = 0
-            limit = c.max_skew + low - (1 if c.selector.matches(pod.labels) else 0)
-            bad = (per_domain > limit)[ids] & st.keyed[i]
-            if bad.any():
-                details.append(f"{c.describe()} (domain minimum {low})")
-                skewed |= bad
-        skewed &= ~st.missing
-        long_skew = "would exceed " + "; ".join(details) if details else "would exceed maxSkew"
-        return ~(st.missing | skewed) & st.present, [
-            (
-                SPREAD_LABEL_REASON,
-                "lack a topology key of the pod's spread constraints",
-                st.missing,
-            ),
-            (SPREAD_REASON, long_skew, skewed),
-        ]
-
-
-class _SpreadStatic:
-    """What a pod's spread constraints see of the nodes, for one node epoch: per constraint
-    the rows' domain ids, the rows that count (every constraint's key, the inclusion
-    policies), the domains they form; the present rows and those missing a key."""
-
-    __slots__ = ("domains", "eligible", "ids", "keyed", "missing", "present", "seen")
-
-    def __init__(
-        self,
-        table: NodeTable,
-        hard: tuple[SpreadConstraint, ...],
-        req: PodRequirements,
-        domains: _Domains,
-    ) -> None:
-        cap = table.capacity
-        rows = table.present_rows()
-        self.present = np.zeros(cap, dtype=bool)
-        self.present[rows] = True
-        all_keys = self.present.copy()
-        for c in hard:
-            all_keys &= domains.of(table, c.topology_key)[0] >= 0
-        affine = np.zeros(cap, dtype=bool)
-        tolerated = np.zeros(cap, dtype=bool)
-        tolerations = req.toleration_list()
-        for r in np.flatnonzero(all_keys):
-            affine[r] = node_matches_affinity(req, table.labels[r], table.names[r] or "")
-            tolerated[r] = tolerates_all(tolerations, table.taints[r])
-        self.missing = np.zeros(cap, dtype=bool)
-        self.ids: list[npt.NDArray[np.int64]] = []
-        self.keyed: list[Mask] = []
-        self.eligible: list[Mask] = []
-        self.seen: list[Mask] = []
-        self.domains: list[int] = []
-        for c in hard:
-            ids, values = domains.of(table, c.topology_key)
-            keyed = self.present & (ids >= 0)
-            self.missing |= self.present & (ids < 0)
-            eligible = all_keys
-            if c.honor_node_affinity:
-                eligible = eligible & affine
-            if c.honor_node_taints:
-                eligible = eligible & tolerated
-            seen = np.zeros(len(values) + 1, dtype=bool)  # the last entry: no such label
-            seen[ids[eligible]] = True
-            seen[-1] = False
-            self.ids.append(ids)
-            self.keyed.append(keyed)
-            self.eligible.append(eligible)
-            self.seen.append(seen)
-            self.domains.append(int(seen.sum()))
-
-
-# ---- volume plugins not implemented yet: refuse, never ignore ------------------------------------
-
-
-class _Refusing(_ReserveBase):
-    """A plugin this scheduler does not implement yet: a pod that needs it stays pending with
-    a reason naming it (UnschedulableAndUnresolvable), instead of being bound as if its
-    volumes were not there."""
-
-    def applies(self, pod: PodInfo) -> bool:
-        """Pods with something this plugin would have to evaluate."""
-        c = pod.constraints
-        return c is not None and any(u.startswith(self.name + ":") for u in c.unsupported)
-
-    def events_to_register(self) -> list[ClusterEventWithHint]:
-        """Only the pod's own change can help (its volumes are immutable: in practice none)."""
-        return [
-            ClusterEventWithHint(
-                ClusterEvent("Pod", ActionType.UPDATE_POD_REQUIREMENTS),
-                lambda key, old, new: (
-                    key[0] == "Pod" and (key[1], key[2]) == (new.namespace, new.name)
-                ),
-            )
-        ]
-
-    def pre_filter_pod(self, pod: PodInfo, lister: SharedLister) -> Status:
-        """Refused, naming the volume and the missing plugin."""
-        c = pod.constraints
-        reasons = [u for u in (c.unsupported if c is not None else ()) if u.startswith(self.name)]
-        if not reasons:
-            return SUCCESS
-        text = "; ".join(u.split(": ", 1)[1] for u in reasons)
-        return Status(code=Code.UNSCHEDULABLE_AND_UNRESOLVABLE, message=text, plugin=self.name)
-
-    def feasible_rows(self, pod: PodInfo, lister: SharedLister) -> Mask | None:
-        """No opinion per node (the PreFilter verdict decides)."""
-        return None
-
-    def filter_pod(self, pod: PodInfo, lister: SharedLister, row: int) -> Any:
-        """Never reached for a refused pod; passes otherwise."""
-        return None if self.pre_filter_pod(pod, lister).code is not Code.SUCCESS else True
-
-    def diagnose_pod(
-        self, pod: PodInfo, lister: SharedLister, rows: Rows
-    ) -> list[tuple[str, str, int]]:
-        """The PreFilter verdict says it all."""
-        return []
-
-
-class VolumeBinding(_Refusing):
-    """PersistentVolumeClaims and generic ephemeral volumes: not implemented yet, refused."""
-
-    name = "VolumeBinding"
-
-
-class VolumeRestrictions(_Refusing):
-    """In-tree disks that cannot be shared between nodes: not implemented yet, refused."""
-
-    name = "VolumeRestrictions"
-
-
-class NodeVolumeLimits(_Refusing):
-    """Inline CSI and attachable volumes counted against node limits: not implemented yet,
-    refused."""
-
-    name = "NodeVolumeLimits"
-
-
-#: the plugins of this module, in kube-scheduler's default order
-CONSTRAINT_PLUGINS: tuple[type[Any], ...] = (
-    NodePorts,
-    VolumeRestrictions,
-    NodeVolumeLimits,
-    VolumeBinding,
-    PodTopologySpread,
-    InterPodAffinity,
-)
-
-
-def constraint_spread_of(pod: PodInfo) -> tuple[SpreadConstraint, ...]:
-    """The pod's ``DoNotSchedule`` spread constraints (for explanations)."""
-    return pod.constraints.hard_spread if pod.constraints is not None else ()
