@@ -46,7 +46,7 @@ class PodTopologySpread(MaskPlugin):
         #: per node epoch and (constraints, signature): what does not change while the nodes
         #: do not (see :meth:`_static`)
         self._epoch: tuple[int, int, int] = (-1, -1, -1)
-        self._statics: dict[Any, _SpreadStatic] = {}
+        self._statics: _SpreadStatic | None = None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """A pod is bound or leaves its node, or a node appears or changes labels."""
@@ -61,17 +61,12 @@ class PodTopologySpread(MaskPlugin):
         """Holds on every node."""
         return SUCCESS
 
-    def _static(
-        self, table: NodeTable, hard: tuple[SpreadConstraint, ...], req: PodRequirements
-    ) -> _SpreadStatic:
+    def _static(self, table: NodeTable) -> _SpreadStatic:
         token = (id(table), table.epoch, table.capacity)
-        if token != self._epoch:
-            self._statics.clear()
+        if token != self._epoch or self._statics is None:
+            self._statics = _SpreadStatic(table, self.domains)
             self._epoch = token
-        got = self._statics.get((hard, req))
-        if got is None:
-            got = self._statics[(hard, req)] = _SpreadStatic(table, hard, req, self.domains)
-        return got
+        return self._statics
 
     def _evaluate(
         self, pod: PodInfo, lister: SharedLister
@@ -79,12 +74,15 @@ class PodTopologySpread(MaskPlugin):
         assert pod.constraints is not None and isinstance(lister, Snapshot)
         table = lister.table
         hard = pod.constraints.hard_spread
-        st = self._static(table, hard, pod.req)
+        st = self._static(table)
+        keys = tuple(sorted({c.topology_key for c in hard}))
+        missing = st.missing(keys)
         skewed = np.zeros(table.capacity, dtype=bool)
         details: list[str] = []
         ns = pod.namespace
-        for i, c in enumerate(hard):
-            ids, eligible, seen = st.ids[i], st.eligible[i], st.seen[i]
+        for c in hard:
+            ids, _ = self.domains.of(table, c.topology_key)
+            eligible, seen, domains = st.domains_of(keys, c, pod.req)
             per_domain = np.zeros(seen.size, dtype=np.int64)
             for p, row in matching(lister, c.selector, ns.__eq__):
                 if eligible[row] and not p.deleting:
@@ -103,74 +101,103 @@ class PodTopologySpread(MaskPlugin):
 
             for d in self.folds.get(("spread", c, ns, pod.req), lister, list, add):
                 per_domain[d] += 1
-            domains = st.domains[i]
             low = int(per_domain[seen].min()) if domains else 0
             if domains < c.min_domains:
                 low = 0
             limit = c.max_skew + low - (1 if c.selector.matches(pod.labels) else 0)
-            bad = (per_domain > limit)[ids] & st.keyed[i]
+            bad = (per_domain > limit)[ids] & st.keyed(c.topology_key)
             if bad.any():
                 details.append(f"{c.describe()} (domain minimum {low})")
                 skewed |= bad
-        skewed &= ~st.missing
+        skewed &= ~missing
         long_skew = "would exceed " + "; ".join(details) if details else "would exceed maxSkew"
-        return ~(st.missing | skewed) & st.present, [
-            (
-                SPREAD_LABEL_REASON,
-                "lack a topology key of the pod's spread constraints",
-                st.missing,
-            ),
+        return ~(missing | skewed) & st.present, [
+            (SPREAD_LABEL_REASON, "lack a topology key of the pod's spread constraints", missing),
             (SPREAD_REASON, long_skew, skewed),
         ]
 
 
 class _SpreadStatic:
-    """What a pod's spread constraints see of the nodes, for one node epoch: per constraint
-    the rows' domain ids, the rows that count (every constraint's key, the inclusion
-    policies), the domains they form; the present rows and those missing a key."""
+    """What spread constraints see of the nodes, for one node epoch, each part worked out once
+    and kept: the present rows; per topology key the rows that carry it; per set of keys the
+    present rows missing one; per signature the rows its node affinity admits and those whose
+    taints it tolerates; per (keys, policies, signature) the rows that count and the domains
+    they form."""
 
-    __slots__ = ("domains", "eligible", "ids", "keyed", "missing", "present", "seen")
+    def __init__(self, table: NodeTable, domains: Domains) -> None:
+        self.table = table
+        self.domains = domains
+        self.present = np.zeros(table.capacity, dtype=bool)
+        self.present[table.present_rows()] = True
+        self._keyed: dict[str, Mask] = {}
+        self._all: dict[tuple[str, ...], Mask] = {}
+        self._affine: dict[PodRequirements, Mask] = {}
+        self._tolerated: dict[PodRequirements, Mask] = {}
+        self._counted: dict[Any, tuple[Mask, Mask, int]] = {}
 
-    def __init__(
-        self,
-        table: NodeTable,
-        hard: tuple[SpreadConstraint, ...],
-        req: PodRequirements,
-        domains: Domains,
-    ) -> None:
-        cap = table.capacity
-        rows = table.present_rows()
-        self.present = np.zeros(cap, dtype=bool)
-        self.present[rows] = True
-        all_keys = self.present.copy()
-        for c in hard:
-            all_keys &= domains.of(table, c.topology_key)[0] >= 0
-        affine = np.zeros(cap, dtype=bool)
-        tolerated = np.zeros(cap, dtype=bool)
-        tolerations = req.toleration_list()
-        for r in np.flatnonzero(all_keys):
-            affine[r] = node_matches_affinity(req, table.labels[r], table.names[r] or "")
-            tolerated[r] = tolerates_all(tolerations, table.taints[r])
-        self.missing = np.zeros(cap, dtype=bool)
-        self.ids: list[npt.NDArray[np.int64]] = []
-        self.keyed: list[Mask] = []
-        self.eligible: list[Mask] = []
-        self.seen: list[Mask] = []
-        self.domains: list[int] = []
-        for c in hard:
-            ids, values = domains.of(table, c.topology_key)
-            keyed = self.present & (ids >= 0)
-            self.missing |= self.present & (ids < 0)
-            eligible = all_keys
+    def keyed(self, key: str) -> Mask:
+        """Present rows that carry ``key``."""
+        got = self._keyed.get(key)
+        if got is None:
+            got = self._keyed[key] = self.present & (self.domains.of(self.table, key)[0] >= 0)
+        return got
+
+    def all_keys(self, keys: tuple[str, ...]) -> Mask:
+        """Present rows that carry every key of ``keys``."""
+        got = self._all.get(keys)
+        if got is None:
+            got = self.present.copy()
+            for k in keys:
+                got &= self.keyed(k)
+            self._all[keys] = got
+        return got
+
+    def missing(self, keys: tuple[str, ...]) -> Mask:
+        """Present rows without one of ``keys``."""
+        return self.present & ~self.all_keys(keys)
+
+    def affine(self, req: PodRequirements) -> Mask:
+        """Present rows the signature's node selector and required affinity admit."""
+        got = self._affine.get(req)
+        if got is None:
+            if not req.node_selector and not req.affinity:
+                got = self.present
+            else:
+                got = np.zeros(self.table.capacity, dtype=bool)
+                t = self.table
+                for r in np.flatnonzero(self.present):
+                    got[r] = node_matches_affinity(req, t.labels[r], t.names[r] or "")
+            self._affine[req] = got
+        return got
+
+    def tolerated(self, req: PodRequirements) -> Mask:
+        """Present rows whose taints the signature tolerates."""
+        got = self._tolerated.get(req)
+        if got is None:
+            t = self.table
+            got = self.present.copy()
+            tolerations = req.toleration_list()
+            for r in np.flatnonzero(self.present & t.tainted[: self.present.size]):
+                got[r] = tolerates_all(tolerations, t.taints[r])
+            self._tolerated[req] = got
+        return got
+
+    def domains_of(
+        self, keys: tuple[str, ...], c: SpreadConstraint, req: PodRequirements
+    ) -> tuple[Mask, Mask, int]:
+        """``(rows that count, domain ids seen among them, how many)`` for ``c``."""
+        who = req if (c.honor_node_affinity or c.honor_node_taints) else None
+        token = (keys, c.topology_key, c.honor_node_affinity, c.honor_node_taints, who)
+        got = self._counted.get(token)
+        if got is None:
+            eligible = self.all_keys(keys)
             if c.honor_node_affinity:
-                eligible = eligible & affine
+                eligible = eligible & self.affine(req)
             if c.honor_node_taints:
-                eligible = eligible & tolerated
+                eligible = eligible & self.tolerated(req)
+            ids, values = self.domains.of(self.table, c.topology_key)
             seen = np.zeros(len(values) + 1, dtype=bool)  # the last entry: no such label
             seen[ids[eligible]] = True
             seen[-1] = False
-            self.ids.append(ids)
-            self.keyed.append(keyed)
-            self.eligible.append(eligible)
-            self.seen.append(seen)
-            self.domains.append(int(seen.sum()))
+            got = self._counted[token] = (eligible, seen, int(seen.sum()))
+        return got
