@@ -24,7 +24,14 @@ import numpy.typing as npt
 from workloadbuilder.resources import PODS, format_quantity
 from workloadbuilder.scheduler._cache import GroupInfo, NodeTable, PodInfo
 from workloadbuilder.scheduler._framework import Diagnosis, Framework
-from workloadbuilder.scheduler._interface import Code, Placement, PlacementSet, Rows, Status
+from workloadbuilder.scheduler._interface import (
+    Code,
+    Placement,
+    PlacementSet,
+    ReservePlugin,
+    Rows,
+    Status,
+)
 from workloadbuilder.scheduler._resources import PodRequirements
 from workloadbuilder.scheduler._snapshot import Snapshot
 
@@ -105,11 +112,12 @@ def _reserve(
     pod: PodInfo,
     ev: _Eval,
     dead: set[tuple[Any, int]],
+    plugins: list[ReservePlugin],
 ) -> tuple[int, Diagnosis | None]:
     """The best row where every Reserve plugin (DRA) can serve ``pod``, reserved there;
     ``(-1, diagnosis)`` when there is none. ``dead`` remembers rows that failed for a shape
-    key (pods of equal claims fail on the same nodes; devices only get taken in a cycle)."""
-    plugins = fw.reserving(pod)
+    key (pods of equal claims fail on the same nodes; devices only get taken in a cycle).
+    ``plugins``: the Reserve plugins that apply to ``pod``."""
     st = fw.run_reserve_pre_filter(plugins, pod, snap)
     if not st.ok:
         total = snap.table.count
@@ -215,8 +223,9 @@ def _attempt(
             if status.code is Code.UNSCHEDULABLE:
                 break
             continue
-        if row >= 0 and fw.reserve and (req.claims or fw.reserving(pod)):
-            row, why = _reserve(fw, snap, pod, ev, dead)
+        reserving = fw.reserving(pod) if row >= 0 and fw.reserve else None
+        if reserving:
+            row, why = _reserve(fw, snap, pod, ev, dead, reserving)
             if row < 0 and why is not None:
                 if why.pre_filter:  # this pod's own claims: other pods of the shape may fit
                     extra.setdefault(req, why)

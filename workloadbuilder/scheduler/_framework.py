@@ -45,6 +45,7 @@ from workloadbuilder.scheduler._interface import (
     PlacementSet,
     PlacementWeightPlugin,
     PodGroupPostFilterPlugin,
+    PodScopedPlugin,
     PodsRemovablePlugin,
     PreEnqueuePlugin,
     PreEnqueueTreePlugin,
@@ -193,6 +194,8 @@ class Framework:
     )
     _handles: list[HandlePlugin] = attrs.field(init=False, factory=list)
     _explainers: list[ExplainGroupPlugin] = attrs.field(init=False, factory=list)
+    #: the Reserve plugins that may apply to a pod without constraints and claims
+    _everyone: list[ReservePlugin] = attrs.field(init=False, factory=list)
     _reserve_names: frozenset[str] = attrs.field(init=False, default=frozenset())
     #: PodGroupPostFilter plugins by class (:meth:`post_filter_plugin`), found once
     _by_type: dict[type[Any], Any] = attrs.field(init=False, factory=dict)
@@ -230,6 +233,7 @@ class Framework:
         self._bounded = bounded if len(bounded) == len(self._weighted) else None
         self._handles = [p for p in self.pod_group_post_filter if isinstance(p, HandlePlugin)]
         self._explainers = [r for r in self.reserve if isinstance(r, ExplainGroupPlugin)]
+        self._everyone = [r for r in self.reserve if not isinstance(r, PodScopedPlugin)]
         self._reserve_names = frozenset(r.name for r in self.reserve)
         self._by_type = {}
         self._events = None
@@ -570,7 +574,11 @@ class Framework:
 
     def reserving(self, pod: PodInfo) -> list[ReservePlugin]:
         """The Reserve plugins with something to check for ``pod``."""
-        return [r for r in self.reserve if r.applies(pod)] if self.reserve else []
+        if not self.reserve:
+            return []
+        if pod.constraints is None and not pod.req.claims:  # most pods
+            return [r for r in self._everyone if r.applies(pod)] if self._everyone else []
+        return [r for r in self.reserve if r.applies(pod)]
 
     def run_reserve_pre_filter(
         self, plugins: Sequence[ReservePlugin], pod: PodInfo, lister: SharedLister

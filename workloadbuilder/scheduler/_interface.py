@@ -59,6 +59,7 @@ __all__ = [
     "Plugin",
     "PluginFactory",
     "PodGroupPostFilterPlugin",
+    "PodScopedPlugin",
     "PodsRemovablePlugin",
     "PreEnqueuePlugin",
     "PreEnqueueTreePlugin",
@@ -512,6 +513,17 @@ class ExplainGroupPlugin(Protocol):
         """Lines appended to the group's explanation (``placed``: the pods that got a node
         in the attempt)."""
         ...
+
+
+@runtime_checkable
+class PodScopedPlugin(Protocol):
+    """A Reserve plugin with nothing to check for a pod that has neither pod constraints
+    (``PodInfo.constraints``) nor resource claims (optional capability: the framework then
+    skips asking it, for most pods; InterPodAffinity is not one: a counted pod's
+    anti-affinity holds against every pod)."""
+
+    #: always True for plugins that have the capability
+    pod_scoped: bool
 
 
 @runtime_checkable

@@ -289,6 +289,8 @@ class NodePorts(MaskPlugin):
     NodePorts)."""
 
     name = "NodePorts"
+    #: nothing to check for a pod without constraints
+    pod_scoped = True
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """A pod holding ports leaves its node, or a node appears."""
@@ -375,13 +377,14 @@ def _fold_matching(t: AffinityTerm, state: _Flags, p: PodInfo, row: int) -> None
 
 
 def _fold_anti_holders(
-    state: dict[AffinityTerm, tuple[list[tuple[PodInfo, int]], _Flags]], p: PodInfo, row: int
+    state: dict[AffinityTerm, tuple[dict[tuple[str, str], int], _Flags]], p: PodInfo, row: int
 ) -> None:
+    """Per anti-affinity term of the placed pods: their rows by pod key, and domain flags."""
     for t in p.constraints.anti_affinity if p.constraints is not None else ():
         got = state.get(t)
         if got is None:
-            got = state[t] = ([], _Flags(t.topology_key))
-        got[0].append((p, row))
+            got = state[t] = ({}, _Flags(t.topology_key))
+        got[0][p.key] = row
         got[1].rows.append(row)
 
 
@@ -507,10 +510,13 @@ class InterPodAffinity(MaskPlugin):
                     functools.partial(_Flags, t.topology_key),
                     functools.partial(_fold_matching, t),
                 )
-                bad = placed(table, self.domains).copy()
+                bad = placed(table, self.domains)
+                copied = False
                 for _, row in matching(lister, t.selector, t.in_namespace):
                     d = ids[row]
                     if d >= 0:
+                        if not copied:
+                            bad, copied = bad.copy(), True
                         bad[d] = True
                 failing |= bad[ids]
             why.append(
@@ -573,8 +579,8 @@ class InterPodAffinity(MaskPlugin):
         for t, (rows, by_domain) in placed.items():
             if not t.matches(pod.namespace, pod.labels):
                 continue
-            if any(p is pod for p, _ in rows):  # (re-evaluating a placed pod: not itself)
-                holders.extend((t, r) for p, r in rows if p is not pod)
+            if pod.key in rows:  # (re-evaluating a placed pod: not against itself)
+                holders.extend((t, r) for k, r in rows.items() if k != pod.key)
             else:
                 flags.append((t.topology_key, by_domain(table, self.domains)))
         if not holders and not flags:

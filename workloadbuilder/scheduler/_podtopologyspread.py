@@ -3,6 +3,7 @@ gang-aware (see :mod:`._podconstraints` for what the cycle's placed pods count f
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,6 +41,8 @@ class PodTopologySpread(MaskPlugin):
     PodTopologySpread Filter)."""
 
     name = "PodTopologySpread"
+    #: nothing to check for a pod without constraints
+    pod_scoped = True
 
     def __init__(self) -> None:
         super().__init__()
@@ -89,7 +92,7 @@ class PodTopologySpread(MaskPlugin):
                     per_domain[ids[row]] += 1
 
             def add(
-                state: list[int],
+                state: npt.NDArray[np.int64],
                 p: PodInfo,
                 row: int,
                 c: SpreadConstraint = c,
@@ -97,10 +100,11 @@ class PodTopologySpread(MaskPlugin):
                 ids: npt.NDArray[np.int64] = ids,
             ) -> None:
                 if eligible[row] and p.namespace == ns and c.selector.matches(p.labels):
-                    state.append(int(ids[row]))
+                    state[ids[row]] += 1
 
-            for d in self.folds.get(("spread", c, ns, pod.req), lister, list, add):
-                per_domain[d] += 1
+            start = functools.partial(_counts, seen.size)
+            placed = self.folds.get(("spread", c, ns, pod.req), lister, start, add)
+            per_domain += placed
             low = int(per_domain[seen].min()) if domains else 0
             if domains < c.min_domains:
                 low = 0
@@ -201,3 +205,8 @@ class _SpreadStatic:
             seen[-1] = False
             got = self._counted[token] = (eligible, seen, int(seen.sum()))
         return got
+
+
+def _counts(size: int) -> npt.NDArray[np.int64]:
+    """A count per domain id (and one for "no such label"), all 0."""
+    return np.zeros(size, dtype=np.int64)

@@ -29,10 +29,15 @@ class _Refusing(ReserveBase):
     a reason naming it (UnschedulableAndUnresolvable), instead of being bound as if its
     volumes were not there."""
 
+    #: nothing to check for a pod without constraints
+    pod_scoped = True
+
     def applies(self, pod: PodInfo) -> bool:
         """Pods with something this plugin would have to evaluate."""
         c = pod.constraints
-        return c is not None and any(u.startswith(self.name + ":") for u in c.unsupported)
+        if c is None or not c.unsupported:
+            return False
+        return any(u.startswith(self.name + ":") for u in c.unsupported)
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """Only the pod's own change can help (its volumes are immutable: in practice none)."""

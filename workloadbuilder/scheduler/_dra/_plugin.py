@@ -83,6 +83,9 @@ class DynamicResources:
 
     # ---- queueing --------------------------------------------------------------------
 
+    #: nothing to check for a pod without resource claims
+    pod_scoped = True
+
     def applies(self, pod: PodInfo) -> bool:
         """Pods with ``spec.resourceClaims``."""
         return bool(pod.req.claims)
