@@ -9,7 +9,7 @@ import pytest
 from controlplane._crds import crds, crds_kcm  # the JobSet / LWS / TrainJob CRDs fixtures
 from workloadbuilder.testing import ControlPlane, RestClient
 
-__all__ = ["api", "crds", "crds_kcm", "namespace"]
+__all__ = ["api", "crds", "crds_kcm", "namespace", "our_plane", "upstream_plane"]
 
 
 @pytest.fixture(scope="session")
@@ -31,3 +31,22 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
     for line in SUMMARIES:
         terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="module")
+def upstream_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
+    """A parity module's private plane with the upstream kube-scheduler (``_parity``)."""
+    from controlplane._parity import parity_plane
+
+    with parity_plane(control_plane, upstream=True) as plane:
+        yield plane
+
+
+@pytest.fixture(scope="module")
+def our_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
+    """A parity module's private plane without a scheduler: ours runs in process against it
+    (a module may override both, e.g. with kube-controller-manager)."""
+    from controlplane._parity import parity_plane
+
+    with parity_plane(control_plane, upstream=False) as plane:
+        yield plane

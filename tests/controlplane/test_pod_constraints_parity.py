@@ -11,12 +11,12 @@ spread of a gang, a pod whose PersistentVolumeClaim does not exist).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from controlplane._parity import UPSTREAM, ParitySide, both, parity_plane, parity_sides, until
+from controlplane._parity import UPSTREAM, ParitySide, both, parity_sides, until
 from workloadbuilder.api import PodGroup
 from workloadbuilder.testing import ControlPlane
 from workloadbuilder.testing.builders import make_pod, make_pod_group
@@ -27,20 +27,6 @@ OURS = "wb-constraints"
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 TIMEOUT = 30.0
-
-
-@pytest.fixture(scope="module")
-def upstream_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
-    """A private plane with the upstream kube-scheduler."""
-    with parity_plane(control_plane, upstream=True) as plane:
-        yield plane
-
-
-@pytest.fixture(scope="module")
-def our_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
-    """A private plane without a scheduler: ours runs in process against it."""
-    with parity_plane(control_plane, upstream=False) as plane:
-        yield plane
 
 
 class Side(ParitySide):

@@ -69,21 +69,7 @@ TIMEOUT = 30.0
 _T = TypeVar("_T")
 
 
-# ---- planes ------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def upstream_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
-    """A private plane with the upstream kube-scheduler."""
-    with parity_plane(control_plane, upstream=True) as plane:
-        yield plane
-
-
-@pytest.fixture(scope="module")
-def our_plane(control_plane: ControlPlane) -> Iterator[ControlPlane]:
-    """A private plane without a scheduler: ours runs in process against it."""
-    with parity_plane(control_plane, upstream=False) as plane:
-        yield plane
+# ---- planes: ``upstream_plane`` / ``our_plane`` (tests/controlplane/conftest.py) -------------
 
 
 # ---- observations ------------------------------------------------------------------------
