@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 SCENARIO ?= examples/simulations/gang-demo.yaml
 
-.PHONY: run setup controlplane lint test test-fast bench bench-real bench-real-1k bench-real-large bench-real-stream bench-real-queueing chaos soak soak-sim soak-real clean
+.PHONY: run setup controlplane lint test test-fast bench bench-real bench-real-1k bench-real-large bench-real-constraints bench-real-stream bench-real-queueing chaos soak soak-sim soak-real clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,8 @@ bench-real: $(STAMP) controlplane ## upstream kube-scheduler vs ours vs a ceilin
 REAL = WORKLOADBUILDER_BIN_DIR=$$(hack/build-controlplane.sh | tail -n 1) $(PY) benchmarks/bench_real.py
 bench-real-1k: $(STAMP) controlplane ## the same, 1,000 nodes / 5,000 pods, two runs
 	$(REAL) --nodes 1000 --pods 5000 --repeat 2 $(BENCH_REAL_ARGS)
+bench-real-constraints: $(STAMP) controlplane ## 1,000 / 5,000 with one worker per node and a zone spread per gang
+	$(REAL) --nodes 1000 --pods 5000 --pod-constraints $(BENCH_REAL_ARGS)
 bench-real-large: $(STAMP) controlplane ## the same, 5,000 nodes / 10,000 pods
 	$(REAL) --nodes 5000 --pods 10000 --timeout 1200 $(BENCH_REAL_ARGS)
 bench-real-stream: $(STAMP) controlplane ## steady stream: the highest gang arrival rate each scheduler keeps up with

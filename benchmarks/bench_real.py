@@ -7,6 +7,13 @@ namespace (PodGroups of 8-32 pods, minCount = size, cpu 1 / memory 1Gi per pod; 
 created before the contender starts), starts the contender as a subprocess, waits until every
 pod is bound (a watch on the namespace), stops it and deletes the pods and groups.
 
+``--pod-constraints`` (``make bench-real-constraints``): the nodes spread over 8 zones
+(``topology.kubernetes.io/zone``), and every gang's pods carry ``app: <gang>``, a required pod
+anti-affinity on ``kubernetes.io/hostname`` against their own gang (one worker per node) and a
+``maxSkew: 1`` ``DoNotSchedule`` zone spread of their gang; after each upstream and ours run
+the benchmark checks that both held (``CONSTRAINTS BROKEN`` and exit 1 otherwise; the ceiling
+binds anywhere, as ever).
+
 Contenders:
 
 * ``upstream``: kube-scheduler v1.37.2, gates on, clientConnection qps/burst 5000 (as
@@ -93,6 +100,8 @@ from workloadbuilder.testing import AsyncRestClient, ControlPlane
 from workloadbuilder.testing.builders import make_node, make_pod, make_pod_group
 
 CONTENDERS = ("upstream", "ours", "ceiling")
+ZONE = "topology.kubernetes.io/zone"
+ZONES = 8
 SCHEDULER_NAMES = {
     "upstream": "default-scheduler",
     "ours": "workloadbuilder-scheduler",
@@ -150,15 +159,18 @@ async def create_nodes(
     *,
     names: list[str] | None = None,
     labels: dict[str, str] | None = None,
+    zones: int = 0,
 ) -> None:
     """Fake Ready nodes (``node-NNNNN``, or ``names``); status is written through the status
-    subresource."""
+    subresource. ``zones``: node ``i`` also gets ``topology.kubernetes.io/zone:
+    zone-<i % zones>``."""
 
     async def one(name: str) -> None:
+        zone = {ZONE: f"zone-{int(name[5:]) % zones}"} if zones else {}
         node = (
             make_node(name)
             .label("kubernetes.io/hostname", name)
-            .labels(labels or {})
+            .labels({**(labels or {}), **zone})
             .resources({"cpu": str(NODE_CPU), "memory": NODE_MEMORY, "pods": str(NODE_PODS)})
             .ready()
             .obj()
@@ -175,8 +187,46 @@ async def create_nodes(
     await _bounded(64, [functools.partial(one, n) for n in todo])
 
 
-async def create_workload(api: Api, ns: str, scheduler: str, sizes: list[int]) -> None:
-    """The namespace, then every PodGroup and its pods (64 requests in flight)."""
+def _constrained(pod: dict[str, Any], group: str) -> dict[str, Any]:
+    """One worker per node and a balanced zone spread, both of the pod's own gang."""
+    mine = {"matchLabels": {"app": group}}
+    pod["metadata"].setdefault("labels", {})["app"] = group
+    term = {"labelSelector": mine, "topologyKey": "kubernetes.io/hostname"}
+    pod["spec"]["affinity"] = {
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+    }
+    spread = {
+        "maxSkew": 1,
+        "topologyKey": ZONE,
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": mine,
+    }
+    pod["spec"]["topologySpreadConstraints"] = [spread]
+    return pod
+
+
+async def constraints_held(api: Api, ns: str, zones: int) -> bool:
+    """Every gang's bound pods on distinct nodes, and its pods per zone within 1."""
+    pods = (await api.call("GET", PODS_PATH.format(ns=ns))).get("items") or []
+    nodes_of: dict[str, list[str]] = {}
+    for pod in pods:
+        node = pod["spec"].get("nodeName")
+        if node:
+            nodes_of.setdefault(pod["spec"]["schedulingGroup"]["podGroupName"], []).append(node)
+    for nodes in nodes_of.values():
+        per_zone = [0] * zones
+        for n in nodes:
+            per_zone[int(n[5:]) % zones] += 1
+        if len(set(nodes)) != len(nodes) or max(per_zone) - min(per_zone) > 1:
+            return False
+    return True
+
+
+async def create_workload(
+    api: Api, ns: str, scheduler: str, sizes: list[int], *, constrained: bool = False
+) -> None:
+    """The namespace, then every PodGroup and its pods (64 requests in flight); with
+    ``constrained``, each gang's pods repel each other per node and spread over the zones."""
     await api.call(
         "POST",
         "/api/v1/namespaces",
@@ -198,6 +248,8 @@ async def create_workload(api: Api, ns: str, scheduler: str, sizes: list[int]) -
         for i, size in enumerate(sizes)
         for j in range(size)
     ]
+    if constrained:
+        pods = [_constrained(p, p["spec"]["schedulingGroup"]["podGroupName"]) for p in pods]
     await _bounded(
         64, [functools.partial(api.call, "POST", PODS_PATH.format(ns=ns), p) for p in pods]
     )
@@ -587,7 +639,7 @@ async def run_one(
     ns = f"bench-{name}-{run}"
     sizes = group_sizes(args.pods, args.seed)
     t = time.monotonic()
-    await create_workload(api, ns, SCHEDULER_NAMES[name], sizes)
+    await create_workload(api, ns, SCHEDULER_NAMES[name], sizes, constrained=args.pod_constraints)
     created_s = time.monotonic() - t
     server = children_named(("kube-apiserver", "etcd"))
     before = {k: proc_cpu(pid) for k, pid in server.items()}
@@ -626,6 +678,9 @@ async def run_one(
             await watcher
         # py-spy writes its profile on SIGINT (and stops its child)
         stop(proc, signal.SIGINT if name == "ours" and args.ours_py_spy else signal.SIGTERM)
+    held: bool | None = None
+    if args.pod_constraints and name != "ceiling":  # the ceiling binds anywhere
+        held = await constraints_held(api, ns, ZONES)
     if name == "ceiling" and not alive:
         usage = _ceiling_usage(plane, ns)
         sched_cpu, rss = usage.get("cpu_s", float("nan")), usage.get("rss_mib", float("nan"))
@@ -647,6 +702,7 @@ async def run_one(
         "groups": len(sizes),
         "bound": len(bound),
         "complete": complete,
+        **({"constraints_held": held} if held is not None else {}),
         "create_s": round(created_s, 2),
         "load_avg_1m": round(load, 2),
         "seconds_to_all_bound": round(seconds, 2),
@@ -1097,6 +1153,7 @@ def table(results: list[dict[str, Any]]) -> str:
                 if r["events_complete"]
                 else f"  EVENTS MISSING {r['events_written']}/{r['events_expected']}"
             )
+            + ("  CONSTRAINTS BROKEN" if r.get("constraints_held") is False else "")
         )
     return "\n".join(lines)
 
@@ -1177,7 +1234,7 @@ async def run_all(plane: ControlPlane, args: argparse.Namespace) -> list[dict[st
     """Nodes once, then every contender (``--repeat`` times) on the same server."""
     async with Api(plane.kubeconfig, limit=64) as api:
         t = time.monotonic()
-        await create_nodes(api, args.nodes)
+        await create_nodes(api, args.nodes, zones=ZONES if args.pod_constraints else 0)
         print(f"# {args.nodes} nodes in {time.monotonic() - t:.1f}s", file=sys.stderr)
         results: list[dict[str, Any]] = []
         contenders = args.only or (CONTENDERS if args.mode == "backlog" else CONTENDERS[:2])
@@ -1214,6 +1271,11 @@ def main(argv: list[str] | None = None) -> int:
     """Parse the flags, run the benchmark (or the ceiling worker), print the report."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--nodes", type=int, default=500)
+    p.add_argument(
+        "--pod-constraints",
+        action="store_true",
+        help="each gang one worker per node (pod anti-affinity) and spread over 8 zones",
+    )
     p.add_argument("--pods", type=int, default=2000)
     p.add_argument("--repeat", type=int, default=1, help="runs of each contender")
     p.add_argument("--only", action="append", choices=CONTENDERS, help="(repeatable)")
@@ -1325,7 +1387,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['events_expected']} Scheduled events written",
             file=sys.stderr,
         )
-    return 0 if all(r["complete"] for r in results) and not missing else 1
+    broken = [r for r in results if r.get("constraints_held") is False]
+    for r in broken:
+        print(f"# {r['contender']} run {r['run']}: pod constraints broken", file=sys.stderr)
+    return 0 if all(r["complete"] for r in results) and not missing and not broken else 1
 
 
 if __name__ == "__main__":
