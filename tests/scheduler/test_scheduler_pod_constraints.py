@@ -259,13 +259,17 @@ async def test_anti_affinity_looks_at_the_terms_namespaces_only(env: Env) -> Non
     await env.pod("x", labels={"app": "x"}, cpu="4", node_name=a)
     # the term's own namespace by default: the pod in another namespace does not repel
     await env.cluster.create(_bound_pod(other, "elsewhere", {"app": "z"}, b))
-    await env.pod("p", labels={"app": "p"}, spec=_anti({"app": "z"}))
-    await env.pod("q", labels={"app": "q"}, spec=_anti({"app": "z"}, namespaceSelector={}))
-    s = env.scheduler()
-    await s.start()
-    bound = await _settled(env, s, ["p", "q"])
-    assert bound["q"] == a  # every namespace: b holds app=z
-    assert bound["p"] == b  # the emptier node: app=z there is in another namespace
+    try:
+        await env.pod("p", labels={"app": "p"}, spec=_anti({"app": "z"}))
+        await env.pod("q", labels={"app": "q"}, spec=_anti({"app": "z"}, namespaceSelector={}))
+        s = env.scheduler()
+        await s.start()
+        bound = await _settled(env, s, ["p", "q"])
+        assert bound["q"] == a  # every namespace: b holds app=z
+        assert bound["p"] == b  # the emptier node: app=z there is in another namespace
+    finally:  # the plane is shared with the other scheduler tests: leave nothing behind
+        await env.cluster.delete("Pod", "elsewhere", other, grace_period_seconds=0)
+        await env.cluster.delete("Namespace", other)
 
 
 async def _other_namespace(env: Env) -> str:
