@@ -1,4 +1,4 @@
-"""The lean HTTP/1.1 transport (``workloadbuilder/cluster/_transport.py``) against scripted
+"""The lean HTTP/1.1 transport (``workloadbuilder/cluster/_transport/``) against scripted
 asyncio servers on 127.0.0.1: keep-alive reuse, idle connections the server closed, framing
 (content-length, chunked, read-to-close, 1xx, 204, gzip), large bodies, timeouts, the
 failure types, TLS with a client certificate, and ``KubeCluster``'s error semantics

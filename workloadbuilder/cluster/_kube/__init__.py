@@ -116,7 +116,7 @@ class KubeCluster(RequestPath):
     ``transport``: ``"auto"`` (the default; also read from
     ``$WORKLOADBUILDER_KUBE_TRANSPORT``) sends unary requests (get, list, create, update,
     patch, delete, bind, evict, events) and watches on the lean keep-alive HTTP/1.1 client
-    of ``_transport.py``, a proxy included (a kubeconfig's ``proxy-url``, else the
+    of ``_transport/``, a proxy included (a kubeconfig's ``proxy-url``, else the
     environment's ``HTTPS_PROXY``/``HTTP_PROXY`` unless ``NO_PROXY`` exempts the server);
     ``"lean"`` is the same; ``"aiohttp"`` sends everything through aiohttp, the only case
     aiohttp is imported. ``compression`` (default
