@@ -446,3 +446,41 @@ async def test_a_single_pod_preempts_the_pod_its_anti_affinity_repels(env: Env) 
 
     await env.until(s, done)
     assert "w" not in await env.pods()
+
+
+# ---- what is not scored yet is said, not hidden ------------------------------------------------
+
+
+async def test_explain_names_the_preferences_that_are_not_scored(env: Env) -> None:
+    from workloadbuilder.scheduler.explain import explain_report, render_explain
+
+    await _node(env, "a")
+    preferred = {
+        "affinity": {
+            "podAntiAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 100,
+                        "podAffinityTerm": {
+                            "labelSelector": {"matchLabels": {"app": "g"}},
+                            "topologyKey": HOST,
+                        },
+                    }
+                ]
+            }
+        }
+    }
+    await env.pod_group("g", 2)
+    for i in range(2):
+        await env.pod(f"g-{i}", "g", labels={"app": "g"}, spec=preferred)
+    await env.pod_group("plain", 1)
+    await env.pod("plain-0", "plain")
+    s = env.scheduler()
+    await s.start()
+    await _group_settled(env, s, "g")
+    await _group_settled(env, s, "plain")
+    assert len(await env.bound("g-")) == 2  # scheduled (as if the preference were absent)
+    report = await explain_report(env.cluster, "g", env.namespace)
+    assert report["notScored"] == ["preferred pod anti-affinity (InterPodAffinity scoring)"]
+    assert "Not scored: preferred pod anti-affinity" in render_explain(report)
+    assert "notScored" not in await explain_report(env.cluster, "plain", env.namespace)

@@ -20,6 +20,7 @@ from workloadbuilder.api import CompositePodGroup, PodGroup, to_dict
 from workloadbuilder.cluster import Cluster
 from workloadbuilder.errors import ApiError, NotFound, WorkloadBuilderError
 from workloadbuilder.runtime import kube_cluster
+from workloadbuilder.scheduler._podspec import pod_constraints
 from workloadbuilder.scheduler._status import CONDITION_INITIALLY_SCHEDULED
 
 __all__ = [
@@ -82,7 +83,16 @@ async def explain_report(cluster: Cluster, name: str, namespace: str) -> dict[st
     }
     if cond is not None and cond.status == "False":
         report["preemption"] = await preemption_state(cluster, pg, cond.message or "")
+    not_scored = sorted({n for p in live for n in _not_scored(p)})
+    if not_scored:  # scheduled as if absent: say so where people look
+        report["notScored"] = not_scored
     return report
+
+
+def _not_scored(pod: dict[str, Any]) -> tuple[str, ...]:
+    """The pod's preferences this scheduler does not score yet (see ``_podspec``)."""
+    c = pod_constraints(pod)
+    return c.not_scored if c is not None else ()
 
 
 async def preemption_state(cluster: Cluster, pg: PodGroup, message: str) -> str:
@@ -160,6 +170,8 @@ def render_explain(report: dict[str, Any]) -> str:
         lines.append(f"Why:       {report['explanation']}")
     if report.get("preemption"):
         lines.append(f"Preemption: {report['preemption']}")
+    if report.get("notScored"):
+        lines.append(f"Not scored: {'; '.join(report['notScored'])} (placed as if absent)")
     if report.get("tree"):
         lines.append("Tree:")
         lines.extend(render_tree(report["tree"], report["name"]))
