@@ -970,3 +970,61 @@ async def test_informer_sees_every_change_once(cluster: Cluster, ns: str) -> Non
 
 async def _ret(value: T) -> T:
     return value
+
+
+async def test_match_label_keys_are_merged_into_selectors_at_create(
+    cluster: Cluster, ns: str
+) -> None:
+    """The pod strategy (both gates on in v1.37): matchLabelKeys become ``In``,
+    mismatchLabelKeys ``NotIn`` requirements with the pod's own values; keys the pod lacks and
+    terms without a labelSelector are left alone."""
+    term = {
+        "labelSelector": {"matchLabels": {"app": "w"}},
+        "topologyKey": "kubernetes.io/hostname",
+        "matchLabelKeys": ["job", "missing"],
+        "mismatchLabelKeys": ["team"],
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "p",
+            "namespace": ns,
+            "labels": {"app": "w", "job": "j1", "team": "a"},
+        },
+        "spec": {
+            "containers": [{"name": "c", "image": "busybox"}],
+            "affinity": {
+                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]},
+                "podAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 1, "podAffinityTerm": {**term, "mismatchLabelKeys": []}}
+                    ]
+                },
+            },
+            "topologySpreadConstraints": [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": "zone",
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"app": "w"}},
+                    "matchLabelKeys": ["job"],
+                }
+            ],
+        },
+    }
+    got = await cluster.create(pod)
+    assert isinstance(got, dict)
+    spec = got["spec"]
+    anti = spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert anti[0]["labelSelector"]["matchExpressions"] == [
+        {"key": "job", "operator": "In", "values": ["j1"]},
+        {"key": "team", "operator": "NotIn", "values": ["a"]},
+    ]
+    pref = spec["affinity"]["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert pref[0]["podAffinityTerm"]["labelSelector"]["matchExpressions"] == [
+        {"key": "job", "operator": "In", "values": ["j1"]}
+    ]
+    assert spec["topologySpreadConstraints"][0]["labelSelector"]["matchExpressions"] == [
+        {"key": "job", "operator": "In", "values": ["j1"]}
+    ]

@@ -241,7 +241,7 @@ def _attempt(
                 )
                 if first_failed is None:
                     first_failed = req
-                if not _shares_failure(fw, snap, pod):
+                if not _shares_failure(reserving, snap, pod):
                     # what failed this pod depends on the pod itself (its labels, its pod
                     # constraints): the other pods of its signature are still tried
                     extra.setdefault(req, diag)
@@ -279,11 +279,11 @@ def _attempt(
     return _Attempt(status, placed, first_failed, failed, remaining, nodes, placed_keys)
 
 
-def _shares_failure(fw: Framework, snap: Snapshot, pod: PodInfo) -> bool:
+def _shares_failure(reserving: Sequence[ReservePlugin], snap: Snapshot, pod: PodInfo) -> bool:
     """Whether the other pods of ``pod``'s signature fail where it failed: every Reserve
     plugin that checked it gives a shape key (DRA: equal claims fail on the same nodes; the
     pod-constraint plugins give none)."""
-    return all(r.shape_key(pod, snap) is not None for r in fw.reserving(pod))
+    return all(r.shape_key(pod, snap) is not None for r in reserving)
 
 
 def _where_placed(nodes: Sequence[str], limit: int = 4) -> str:

@@ -336,16 +336,6 @@ class NodePorts(MaskPlugin):
         return ~failing, [(PORTS_REASON, f"already use host port {ports}", failing)]
 
 
-def _regroup(
-    add: Callable[[dict[tuple[str, str], int], tuple[AffinityTerm, ...], PodInfo, int], None],
-    group: tuple[AffinityTerm, ...],
-    state: dict[tuple[str, str], int],
-    p: PodInfo,
-    row: int,
-) -> None:
-    add(state, group, p, row)
-
-
 class _Flags:
     """Per domain of one topology key, whether a placed pod holding a term is there, kept
     as the cycle places pods (a boolean per domain id, plus one for "no such label")."""
@@ -411,13 +401,6 @@ class InterPodAffinity(MaskPlugin):
         #: cycle placed (so pods without terms are checked against it while it is there)
         self._anti_snap: Snapshot | None = None
         self._anti_mark = 0
-        self._base: dict[Any, dict[tuple[str, str], int]] = {}
-        self._base_token: tuple[Any, ...] = ()
-
-    def bind_cache(self, cache: Cache) -> None:
-        """The scheduler's cache: the counted pods with anti-affinity terms hold against
-        every incoming pod, so :meth:`applies` needs to know whether there are any."""
-        self._cache = cache
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """A pod is bound or leaves its node, or a node appears or changes labels."""
@@ -430,7 +413,7 @@ class InterPodAffinity(MaskPlugin):
         if c is not None and (c.affinity or c.anti_affinity):
             return True
         if self._cache is None or self._cache.index.anti_terms:
-            return True  # (not bound to the cache yet: checked, to be safe)
+            return True  # (before its first evaluation it has not seen the cache: to be safe)
         snap = self._anti_snap
         return snap is not None and snap.mark() > self._anti_mark
 
@@ -453,35 +436,29 @@ class InterPodAffinity(MaskPlugin):
         if self._anti_snap is not lister or lister.mark() < self._anti_mark:
             self._anti_snap, self._anti_mark = lister, lister.mark()
 
-    def _incoming_counts(
-        self, terms: tuple[AffinityTerm, ...], need_all: bool, lister: Snapshot
+    def _affinity_counts(
+        self, terms: tuple[AffinityTerm, ...], lister: Snapshot
     ) -> dict[tuple[str, str], int]:
-        """Per ``(topology key, value)``: the counted pods matching all of ``terms``
-        (affinity) or each term (anti-affinity), as upstream's ``affinityCounts``."""
+        """Per ``(topology key, value)``: the counted and placed pods matching all of the
+        affinity ``terms`` (upstream's ``affinityCounts``)."""
         labels_of = lister.table.labels
-        counts: dict[tuple[str, str], int] = {}
-        groups = [terms] if need_all else [(t,) for t in terms]
 
-        def add(
-            state: dict[tuple[str, str], int], group: tuple[AffinityTerm, ...], p: PodInfo, row: int
-        ) -> None:
-            if not all(t.matches(p.namespace, p.labels) for t in group):
+        def add(state: dict[tuple[str, str], int], p: PodInfo, row: int) -> None:
+            if not all(t.matches(p.namespace, p.labels) for t in terms):
                 return
             labels = labels_of[row]
-            for t in group:
+            for t in terms:
                 v = labels.get(t.topology_key)
                 if v is not None:
                     state[(t.topology_key, v)] = state.get((t.topology_key, v), 0) + 1
 
-        for group in groups:
-            first = group[0]
-            for p, row in matching(lister, first.selector, first.in_namespace):
-                add(counts, group, p, row)
-            placed: dict[tuple[str, str], int] = self.folds.get(
-                ("terms", group), lister, dict, functools.partial(_regroup, add, group)
-            )
-            for pair, n in placed.items():
-                counts[pair] = counts.get(pair, 0) + n
+        counts: dict[tuple[str, str], int] = {}
+        first = terms[0]
+        for p, row in matching(lister, first.selector, first.in_namespace):
+            add(counts, p, row)
+        placed: dict[tuple[str, str], int] = self.folds.get(("terms", terms), lister, dict, add)
+        for pair, n in placed.items():
+            counts[pair] = counts.get(pair, 0) + n
         return counts
 
     def _evaluate(
@@ -542,7 +519,7 @@ class InterPodAffinity(MaskPlugin):
 
     def _affinity_failing(self, pod: PodInfo, c: PodConstraints, lister: Snapshot) -> Mask:
         table = lister.table
-        counts = self._incoming_counts(c.affinity, True, lister)
+        counts = self._affinity_counts(c.affinity, lister)
         has_keys = np.zeros(table.capacity, dtype=bool)
         has_keys[table.present_rows()] = True
         exist = has_keys.copy()

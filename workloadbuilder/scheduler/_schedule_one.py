@@ -171,13 +171,6 @@ class ScheduleOne(Submit):
         again after its backoff)."""
         self._actuate(f"pod group {group.namespace}/{group.name}", nominations, victims, on_failure)
 
-    def actuate_for_pod(
-        self, p: PodInfo, node: str, victims: Sequence[Victim], on_failure: Callable[[], None]
-    ) -> None:
-        """Preempt the victims of a single pod and nominate it."""
-        who = f"pod {p.namespace}/{p.name}"
-        self._preempt(Preempt(who, ((p, node),), victims, on_failure, single_pod=True))
-
     def _preemption(self) -> DefaultPreemption | None:
         if not self.config.preemption:
             return None

@@ -205,6 +205,39 @@ def validate_typed(
     return out
 
 
+def merge_label_keys(pod: dict[str, Any]) -> None:
+    """What kube-apiserver's pod strategy does at create (``MatchLabelKeysInPodAffinity``, GA;
+    ``MatchLabelKeysInPodTopologySpreadSelectorMerge``, on): for every pod (anti-)affinity term
+    (required and preferred) and topology spread constraint with a ``labelSelector``, each
+    ``matchLabelKeys`` key the pod carries becomes ``key In [value]`` in the selector's
+    ``matchExpressions``, and each ``mismatchLabelKeys`` key ``key NotIn [value]``."""
+    spec = pod.get("spec") or {}
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+
+    def merge(term: Any, with_mismatch: bool) -> None:
+        if not isinstance(term, dict) or not isinstance(term.get("labelSelector"), dict):
+            return  # a nil selector matches nothing either way
+        exprs = term["labelSelector"].setdefault("matchExpressions", [])
+        pairs = [("In", k) for k in term.get("matchLabelKeys") or ()]
+        if with_mismatch:
+            pairs += [("NotIn", k) for k in term.get("mismatchLabelKeys") or ()]
+        for op, key in pairs:
+            if key in labels:
+                exprs.append({"key": key, "operator": op, "values": [labels[key]]})
+        if not exprs:
+            del term["labelSelector"]["matchExpressions"]
+
+    affinity = spec.get("affinity") or {}
+    for kind in ("podAffinity", "podAntiAffinity"):
+        block = affinity.get(kind) or {}
+        for term in block.get("requiredDuringSchedulingIgnoredDuringExecution") or ():
+            merge(term, True)
+        for weighted in block.get("preferredDuringSchedulingIgnoredDuringExecution") or ():
+            merge((weighted or {}).get("podAffinityTerm"), True)
+    for constraint in spec.get("topologySpreadConstraints") or ():
+        merge(constraint, False)
+
+
 def default_pod(spec: dict[str, Any]) -> None:
     """The pod spec defaults the scheduler and simulator rely on (a subset of upstream)."""
     spec.setdefault("schedulerName", "default-scheduler")

@@ -81,6 +81,7 @@ class Strategy:
             if not isinstance(spec, dict):
                 spec = doc["spec"] = {}
             adm.default_pod(spec)
+            adm.merge_label_keys(doc)
             doc["status"] = {"phase": "Pending", "qosClass": adm.pod_qos_class(spec)}
         elif info.kind == "Namespace":
             spec = doc.setdefault("spec", {})
