@@ -240,3 +240,55 @@ def test_the_public_module_is_the_interface() -> None:
     assert not isinstance(plugin, api.FilterOnePlugin)
     with pytest.raises(ValueError, match="non-empty string"):
         ex.AvoidLabel({"label": ""})
+
+
+# ---- a per-pod Score plugin ----------------------------------------------------------------
+
+
+class _PreferLabel:
+    """Per-pod Score: 100 on nodes whose ``pref`` label equals the pod's ``pref`` label, 0
+    elsewhere; nothing to score for a pod without the label."""
+
+    name = "PreferLabel"
+    weight = 1
+
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+        self.args = args
+
+    def scores_pod(self, pod: api.PodInfo, lister: api.SharedLister) -> bool:
+        return "pref" in pod.labels
+
+    def score_pod(
+        self, pod: api.PodInfo, lister: api.SharedLister, rows: api.Rows
+    ) -> npt.NDArray[np.float64]:
+        table = lister.table  # type: ignore[attr-defined]
+        want = pod.labels["pref"]
+        return np.array(
+            [100.0 if table.labels[r].get("pref") == want else 0.0 for r in rows.tolist()]
+        )
+
+
+async def test_a_per_pod_score_plugin_decides_among_fitting_nodes(
+    mem_env: tuple[Env, ManualClock],
+) -> None:
+    env, clock = mem_env
+    a = await env.node("a", cpu="8", labels={"pref": "x"})
+    b = await env.node("b", cpu="8", labels={"pref": "y"})
+    await env.node("c", cpu="1", labels={"pref": "y"})  # preferred, but too small
+    await env.pod("wants-y", cpu="2", labels={"pref": "y"})
+    await env.pod("plain", cpu="2")
+    loaded = parse_config(
+        _doc(
+            schedulerName=env.scheduler_name,
+            plugins={"score": {"enabled": [{"name": "PreferLabel", "weight": 50}]}},
+        ),
+        registry={"PreferLabel": _PreferLabel},
+    )
+    assert [s.name for s in loaded.framework.scores][-1] == "PreferLabel"
+    assert loaded.framework.pod_scoring
+    s = Scheduler(env.cluster, loaded.scheduler, clock=clock, framework=loaded.framework)
+    env.schedulers.append(s)
+    await s.until_idle()
+    bound = await env.bound()
+    assert bound["wants-y"] == b  # the preference wins over the resource score
+    assert bound["plain"] == a  # nothing to score per pod: the emptier node, as before

@@ -106,6 +106,42 @@ class _Eval:
         self.score[row] = self.fw.run_score_one(self.req, self.vec, table, row, self.gang)
 
 
+def _pod_scored(
+    fw: Framework,
+    snap: Snapshot,
+    pod: PodInfo,
+    score: npt.NDArray[np.float64],
+    masks: Sequence[npt.NDArray[np.bool_]] = (),
+) -> npt.NDArray[np.float64] | None:
+    """``score`` plus the per-pod Score plugins' (InterPodAffinity, PodTopologySpread), over
+    the rows that pass every filter and ``masks`` (the Reserve plugins' feasible rows; the
+    other rows are -inf); None when no per-pod plugin has anything to score for ``pod``."""
+    scorers = fw.pod_scorers(pod, snap)
+    if not scorers:
+        return None
+    ok = score > _NEG
+    for m in masks:
+        ok &= m[: ok.size]
+    rows = np.flatnonzero(ok)
+    out = np.full(score.size, _NEG)
+    if rows.size:
+        out[rows] = score[rows] + fw.run_pod_score(scorers, pod, snap, rows)
+    return out
+
+
+def _best(score: npt.NDArray[np.float64]) -> int:
+    """The best row of ``score``, or -1 (lowest row wins ties)."""
+    row = int(score.argmax())
+    return row if score[row] > _NEG else -1
+
+
+def _ranked(score: npt.NDArray[np.float64]) -> Rows:
+    """Every row of ``score`` above -inf, best first (lowest row on ties)."""
+    rows = np.flatnonzero(score > _NEG)
+    out: Rows = rows[np.lexsort((rows, -score[rows]))]
+    return out
+
+
 def _reserve(
     fw: Framework,
     snap: Snapshot,
@@ -126,13 +162,15 @@ def _reserve(
         )
     shape = fw.run_reserve_shape_key(plugins, pod, snap)
     masks = fw.run_reserve_feasible_rows(plugins, pod, snap)
-    first = ev.best()
+    scored = _pod_scored(fw, snap, pod, ev.score, masks) if fw.pod_scoring else None
+    score = ev.score if scored is None else scored
+    first = _best(score)
     candidates: Iterable[int] = []
     if first >= 0 and all(m[first] for m in masks):
         candidates = [first]
     elif first >= 0:  # the best row the masks allow (no ranking of every row)
         allowed = masks[0] if len(masks) == 1 else np.logical_and.reduce(masks)
-        masked = np.where(allowed[: ev.score.size], ev.score, _NEG)
+        masked = np.where(allowed[: score.size], score, _NEG)
         alt = int(masked.argmax())
         if masked[alt] > _NEG:
             first = alt
@@ -148,7 +186,7 @@ def _reserve(
                 dead.add((shape, row))
         if tried_all or first < 0:
             break
-        ranked = ev.ranked()
+        ranked = _ranked(score)
         for m in masks:
             ranked = ranked[m[ranked]]
         # lazily: the first rows usually pass (the masks already hold the plugins' verdicts)
@@ -224,6 +262,11 @@ def _attempt(
                 break
             continue
         reserving = fw.reserving(pod) if row >= 0 and fw.reserve else None
+        if row >= 0 and not reserving and fw.pod_scoring:
+            # no Reserve plugin applies, but a per-pod score may (the pods around it)
+            scored = _pod_scored(fw, snap, pod, ev.score)
+            if scored is not None:
+                row = _best(scored)
         if reserving:
             row, why = _reserve(fw, snap, pod, ev, dead, reserving)
             if row < 0 and why is not None:

@@ -46,6 +46,7 @@ from workloadbuilder.scheduler._interface import (
     PlacementWeightPlugin,
     PodGroupPostFilterPlugin,
     PodScopedPlugin,
+    PodScorePlugin,
     PodsRemovablePlugin,
     PreEnqueuePlugin,
     PreEnqueueTreePlugin,
@@ -185,6 +186,9 @@ class Framework:
     _score_one: list[tuple[ScoreOnePlugin | None, ScorePlugin]] = attrs.field(
         init=False, factory=list
     )
+    #: the vectorised Score plugins and the per-pod ones (:class:`PodScorePlugin`)
+    _node_scores: list[ScorePlugin] = attrs.field(init=False, factory=list)
+    _pod_scores: list[PodScorePlugin] = attrs.field(init=False, factory=list)
     _pre_enqueue_tree: list[PreEnqueueTreePlugin] = attrs.field(init=False, factory=list)
     _generate_for: list[PlacementGenerateForPlugin] = attrs.field(init=False, factory=list)
     _weighted: list[_Weighted] = attrs.field(init=False, factory=list)
@@ -217,7 +221,11 @@ class Framework:
         self._static = [f for f in self.filters if not f.uses_node_usage]
         self._usage = [f for f in self.filters if f.uses_node_usage]
         self._usage_one = [(f if isinstance(f, FilterOnePlugin) else None, f) for f in self._usage]
-        self._score_one = [(s if isinstance(s, ScoreOnePlugin) else None, s) for s in self.scores]
+        self._node_scores = [s for s in self.scores if callable(getattr(s, "score", None))]
+        self._pod_scores = [s for s in self.scores if isinstance(s, PodScorePlugin)]
+        self._score_one = [
+            (s if isinstance(s, ScoreOnePlugin) else None, s) for s in self._node_scores
+        ]
         self._pre_enqueue_tree = [
             p for p in self.pre_enqueue if isinstance(p, PreEnqueueTreePlugin)
         ]
@@ -448,8 +456,26 @@ class Framework:
     ) -> npt.NDArray[np.float64]:
         """The weighted sum of every Score plugin, per row."""
         total = np.zeros(rows.size, dtype=np.float64)
-        for s in self.scores:
+        for s in self._node_scores:
             total += s.weight * s.score(req, vec, table, rows, gang)
+        return total
+
+    @property
+    def pod_scoring(self) -> bool:
+        """Whether any Score plugin scores per pod (:class:`PodScorePlugin`)."""
+        return bool(self._pod_scores)
+
+    def pod_scorers(self, pod: PodInfo, lister: SharedLister) -> list[PodScorePlugin]:
+        """The per-pod Score plugins with something to score for ``pod`` now."""
+        return [s for s in self._pod_scores if s.scores_pod(pod, lister)]
+
+    def run_pod_score(
+        self, scorers: Sequence[PodScorePlugin], pod: PodInfo, lister: SharedLister, rows: Rows
+    ) -> npt.NDArray[np.float64]:
+        """The weighted sum of ``scorers``' per-pod scores over ``rows``."""
+        total = np.zeros(rows.size, dtype=np.float64)
+        for s in scorers:
+            total += s.weight * s.score_pod(pod, lister, rows)
         return total
 
     def run_score_one(

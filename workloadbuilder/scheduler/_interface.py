@@ -60,6 +60,7 @@ __all__ = [
     "PluginFactory",
     "PodGroupPostFilterPlugin",
     "PodScopedPlugin",
+    "PodScorePlugin",
     "PodsRemovablePlugin",
     "PreEnqueuePlugin",
     "PreEnqueueTreePlugin",
@@ -311,6 +312,27 @@ class ScoreOnePlugin(ScorePlugin, Protocol):
         gang: bool,
     ) -> float:
         """The score of the node in ``row``."""
+        ...
+
+
+@runtime_checkable
+class PodScorePlugin(Protocol):
+    """A Score plugin that reads the pod itself and the pods around it (InterPodAffinity,
+    PodTopologySpread): it sits in the profile's ``score`` list like a :class:`ScorePlugin`
+    but is asked per pod, over the rows that passed every filter (the Reserve plugins'
+    feasible rows included), and its scores are added, times ``weight``, to the vectorised
+    ones. Pods placed earlier in the cycle are in the lister (``placed``)."""
+
+    name: str
+    weight: int
+
+    def scores_pod(self, pod: PodInfo, lister: SharedLister) -> bool:
+        """Whether this plugin has anything to score for ``pod`` now (cheap: it is asked for
+        every pod; False leaves the pod's scores as the vectorised plugins gave them)."""
+        ...
+
+    def score_pod(self, pod: PodInfo, lister: SharedLister, rows: Rows) -> npt.NDArray[np.float64]:
+        """One normalised score (0..100, as upstream's NormalizeScore leaves them) per row."""
         ...
 
 

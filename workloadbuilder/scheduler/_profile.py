@@ -346,6 +346,10 @@ def _framework(
     def implements(plugin: str, method: str) -> bool:
         """In-tree plugins by their class; out-of-tree ones by the instance built."""
         target = instance(plugin) if plugin in registry else IN_TREE[plugin]
+        if method == "score":  # a vectorised Score plugin or a per-pod one
+            return callable(getattr(target, "score", None)) or callable(
+                getattr(target, "score_pod", None)
+            )
         return callable(getattr(target, method, None))
 
     points: dict[str, list[str]] = {p: list(DEFAULT_PLUGINS[p]) for p in EXTENSION_POINTS}
