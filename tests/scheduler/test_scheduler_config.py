@@ -72,9 +72,10 @@ def test_good_file(tmp_path: Path) -> None:
         "NodeName",
         "TaintToleration",
         "NodeResourcesFit",
+        "NodeDeclaredFeatures",
     ]
     (fit,) = fw.scores
-    assert isinstance(fit, NodeResourcesFit) and fit is fw.filters[-1]
+    assert isinstance(fit, NodeResourcesFit) and fit is fw.filters[3]
     assert fit.weight == 3
     assert (fit.single_strategy, fit.gang_strategy) == ("MostAllocated", "LeastAllocated")
     assert fit.resources == (("cpu", 2), ("nvidia.com/gpu", 5))

@@ -122,6 +122,8 @@ class NodeTable:
         self.names: list[str | None] = [None] * capacity
         self.labels: list[dict[str, str]] = [{} for _ in range(capacity)]
         self.taints: list[tuple[dict[str, Any], ...]] = [() for _ in range(capacity)]
+        #: ``status.declaredFeatures`` (NodeDeclaredFeatures)
+        self.features: list[frozenset[str]] = [frozenset() for _ in range(capacity)]
         self.index: dict[str, int] = {}
         self._free: list[int] = list(range(capacity - 1, -1, -1))
         #: bumped whenever a node's static properties change (filters cache per epoch)
@@ -171,11 +173,12 @@ class NodeTable:
         self.names.extend([None] * (new - old))
         self.labels.extend({} for _ in range(new - old))
         self.taints.extend(() for _ in range(new - old))
+        self.features.extend(frozenset() for _ in range(new - old))
         self._free.extend(range(new - 1, old - 1, -1))
 
     def upsert(self, node: Mapping[str, Any]) -> tuple[int, bool]:
         """Add or update a node; returns its row and whether anything scheduling-relevant
-        (allocatable, labels, taints, unschedulable) changed."""
+        (allocatable, labels, taints, unschedulable, declared features) changed."""
         meta = node.get("metadata") or {}
         name = str(meta.get("name"))
         spec = node.get("spec") or {}
@@ -206,14 +209,17 @@ class NodeTable:
             t for t in spec.get("taints") or () if t.get("effect") in ("NoSchedule", "NoExecute")
         )
         unsched = bool(spec.get("unschedulable"))
+        features = frozenset(str(f) for f in status.get("declaredFeatures") or ())
         changed = (
             new
             or not np.array_equal(self.alloc[row], alloc)
             or self.labels[row] != labels
             or self.taints[row] != taints
             or bool(self.unschedulable[row]) != unsched
+            or self.features[row] != features
         )
         if changed:
+            self.features[row] = features
             self.alloc[row] = alloc
             self.labels[row] = labels
             self.taints[row] = taints
@@ -233,6 +239,7 @@ class NodeTable:
         self.used[row] = 0
         self.labels[row] = {}
         self.taints[row] = ()
+        self.features[row] = frozenset()
         self.unschedulable[row] = False
         self.tainted[row] = False
         self._free.append(row)

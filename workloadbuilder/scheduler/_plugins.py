@@ -31,6 +31,7 @@ from workloadbuilder.scheduler._interface import (
     SharedLister,
     Status,
 )
+from workloadbuilder.scheduler._nodefeatures import NodeDeclaredFeatures
 from workloadbuilder.scheduler._nodematch import node_matches_affinity, tolerates
 from workloadbuilder.scheduler._placement import (
     DefaultPlacement,
@@ -59,6 +60,7 @@ __all__ = [
     "DefaultPlacement",
     "GangScheduling",
     "NodeAffinity",
+    "NodeDeclaredFeatures",
     "NodeName",
     "NodeResourcesFit",
     "NodeUnschedulable",
@@ -630,6 +632,7 @@ DEFAULT_PLUGINS: dict[str, tuple[str, ...]] = {
         "TaintToleration",
         "NodeAffinity",
         "NodeResourcesFit",
+        "NodeDeclaredFeatures",
     ),
     "score": ("NodeResourcesFit",),
     "placementGenerate": ("TopologyPlacementGenerator",),
@@ -657,6 +660,7 @@ _CLASSES: tuple[type[Any], ...] = (
     NodeAffinity,
     TaintToleration,
     NodeResourcesFit,
+    NodeDeclaredFeatures,
     DefaultPlacement,
     TopologyPlacementGenerator,
     PodGroupPodsCount,
@@ -681,7 +685,14 @@ def default_framework(
     )
     return Framework(
         pre_enqueue=[gang],
-        filters=[NodeUnschedulable(), NodeName(), TaintToleration(), NodeAffinity(), fit],
+        filters=[
+            NodeUnschedulable(),
+            NodeName(),
+            TaintToleration(),
+            NodeAffinity(),
+            fit,
+            NodeDeclaredFeatures(),
+        ],
         scores=[fit],
         placement_generate=[TopologyPlacementGenerator()],
         placement_score=[PodGroupPodsCount(), fit],

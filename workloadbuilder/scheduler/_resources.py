@@ -18,7 +18,7 @@ import orjson
 
 from workloadbuilder.resources import PODS, pod_requests
 
-__all__ = ["PodRequirements", "pod_requirements"]
+__all__ = ["PodRequirements", "pod_requirements", "required_features"]
 
 
 @attrs.frozen(kw_only=True, cache_hash=True)
@@ -35,6 +35,9 @@ class PodRequirements:
     #: ``spec.resourceClaims`` as ``(name, resourceClaimName, resourceClaimTemplateName)``
     #: ("" when unset): pods with equal entries ask for equal devices
     claims: tuple[tuple[str, str, str], ...] = ()
+    #: the node features the pod needs (NodeDeclaredFeatures: names a node lists in
+    #: ``status.declaredFeatures``), sorted
+    features: tuple[str, ...] = ()
 
     @property
     def request_map(self) -> dict[str, int]:
@@ -96,4 +99,38 @@ def pod_requirements(pod: Mapping[str, Any]) -> PodRequirements:
             for c in spec.get("resourceClaims") or ()
             if isinstance(c, Mapping)
         ),
+        features=required_features(spec),
     )
+
+
+#: node features (``status.declaredFeatures``) a pod's spec can require, as kube-scheduler
+#: v1.37.2's NodeDeclaredFeatures plugin infers them (k8s.io/component-helpers
+#: nodedeclaredfeatures: the features whose InferForScheduling can be true)
+RESTART_ALL_CONTAINERS = "RestartAllContainersOnContainerExits"
+USER_NAMESPACES_HOST_NETWORK = "UserNamespacesHostNetworkSupport"
+VOLUME_BIND_MOUNT_OPTIONS = "VolumeBindMountOptions"
+
+
+def required_features(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """The node features a pod spec needs: a container (or init container) restart rule
+    with the ``RestartAllContainers`` action; ``hostNetwork`` with ``hostUsers: false``; a
+    volume mount (of any container kind) with ``bindMountOptions``."""
+    out: list[str] = []
+    containers = [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]
+    if any(
+        isinstance(rule, Mapping) and rule.get("action") == "RestartAllContainers"
+        for c in containers
+        if isinstance(c, Mapping)
+        for rule in c.get("restartPolicyRules") or ()
+    ):
+        out.append(RESTART_ALL_CONTAINERS)
+    if spec.get("hostNetwork") is True and spec.get("hostUsers") is False:
+        out.append(USER_NAMESPACES_HOST_NETWORK)
+    if any(
+        isinstance(m, Mapping) and m.get("bindMountOptions")
+        for c in [*containers, *(spec.get("ephemeralContainers") or ())]
+        if isinstance(c, Mapping)
+        for m in c.get("volumeMounts") or ()
+    ):
+        out.append(VOLUME_BIND_MOUNT_OPTIONS)
+    return tuple(sorted(out))
