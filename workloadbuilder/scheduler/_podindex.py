@@ -1,6 +1,8 @@
 """Indexes over the pods counted on nodes (bound, or assumed while their binding is in flight),
 kept current by the cache, for the pod-constraint plugins: which counted pods carry a label, which
-hold a given required anti-affinity term, which use a host port.
+hold a given required anti-affinity term, which hold a term InterPodAffinity's Score reads
+against the incoming pod (required affinity, preferred affinity and anti-affinity), which use a
+host port.
 
 They turn "which counted pods match this selector" from a walk over every pod into a lookup of
 the pods carrying one label the selector requires (a selector with no such label falls back to
@@ -14,10 +16,22 @@ from typing import Generic, Protocol, TypeVar
 
 from workloadbuilder.scheduler._podspec import AffinityTerm, PodConstraints, Selector
 
-__all__ = ["PodIndex"]
+__all__ = ["PodIndex", "ScoreTerm"]
 
 Pair = tuple[str, str]
 PodKey = tuple[str, str]
+#: a term an existing pod holds, read by InterPodAffinity's Score against the incoming pod:
+#: ``(term, signed weight, hard)``; a required affinity term (``hard``) weighs
+#: ``hardPodAffinityWeight``, a preferred one its weight (negative for anti-affinity)
+ScoreTerm = tuple[AffinityTerm, int, bool]
+
+
+def score_terms(c: PodConstraints) -> list[ScoreTerm]:
+    """The terms of ``c`` that InterPodAffinity's Score reads against other pods."""
+    out: list[ScoreTerm] = [(t, 0, True) for t in c.affinity]
+    out.extend((w.term, w.weight, False) for w in c.preferred_affinity)
+    out.extend((w.term, -w.weight, False) for w in c.preferred_anti_affinity)
+    return out
 
 
 class _Pod(Protocol):
@@ -45,6 +59,9 @@ class PodIndex(Generic[PodInfo]):
         self.anti_terms: dict[AffinityTerm, dict[PodKey, PodInfo]] = {}
         self._anti_by_label: dict[Pair, set[AffinityTerm]] = {}
         self._anti_scan: set[AffinityTerm] = set()
+        #: score term -> the counted pods holding it (empty: no counted pod has any, so
+        #: InterPodAffinity's Score has nothing to read for a pod without preferences)
+        self.score_terms: dict[ScoreTerm, dict[PodKey, PodInfo]] = {}
         #: ``(protocol, port)`` -> the counted pods using it
         self.ports: dict[tuple[str, int], dict[PodKey, PodInfo]] = {}
 
@@ -64,6 +81,9 @@ class PodIndex(Generic[PodInfo]):
                 for pair in pairs or ():
                     self._anti_by_label.setdefault(pair, set()).add(t)
             holders[p.key] = p
+        if c.affinity or c.preferred_affinity or c.preferred_anti_affinity:
+            for st in score_terms(c):
+                self.score_terms.setdefault(st, {})[p.key] = p
         for hp in c.host_ports:
             self.ports.setdefault((hp.protocol, hp.port), {})[p.key] = p
 
@@ -84,6 +104,11 @@ class PodIndex(Generic[PodInfo]):
                         terms.discard(t)
                         if not terms:
                             del self._anti_by_label[pair]
+        if c.affinity or c.preferred_affinity or c.preferred_anti_affinity:
+            for st in score_terms(c):
+                pods = self.score_terms.get(st)
+                if pods is not None and pods.pop(p.key, None) is not None and not pods:
+                    del self.score_terms[st]
         for hp in c.host_ports:
             users = self.ports.get((hp.protocol, hp.port))
             if users is not None and users.pop(p.key, None) is not None and not users:
