@@ -695,3 +695,11 @@ def test_inter_pod_affinity_args_are_parsed_and_checked(tmp_path: Any) -> None:
         load({"ignorePreferredTermsOfExistingPods": "yes"})
     with pytest.raises(ConfigError, match=r"args\.hardPodAffinitWeight: unknown field"):
         load({"hardPodAffinitWeight": 1})
+
+
+def test_a_term_an_existing_pod_repeats_counts_as_many_times() -> None:
+    twice = _aff(podAffinity=[_wterm(6, [_in("security", "S2")], "region")] * 2)
+    once = _aff(podAffinity=[_wterm(10, [_in("security", "S2")], "region")])
+    pods: list[Pod] = [("node1", S1, twice, "default"), ("node2", S1, once, "default")]
+    nodes = [("node1", CHINA), ("node2", INDIA)]
+    assert _scores((S2, None, "default"), pods, nodes) == [100, 0]  # 12 against 10

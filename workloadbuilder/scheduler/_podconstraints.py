@@ -1,5 +1,5 @@
-"""Pods' own placement constraints, gang-aware: NodePorts and InterPodAffinity (required
-terms) here, PodTopologySpread (``DoNotSchedule``) in :mod:`._podtopologyspread`, and the
+"""Pods' own placement constraints, gang-aware: NodePorts and InterPodAffinity (its Filter and
+its Score) here, PodTopologySpread (``DoNotSchedule``) in :mod:`._podtopologyspread`, and the
 volume plugins this scheduler does not have yet (VolumeBinding, VolumeRestrictions,
 NodeVolumeLimits) in :mod:`._volumes`, which refuse the pods that need them instead of binding
 them as if their volumes were not there; this module also holds what they share.
@@ -22,6 +22,16 @@ The semantics are kube-scheduler v1.37.2's Filter of each plugin
   every term's key. Its anti-affinity terms fail a node whose value of the key holds a
   matching pod. The anti-affinity terms of the pods already counted hold against the incoming
   pod (symmetry): a node in a domain where such a term matches the incoming pod fails.
+  A term's ``namespaceSelector`` with requirements selects namespaces by their labels (the
+  Namespace informer's view, :class:`NamespaceLabels`), with its ``namespaces``.
+* **InterPodAffinity's Score** (a per-pod Score plugin, weight 2 in the default profile): per
+  value of each term's topology key, the weights of the incoming pod's preferred affinity
+  terms matched by counted (and placed) pods there, minus those of its preferred
+  anti-affinity terms; plus the counted pods' preferred terms that match the incoming pod
+  (symmetry; skipped for a pod without preferences with ``ignorePreferredTermsOfExistingPods``)
+  and ``hardPodAffinityWeight`` per required affinity term of a counted pod that matches it.
+  A node scores the sum over its labels, scaled min-max to 0..100 over the rows that passed
+  the filters.
 * **PodTopologySpread**: for each ``DoNotSchedule`` constraint, the node must carry the key;
   matching pods of the pod's namespace (not terminating) are counted per domain over the nodes
   that carry every constraint's key and pass ``nodeAffinityPolicy`` / ``nodeTaintsPolicy``;
@@ -679,7 +689,7 @@ class InterPodAffinity(MaskPlugin):
             removed = lister.removed
             hard = self.hard_pod_affinity_weight
             for (t, w, is_hard), holders in lister.cache.index.score_terms.items():
-                weight = hard if is_hard else w
+                weight = hard * w if is_hard else w
                 if weight == 0 or not t.matches(pod.namespace, pod.labels, ns):
                     continue
                 at = [
@@ -695,7 +705,7 @@ class InterPodAffinity(MaskPlugin):
                     "score-holders", lister, dict, _fold_score_holders
                 )
                 for (t, w, is_hard), got in held.items():
-                    weight = hard if is_hard else w
+                    weight = hard * w if is_hard else w
                     if weight == 0 or not t.matches(pod.namespace, pod.labels, ns):
                         continue
                     add(t.topology_key, got.rows, weight)

@@ -21,16 +21,24 @@ __all__ = ["PodIndex", "ScoreTerm"]
 Pair = tuple[str, str]
 PodKey = tuple[str, str]
 #: a term an existing pod holds, read by InterPodAffinity's Score against the incoming pod:
-#: ``(term, signed weight, hard)``; a required affinity term (``hard``) weighs
-#: ``hardPodAffinityWeight``, a preferred one its weight (negative for anti-affinity)
+#: ``(term, weight, hard)``; for a preferred term the sum of its weights in the pod (negative
+#: for anti-affinity), for a required affinity term (``hard``) how many times the pod holds it
+#: (each weighs ``hardPodAffinityWeight``)
 ScoreTerm = tuple[AffinityTerm, int, bool]
 
 
 def score_terms(c: PodConstraints) -> list[ScoreTerm]:
-    """The terms of ``c`` that InterPodAffinity's Score reads against other pods."""
-    out: list[ScoreTerm] = [(t, 0, True) for t in c.affinity]
-    out.extend((w.term, w.weight, False) for w in c.preferred_affinity)
-    out.extend((w.term, -w.weight, False) for w in c.preferred_anti_affinity)
+    """The terms of ``c`` that InterPodAffinity's Score reads against other pods, each once
+    (a term a pod repeats counts as many times, as upstream's loop over the terms)."""
+    hard: dict[AffinityTerm, int] = {}
+    for t in c.affinity:
+        hard[t] = hard.get(t, 0) + 1
+    soft: dict[tuple[AffinityTerm, int], int] = {}
+    for sign, terms in ((1, c.preferred_affinity), (-1, c.preferred_anti_affinity)):
+        for w in terms:
+            soft[(w.term, sign)] = soft.get((w.term, sign), 0) + sign * w.weight
+    out: list[ScoreTerm] = [(t, n, True) for t, n in hard.items()]
+    out.extend((t, w, False) for (t, _), w in soft.items() if w)
     return out
 
 
