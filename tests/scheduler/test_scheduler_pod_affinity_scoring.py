@@ -703,3 +703,14 @@ def test_a_term_an_existing_pod_repeats_counts_as_many_times() -> None:
     pods: list[Pod] = [("node1", S1, twice, "default"), ("node2", S1, once, "default")]
     nodes = [("node1", CHINA), ("node2", INDIA)]
     assert _scores((S2, None, "default"), pods, nodes) == [100, 0]  # 12 against 10
+
+
+def test_a_namespace_the_scheduler_does_not_know_is_selected_as_upstream() -> None:
+    nodes = [("node1", CHINA), ("node2", INDIA)]
+    # the incoming pod's selector names the namespaces listed: "ghost" is not one of them
+    pods: list[Pod] = [("node1", S1, None, "ghost"), ("node2", S1, None, "subteam1.team2")]
+    assert _scores((S1, NEG_NS_AFF, "subteam1.team1"), pods, nodes) == [0, 100]
+    # an existing pod's selector reads the incoming pod's namespace labels: none for "ghost"
+    pods = [("node1", S1, NEG_NS_AFF, "default"), ("node2", S2, None, "default")]
+    assert _scores((S1, None, "ghost"), pods, nodes) == [100, 0]
+    assert _scores((S1, None, "subteam1.team1"), pods, nodes) is None

@@ -690,7 +690,9 @@ class InterPodAffinity(MaskPlugin):
             hard = self.hard_pod_affinity_weight
             for (t, w, is_hard), holders in lister.cache.index.score_terms.items():
                 weight = hard * w if is_hard else w
-                if weight == 0 or not t.matches(pod.namespace, pod.labels, ns):
+                if weight == 0 or not t.matches(
+                    pod.namespace, pod.labels, ns, unknown_as_empty=True
+                ):
                     continue
                 at = [
                     row
@@ -706,7 +708,9 @@ class InterPodAffinity(MaskPlugin):
                 )
                 for (t, w, is_hard), got in held.items():
                     weight = hard * w if is_hard else w
-                    if weight == 0 or not t.matches(pod.namespace, pod.labels, ns):
+                    if weight == 0 or not t.matches(
+                        pod.namespace, pod.labels, ns, unknown_as_empty=True
+                    ):
                         continue
                     add(t.topology_key, got.rows, weight)
                     mine = got.by_key.get(pod.key)
@@ -829,7 +833,7 @@ class InterPodAffinity(MaskPlugin):
         holders: list[tuple[AffinityTerm, int]] = []
         ns = self.namespaces.labels
         for t in cache.index.anti_terms_for(pod.labels):
-            if not t.matches(pod.namespace, pod.labels, ns):
+            if not t.matches(pod.namespace, pod.labels, ns, unknown_as_empty=True):
                 continue
             for other in cache.index.anti_terms[t].values():
                 row = other.counted_node
@@ -842,7 +846,7 @@ class InterPodAffinity(MaskPlugin):
         placed = self.folds.get("anti-holders", lister, dict, _fold_anti_holders)
         flags: list[tuple[str, Mask]] = []
         for t, (rows, by_domain) in placed.items():
-            if not t.matches(pod.namespace, pod.labels, ns):
+            if not t.matches(pod.namespace, pod.labels, ns, unknown_as_empty=True):
                 continue
             if pod.key in rows:  # (re-evaluating a placed pod: not against itself)
                 holders.extend((t, r) for k, r in rows.items() if k != pod.key)

@@ -152,17 +152,37 @@ class AffinityTerm:
         namespace: str,
         labels: Mapping[str, str],
         ns_labels: NamespaceLabelsView = _NO_NAMESPACES,
+        *,
+        unknown_as_empty: bool = False,
     ) -> bool:
         """Whether a pod in ``namespace`` with ``labels`` is one the term is about
-        (``ns_labels``: the namespaces' labels, read by a ``namespace_selector``)."""
-        return self.in_namespace(namespace, ns_labels) and self.selector.matches(labels)
+        (``ns_labels``: the namespaces' labels, read by a ``namespace_selector``; see
+        :meth:`in_namespace`)."""
+        return self.in_namespace(
+            namespace, ns_labels, unknown_as_empty=unknown_as_empty
+        ) and self.selector.matches(labels)
 
-    def in_namespace(self, namespace: str, ns_labels: NamespaceLabelsView = _NO_NAMESPACES) -> bool:
-        """Whether the term looks at pods of ``namespace``."""
+    def in_namespace(
+        self,
+        namespace: str,
+        ns_labels: NamespaceLabelsView = _NO_NAMESPACES,
+        *,
+        unknown_as_empty: bool = False,
+    ) -> bool:
+        """Whether the term looks at pods of ``namespace``. A namespace the view does not
+        know is selected by no ``namespace_selector`` (upstream turns the incoming pod's
+        selector into the names of the namespaces it lists), unless ``unknown_as_empty``
+        (an existing pod's term asked about the incoming pod: upstream reads that
+        namespace's labels, none when it is not found)."""
         if self.all_namespaces or namespace in self.namespaces:
             return True
         sel = self.namespace_selector
-        return sel is not None and sel.matches(ns_labels.get(namespace) or {})
+        if sel is None:
+            return False
+        got = ns_labels.get(namespace)
+        if got is None and not unknown_as_empty:
+            return False
+        return sel.matches(got or {})
 
     def describe(self) -> str:
         """``app=w on kubernetes.io/hostname`` (``... in namespaces team=ml`` with a
