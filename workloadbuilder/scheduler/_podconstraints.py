@@ -84,6 +84,7 @@ __all__ = [
     "NodePorts",
     "ReserveBase",
     "matching",
+    "shared_namespaces",
 ]
 
 Mask = npt.NDArray[np.bool_]
@@ -444,8 +445,6 @@ def _fold_ports(
 #: upstream's default and bounds of ``InterPodAffinityArgs.hardPodAffinityWeight``
 HARD_POD_AFFINITY_WEIGHT = 1
 MAX_HARD_POD_AFFINITY_WEIGHT = 100
-
-NAMESPACE_EVENTS_REASON = "a Namespace's labels changed"
 
 
 def _namespace_labels(obj: Any) -> Any:
