@@ -74,7 +74,9 @@ def test_good_file(tmp_path: Path) -> None:
         "NodeResourcesFit",
         "NodeDeclaredFeatures",
     ]
-    (fit,) = fw.scores
+    # the default Score plugins (InterPodAffinity, as upstream's), then the re-enabled one
+    assert [s.name for s in fw.scores] == ["InterPodAffinity", "NodeResourcesFit"]
+    fit = fw.scores[-1]
     assert isinstance(fit, NodeResourcesFit) and fit is fw.filters[3]
     assert fit.weight == 3
     assert (fit.single_strategy, fit.gang_strategy) == ("MostAllocated", "LeastAllocated")

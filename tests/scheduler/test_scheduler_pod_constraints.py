@@ -287,15 +287,30 @@ def _bound_pod(namespace: str, name: str, labels: dict[str, str], node: str) -> 
     }
 
 
-async def test_a_namespace_selector_with_requirements_is_refused_with_a_reason(env: Env) -> None:
-    await _node(env, "a")
-    term = {"namespaceSelector": {"matchLabels": {"team": "ml"}}}
-    await env.pod("p", labels={"app": "p"}, spec=_anti({"app": "z"}, **term))
-    s = env.scheduler()
-    await s.start()
-    assert await _settled(env, s, ["p"]) == {}
-    cond = await env.pod_condition("p")
-    assert cond is not None and "does not watch Namespaces yet" in cond["message"]
+async def test_a_namespace_selector_with_requirements_selects_namespaces_by_label(
+    env: Env,
+) -> None:
+    # (it was refused while the scheduler did not watch Namespaces; kube-scheduler honours it)
+    a = await _node(env, "a")
+    b = await _node(env, "b")
+    other = f"{env.namespace}-ml"
+    await env.cluster.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": other, "labels": {"team": f"{env.prefix}ml"}},
+        }
+    )
+    await env.cluster.create(_bound_pod(other, "ml", {"app": "z"}, b))
+    try:
+        term = {"namespaceSelector": {"matchLabels": {"team": f"{env.prefix}ml"}}}
+        await env.pod("p", labels={"app": "p"}, cpu="4", spec=_anti({"app": "z"}, **term))
+        s = env.scheduler()
+        await s.start()
+        assert await _settled(env, s, ["p"]) == {"p": a}  # b holds app=z in a team=ml namespace
+    finally:
+        await env.cluster.delete("Pod", "ml", other, grace_period_seconds=0)
+        await env.cluster.delete("Namespace", other)
 
 
 async def test_a_rack_gang_with_one_worker_per_node_lands_on_distinct_nodes_of_one_rack(
@@ -451,10 +466,12 @@ async def test_a_single_pod_preempts_the_pod_its_anti_affinity_repels(env: Env) 
 # ---- what is not scored yet is said, not hidden ------------------------------------------------
 
 
-async def test_explain_names_the_preferences_that_are_not_scored(env: Env) -> None:
+async def test_explain_no_longer_lists_preferred_pod_affinity_as_not_scored(env: Env) -> None:
+    # (InterPodAffinity scores preferred pod affinity and anti-affinity now)
     from workloadbuilder.scheduler.explain import explain_report, render_explain
 
     await _node(env, "a")
+    await _node(env, "b")
     preferred = {
         "affinity": {
             "podAntiAffinity": {
@@ -473,14 +490,10 @@ async def test_explain_names_the_preferences_that_are_not_scored(env: Env) -> No
     await env.pod_group("g", 2)
     for i in range(2):
         await env.pod(f"g-{i}", "g", labels={"app": "g"}, spec=preferred)
-    await env.pod_group("plain", 1)
-    await env.pod("plain-0", "plain")
     s = env.scheduler()
     await s.start()
     await _group_settled(env, s, "g")
-    await _group_settled(env, s, "plain")
-    assert len(await env.bound("g-")) == 2  # scheduled (as if the preference were absent)
+    assert len(set((await env.bound("g-")).values())) == 2  # the preference is honoured
     report = await explain_report(env.cluster, "g", env.namespace)
-    assert report["notScored"] == ["preferred pod anti-affinity (InterPodAffinity scoring)"]
-    assert "Not scored: preferred pod anti-affinity" in render_explain(report)
-    assert "notScored" not in await explain_report(env.cluster, "plain", env.namespace)
+    assert "notScored" not in report
+    assert "Not scored" not in render_explain(report)

@@ -634,7 +634,7 @@ DEFAULT_PLUGINS: dict[str, tuple[str, ...]] = {
         "NodeResourcesFit",
         "NodeDeclaredFeatures",
     ),
-    "score": ("NodeResourcesFit",),
+    "score": ("NodeResourcesFit", "InterPodAffinity"),
     "placementGenerate": ("TopologyPlacementGenerator",),
     "placementScore": ("PodGroupPodsCount", "NodeResourcesFit"),
     "placementFeasible": ("GangScheduling",),
@@ -683,6 +683,7 @@ def default_framework(
     fit = NodeResourcesFit(
         gang_strategy=gang_strategy, single_strategy=single_strategy, resources=score_resources
     )
+    constraints: list[Any] = [c() for c in CONSTRAINT_PLUGINS]  # InterPodAffinity also scores
     return Framework(
         pre_enqueue=[gang],
         filters=[
@@ -693,11 +694,11 @@ def default_framework(
             fit,
             NodeDeclaredFeatures(),
         ],
-        scores=[fit],
+        scores=[fit, *(c for c in constraints if c.name == InterPodAffinity.name)],
         placement_generate=[TopologyPlacementGenerator()],
         placement_score=[PodGroupPodsCount(), fit],
         placement_feasible=[gang],
         pod_group_post_filter=[DefaultPreemption()],
         bind=[DefaultBinder()],
-        reserve=[*(c() for c in CONSTRAINT_PLUGINS), DynamicResources()],
+        reserve=[*constraints, DynamicResources()],
     )

@@ -1,5 +1,5 @@
-"""Pods' own placement constraints, gang-aware: NodePorts and InterPodAffinity (required
-terms) here, PodTopologySpread (``DoNotSchedule``) in :mod:`._podtopologyspread`, and the
+"""Pods' own placement constraints, gang-aware: NodePorts and InterPodAffinity (its Filter and
+its Score) here, PodTopologySpread (``DoNotSchedule``) in :mod:`._podtopologyspread`, and the
 volume plugins this scheduler does not have yet (VolumeBinding, VolumeRestrictions,
 NodeVolumeLimits) in :mod:`._volumes`, which refuse the pods that need them instead of binding
 them as if their volumes were not there; this module also holds what they share.
@@ -22,6 +22,16 @@ The semantics are kube-scheduler v1.37.2's Filter of each plugin
   every term's key. Its anti-affinity terms fail a node whose value of the key holds a
   matching pod. The anti-affinity terms of the pods already counted hold against the incoming
   pod (symmetry): a node in a domain where such a term matches the incoming pod fails.
+  A term's ``namespaceSelector`` with requirements selects namespaces by their labels (the
+  Namespace informer's view, :class:`NamespaceLabels`), with its ``namespaces``.
+* **InterPodAffinity's Score** (a per-pod Score plugin, weight 2 in the default profile): per
+  value of each term's topology key, the weights of the incoming pod's preferred affinity
+  terms matched by counted (and placed) pods there, minus those of its preferred
+  anti-affinity terms; plus the counted pods' preferred terms that match the incoming pod
+  (symmetry; skipped for a pod without preferences with ``ignorePreferredTermsOfExistingPods``)
+  and ``hardPodAffinityWeight`` per required affinity term of a counted pod that matches it.
+  A node scores the sum over its labels, scaled min-max to 0..100 over the rows that passed
+  the filters.
 * **PodTopologySpread**: for each ``DoNotSchedule`` constraint, the node must carry the key;
   matching pods of the pod's namespace (not terminating) are counted per domain over the nodes
   that carry every constraint's key and pass ``nodeAffinityPolicy`` / ``nodeTaintsPolicy``;
@@ -33,7 +43,7 @@ The semantics are kube-scheduler v1.37.2's Filter of each plugin
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -49,8 +59,10 @@ from workloadbuilder.scheduler._interface import (
     SharedLister,
     Status,
 )
+from workloadbuilder.scheduler._podindex import ScoreTerm, score_terms
 from workloadbuilder.scheduler._podspec import (
     AffinityTerm,
+    NamespaceLabelsView,
     PodConstraints,
     Selector,
 )
@@ -68,9 +80,11 @@ __all__ = [
     "InterPodAffinity",
     "Mask",
     "MaskPlugin",
+    "NamespaceLabels",
     "NodePorts",
     "ReserveBase",
     "matching",
+    "shared_namespaces",
 ]
 
 Mask = npt.NDArray[np.bool_]
@@ -239,10 +253,14 @@ class MaskPlugin(ReserveBase):
         """``(feasible mask, [(short, long, failing mask)...])`` for ``pod`` now."""
         raise NotImplementedError
 
+    def _token(self) -> Any:
+        """What else the verdict depends on (beyond the cycle's state)."""
+        return None
+
     def _verdict(
         self, pod: PodInfo, lister: SharedLister
     ) -> tuple[Mask, list[tuple[str, str, Mask]]]:
-        token = _state_token(lister)
+        token = (*_state_token(lister), self._token())
         last = self._last
         if last is not None and last[0] is pod and last[1] == token:
             return last[2], last[3]
@@ -361,9 +379,45 @@ class _Flags:
         return self.flags
 
 
-def _fold_matching(t: AffinityTerm, state: _Flags, p: PodInfo, row: int) -> None:
-    if t.matches(p.namespace, p.labels):
+def _fold_matching(
+    t: AffinityTerm, ns: NamespaceLabelsView, state: _Flags, p: PodInfo, row: int
+) -> None:
+    if t.matches(p.namespace, p.labels, ns):
         state.rows.append(row)
+
+
+class _Rows:
+    """Rows of placed pods (a row once per pod), and each pod's row by its key."""
+
+    __slots__ = ("by_key", "rows")
+
+    def __init__(self) -> None:
+        self.rows: list[int] = []
+        self.by_key: dict[tuple[str, str], int] = {}
+
+    def add(self, p: PodInfo, row: int) -> None:
+        self.rows.append(row)
+        self.by_key[p.key] = row
+
+
+def _fold_term_rows(
+    t: AffinityTerm, ns: NamespaceLabelsView, state: _Rows, p: PodInfo, row: int
+) -> None:
+    """The placed pods a preferred term of the incoming pod matches."""
+    if t.matches(p.namespace, p.labels, ns):
+        state.add(p, row)
+
+
+def _fold_score_holders(state: dict[ScoreTerm, _Rows], p: PodInfo, row: int) -> None:
+    """Per score term (:data:`~._podindex.ScoreTerm`), the placed pods holding it."""
+    c = p.constraints
+    if c is None or not (c.affinity or c.preferred_affinity or c.preferred_anti_affinity):
+        return
+    for st in score_terms(c):
+        got = state.get(st)
+        if got is None:
+            got = state[st] = _Rows()
+        got.add(p, row)
 
 
 def _fold_anti_holders(
@@ -388,14 +442,105 @@ def _fold_ports(
 # ---- InterPodAffinity ----------------------------------------------------------------------------
 
 
-class InterPodAffinity(MaskPlugin):
-    """Required pod affinity and anti-affinity, and the anti-affinity of the pods already
-    counted against the incoming pod (kube-scheduler's InterPodAffinity Filter)."""
+#: upstream's default and bounds of ``InterPodAffinityArgs.hardPodAffinityWeight``
+HARD_POD_AFFINITY_WEIGHT = 1
+MAX_HARD_POD_AFFINITY_WEIGHT = 100
 
-    name = "InterPodAffinity"
+
+def _namespace_labels(obj: Any) -> Any:
+    if not isinstance(obj, dict):
+        return obj  # (the initial list: every label is new)
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+def _namespace_labels_changed(key: tuple[str, str, str], old: Any, new: Any) -> bool:
+    """A Namespace event may change what a namespaceSelector matches: only when labels
+    change (or appear: an added or listed namespace)."""
+    return bool(_namespace_labels(old) != _namespace_labels(new))
+
+
+class NamespaceLabels:
+    """The Namespace informer's view, for pod affinity terms with a ``namespaceSelector``:
+    each namespace's labels (``labels``, kept as one dict updated in place), whether the
+    informer has listed them (``watched``) and a version bumped on every label change."""
 
     def __init__(self) -> None:
+        self.labels: dict[str, dict[str, str]] = {}
+        self.watched = False
+        self.version = 0
+
+    def on_namespace(self, kind: str, obj: Any) -> None:
+        """A Namespace informer event (``SYNC`` with the list, ``ADDED``, ``MODIFIED``,
+        ``DELETED``)."""
+        if kind == "SYNC":
+            fresh = {
+                str(o["metadata"]["name"]): dict(_namespace_labels(o))
+                for o in obj
+                if isinstance(o, dict)
+            }
+            if fresh != self.labels:
+                self.labels.clear()
+                self.labels.update(fresh)
+                self.version += 1
+            self.watched = True
+            return
+        name = str(obj["metadata"]["name"])
+        if kind == "DELETED":
+            if self.labels.pop(name, None) is not None:
+                self.version += 1
+            return
+        labels = {str(k): str(v) for k, v in _namespace_labels(obj).items()}
+        if self.labels.get(name) != labels:
+            self.labels[name] = labels
+            self.version += 1
+
+    def previous(self, kind: str, obj: Any) -> Any:
+        """The namespace as known before this event (None: not known)."""
+        if not isinstance(obj, dict):
+            return None
+        name = str(obj["metadata"]["name"])
+        labels = self.labels.get(name)
+        return None if labels is None else {"metadata": {"name": name, "labels": dict(labels)}}
+
+
+def shared_namespaces(plugins: Iterable[object]) -> NamespaceLabels | None:
+    """The one Namespace view the InterPodAffinity plugins among ``plugins`` share (None:
+    there is none, nothing needs Namespaces)."""
+    found: NamespaceLabels | None = None
+    for p in plugins:
+        if isinstance(p, InterPodAffinity):
+            if found is None:
+                found = p.namespaces
+            p.namespaces = found
+    return found
+
+
+class InterPodAffinity(MaskPlugin):
+    """Required pod affinity and anti-affinity, and the anti-affinity of the pods already
+    counted against the incoming pod (kube-scheduler's InterPodAffinity Filter); preferred
+    pod affinity and anti-affinity of the incoming pod and of the pods counted, and the
+    required affinity of the pods counted times ``hard_pod_affinity_weight`` (its Score)."""
+
+    name = "InterPodAffinity"
+    #: the default profile's Score weight (upstream's)
+    weight = 2
+
+    def __init__(
+        self,
+        *,
+        hard_pod_affinity_weight: int = HARD_POD_AFFINITY_WEIGHT,
+        ignore_preferred_terms_of_existing_pods: bool = False,
+    ) -> None:
         super().__init__()
+        if not 0 <= hard_pod_affinity_weight <= MAX_HARD_POD_AFFINITY_WEIGHT:
+            raise ValueError(
+                f"hardPodAffinityWeight must be in 0..{MAX_HARD_POD_AFFINITY_WEIGHT}, "
+                f"not {hard_pod_affinity_weight}"
+            )
+        self.hard_pod_affinity_weight = hard_pod_affinity_weight
+        self.ignore_preferred_terms_of_existing_pods = ignore_preferred_terms_of_existing_pods
+        #: the namespaces' labels (the scheduler feeds them: :func:`shared_namespaces`)
+        self.namespaces = NamespaceLabels()
         self._cache: Cache | None = None
         #: the snapshot and log position of the first pod with anti-affinity terms this
         #: cycle placed (so pods without terms are checked against it while it is there)
@@ -403,14 +548,36 @@ class InterPodAffinity(MaskPlugin):
         self._anti_mark = 0
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        """A pod is bound or leaves its node, or a node appears or changes labels."""
-        return [ASSIGNED, NODE_EVENTS]
+        """A pod is bound or leaves its node, a node appears or changes labels, or a
+        Namespace's labels change (what a namespaceSelector matches)."""
+        return [
+            ASSIGNED,
+            NODE_EVENTS,
+            ClusterEventWithHint(
+                ClusterEvent("Namespace", ActionType.ADD | ActionType.UPDATE_OBJECT),
+                _namespace_labels_changed,
+            ),
+        ]
+
+    def _token(self) -> Any:
+        return self.namespaces.version
+
+    def _in_namespace(self, t: AffinityTerm) -> Callable[[str], bool]:
+        return functools.partial(t.in_namespace, ns_labels=self.namespaces.labels)
 
     def applies(self, pod: PodInfo) -> bool:
-        """Pods with required terms, and every pod while some counted pod (or a pod placed in
-        the current cycle) has anti-affinity terms."""
+        """Pods with required terms, pods whose terms read Namespace labels while they are
+        not watched (refused), and every pod while some counted pod (or a pod placed in the
+        current cycle) has anti-affinity terms."""
         c = pod.constraints
         if c is not None and (c.affinity or c.anti_affinity):
+            return True
+        if (
+            c is not None
+            and c.has_preferred_pod_affinity
+            and not self.namespaces.watched
+            and c.needs_namespace_labels
+        ):
             return True
         if self._cache is None or self._cache.index.anti_terms:
             return True  # (before its first evaluation it has not seen the cache: to be safe)
@@ -418,14 +585,19 @@ class InterPodAffinity(MaskPlugin):
         return snap is not None and snap.mark() > self._anti_mark
 
     def pre_filter_pod(self, pod: PodInfo, lister: SharedLister) -> Status:
-        """A term whose namespaceSelector needs Namespace labels is refused (not watched)."""
+        """A term whose namespaceSelector needs Namespace labels is refused while the
+        scheduler does not watch Namespaces (not served, or not allowed to list them)."""
         c = pod.constraints
-        if c is not None:
-            for why in c.unsupported:
-                if why.startswith("InterPodAffinity"):
-                    return Status(
-                        code=Code.UNSCHEDULABLE_AND_UNRESOLVABLE, message=why, plugin=self.name
-                    )
+        if c is not None and not self.namespaces.watched and c.needs_namespace_labels:
+            return Status(
+                code=Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                message=(
+                    "InterPodAffinity: a pod affinity term has a namespaceSelector with "
+                    "requirements, and this scheduler does not watch Namespaces (not "
+                    "served, or not allowed to list and watch them)"
+                ),
+                plugin=self.name,
+            )
         return SUCCESS
 
     def reserve_pod(self, pod: PodInfo, lister: SharedLister, row: int, plan: Any) -> None:
@@ -436,15 +608,132 @@ class InterPodAffinity(MaskPlugin):
         if self._anti_snap is not lister or lister.mark() < self._anti_mark:
             self._anti_snap, self._anti_mark = lister, lister.mark()
 
+    # ---- Score ---------------------------------------------------------------------------
+
+    def scores_pod(self, pod: PodInfo, lister: SharedLister) -> bool:
+        """The pod has preferred terms, or (unless ``ignorePreferredTermsOfExistingPods``)
+        a counted pod or a pod placed in this cycle holds a term the Score reads against it
+        (a lookup of the index's count, and a fold over the cycle's placed pods)."""
+        c = pod.constraints
+        if c is not None and (c.preferred_affinity or c.preferred_anti_affinity):
+            return True
+        if self.ignore_preferred_terms_of_existing_pods or not isinstance(lister, Snapshot):
+            return False
+        if lister.cache.index.score_terms:
+            return True
+        if not lister.placed:
+            return False
+        return bool(self.folds.get("score-holders", lister, dict, _fold_score_holders))
+
+    def score_pod(self, pod: PodInfo, lister: SharedLister, rows: Rows) -> npt.NDArray[np.float64]:
+        """Upstream's PreScore, Score and NormalizeScore: per topology value, the weights
+        of the incoming pod's preferred terms matched by counted (and placed) pods there
+        (anti-affinity negative), of the counted pods' preferred terms matching the incoming
+        pod, and ``hard_pod_affinity_weight`` per counted pod whose required affinity term
+        matches it; a node scores the sum over its labels, then min-max to 0..100 over
+        ``rows`` (all 0 when nothing contributed or every row scores the same)."""
+        out = np.zeros(rows.size, dtype=np.float64)
+        if not isinstance(lister, Snapshot) or rows.size == 0:
+            return out
+        raw = self.raw_scores(pod, lister, rows)
+        if raw is None:
+            return out
+        lo, hi = int(raw.min()), int(raw.max())
+        if hi > lo:
+            out = np.trunc(100.0 * ((raw - lo).astype(np.float64) / float(hi - lo)))
+        return out
+
+    def raw_scores(
+        self, pod: PodInfo, lister: Snapshot, rows: Rows
+    ) -> npt.NDArray[np.int64] | None:
+        """Upstream's Score before normalisation, per row of ``rows`` (None: no term
+        contributed anywhere, upstream's PreScore Skip)."""
+        table = lister.table
+        ns = self.namespaces.labels
+        per_key: dict[str, npt.NDArray[np.int64]] = {}
+
+        def add(key: str, at: Sequence[int], w: int) -> None:
+            if not at or w == 0:
+                return
+            ids, values = self.domains.of(table, key)
+            d = ids[np.asarray(at, dtype=np.int64)]
+            d = d[d >= 0]
+            if d.size == 0:
+                return
+            arr = per_key.get(key)
+            if arr is None:
+                arr = per_key[key] = np.zeros(len(values) + 1, dtype=np.int64)
+            arr += w * np.bincount(d, minlength=len(values) + 1)
+
+        c = pod.constraints
+        preferring = c is not None and c.has_preferred_pod_affinity
+        if c is not None and preferring:
+            for sign, terms in ((1, c.preferred_affinity), (-1, c.preferred_anti_affinity)):
+                for wt in terms:
+                    t = wt.term
+                    hits = [
+                        row
+                        for p, row in matching(lister, t.selector, self._in_namespace(t))
+                        if p.key != pod.key
+                    ]
+                    add(t.topology_key, hits, sign * wt.weight)
+                    placed = self.folds.get(
+                        ("preferred", t), lister, _Rows, functools.partial(_fold_term_rows, t, ns)
+                    )
+                    add(t.topology_key, placed.rows, sign * wt.weight)
+                    mine = placed.by_key.get(pod.key)
+                    if mine is not None:  # (re-evaluating a placed pod: not itself)
+                        add(t.topology_key, [mine], -sign * wt.weight)
+        if preferring or not self.ignore_preferred_terms_of_existing_pods:
+            removed = lister.removed
+            hard = self.hard_pod_affinity_weight
+            for (t, w, is_hard), holders in lister.cache.index.score_terms.items():
+                weight = hard * w if is_hard else w
+                if weight == 0 or not t.matches(
+                    pod.namespace, pod.labels, ns, unknown_as_empty=True
+                ):
+                    continue
+                at = [
+                    row
+                    for o in holders.values()
+                    if (row := o.counted_node) is not None
+                    and o.key != pod.key
+                    and (not removed or o.key not in removed)
+                ]
+                add(t.topology_key, at, weight)
+            if lister.placed:
+                held: dict[ScoreTerm, _Rows] = self.folds.get(
+                    "score-holders", lister, dict, _fold_score_holders
+                )
+                for (t, w, is_hard), got in held.items():
+                    weight = hard * w if is_hard else w
+                    if weight == 0 or not t.matches(
+                        pod.namespace, pod.labels, ns, unknown_as_empty=True
+                    ):
+                        continue
+                    add(t.topology_key, got.rows, weight)
+                    mine = got.by_key.get(pod.key)
+                    if mine is not None:
+                        add(t.topology_key, [mine], -weight)
+        if not per_key:
+            return None
+        raw = np.zeros(rows.size, dtype=np.int64)
+        for key, arr in per_key.items():
+            raw += arr[self.domains.of(table, key)[0][rows]]
+        return raw
+
+    # ---- Filter ----------------------------------------------------------------------------
+
     def _affinity_counts(
         self, terms: tuple[AffinityTerm, ...], lister: Snapshot
     ) -> dict[tuple[str, str], int]:
         """Per ``(topology key, value)``: the counted and placed pods matching all of the
         affinity ``terms`` (upstream's ``affinityCounts``)."""
         labels_of = lister.table.labels
+        ns = self.namespaces.labels
 
         def add(state: dict[tuple[str, str], int], p: PodInfo, row: int) -> None:
-            if not all(t.matches(p.namespace, p.labels) for t in terms):
+            if not all(t.matches(p.namespace, p.labels, ns) for t in terms):
                 return
             labels = labels_of[row]
             for t in terms:
@@ -454,7 +743,7 @@ class InterPodAffinity(MaskPlugin):
 
         counts: dict[tuple[str, str], int] = {}
         first = terms[0]
-        for p, row in matching(lister, first.selector, first.in_namespace):
+        for p, row in matching(lister, first.selector, self._in_namespace(first)):
             add(counts, p, row)
         placed: dict[tuple[str, str], int] = self.folds.get(("terms", terms), lister, dict, add)
         for pair, n in placed.items():
@@ -485,11 +774,11 @@ class InterPodAffinity(MaskPlugin):
                     ("anti-in", t),
                     lister,
                     functools.partial(_Flags, t.topology_key),
-                    functools.partial(_fold_matching, t),
+                    functools.partial(_fold_matching, t, self.namespaces.labels),
                 )
                 bad = placed(table, self.domains)
                 copied = False
-                for _, row in matching(lister, t.selector, t.in_namespace):
+                for _, row in matching(lister, t.selector, self._in_namespace(t)):
                     d = ids[row]
                     if d >= 0:
                         if not copied:
@@ -530,7 +819,8 @@ class InterPodAffinity(MaskPlugin):
             for v, i in values.items():
                 good[i] = counts.get((t.topology_key, v), 0) > 0
             exist &= good[ids]
-        if not counts and all(t.matches(pod.namespace, pod.labels) for t in c.affinity):
+        ns = self.namespaces.labels
+        if not counts and all(t.matches(pod.namespace, pod.labels, ns) for t in c.affinity):
             return ~has_keys  # the first pod of a self-affine group: any node with the keys
         return ~(has_keys & exist)
 
@@ -540,8 +830,9 @@ class InterPodAffinity(MaskPlugin):
         table = lister.table
         removed = lister.removed
         holders: list[tuple[AffinityTerm, int]] = []
+        ns = self.namespaces.labels
         for t in cache.index.anti_terms_for(pod.labels):
-            if not t.matches(pod.namespace, pod.labels):
+            if not t.matches(pod.namespace, pod.labels, ns, unknown_as_empty=True):
                 continue
             for other in cache.index.anti_terms[t].values():
                 row = other.counted_node
@@ -554,7 +845,7 @@ class InterPodAffinity(MaskPlugin):
         placed = self.folds.get("anti-holders", lister, dict, _fold_anti_holders)
         flags: list[tuple[str, Mask]] = []
         for t, (rows, by_domain) in placed.items():
-            if not t.matches(pod.namespace, pod.labels):
+            if not t.matches(pod.namespace, pod.labels, ns, unknown_as_empty=True):
                 continue
             if pod.key in rows:  # (re-evaluating a placed pod: not against itself)
                 holders.extend((t, r) for k, r in rows.items() if k != pod.key)
@@ -598,7 +889,8 @@ class InterPodAffinity(MaskPlugin):
                 if t in seen:
                     continue
                 seen.add(t)
-                mates = sum(1 for q in pods if t.matches(q.namespace, q.labels))
+                ns = self.namespaces.labels
+                mates = sum(1 for q in pods if t.matches(q.namespace, q.labels, ns))
                 _, values = self.domains.of(table, t.topology_key)
                 if mates > len(values):
                     noun = "nodes" if t.topology_key == "kubernetes.io/hostname" else "domains"

@@ -1,6 +1,8 @@
 """Indexes over the pods counted on nodes (bound, or assumed while their binding is in flight),
 kept current by the cache, for the pod-constraint plugins: which counted pods carry a label, which
-hold a given required anti-affinity term, which use a host port.
+hold a given required anti-affinity term, which hold a term InterPodAffinity's Score reads
+against the incoming pod (required affinity, preferred affinity and anti-affinity), which use a
+host port.
 
 They turn "which counted pods match this selector" from a walk over every pod into a lookup of
 the pods carrying one label the selector requires (a selector with no such label falls back to
@@ -14,10 +16,30 @@ from typing import Generic, Protocol, TypeVar
 
 from workloadbuilder.scheduler._podspec import AffinityTerm, PodConstraints, Selector
 
-__all__ = ["PodIndex"]
+__all__ = ["PodIndex", "ScoreTerm"]
 
 Pair = tuple[str, str]
 PodKey = tuple[str, str]
+#: a term an existing pod holds, read by InterPodAffinity's Score against the incoming pod:
+#: ``(term, weight, hard)``; for a preferred term the sum of its weights in the pod (negative
+#: for anti-affinity), for a required affinity term (``hard``) how many times the pod holds it
+#: (each weighs ``hardPodAffinityWeight``)
+ScoreTerm = tuple[AffinityTerm, int, bool]
+
+
+def score_terms(c: PodConstraints) -> list[ScoreTerm]:
+    """The terms of ``c`` that InterPodAffinity's Score reads against other pods, each once
+    (a term a pod repeats counts as many times, as upstream's loop over the terms)."""
+    hard: dict[AffinityTerm, int] = {}
+    for t in c.affinity:
+        hard[t] = hard.get(t, 0) + 1
+    soft: dict[tuple[AffinityTerm, int], int] = {}
+    for sign, terms in ((1, c.preferred_affinity), (-1, c.preferred_anti_affinity)):
+        for w in terms:
+            soft[(w.term, sign)] = soft.get((w.term, sign), 0) + sign * w.weight
+    out: list[ScoreTerm] = [(t, n, True) for t, n in hard.items()]
+    out.extend((t, w, False) for (t, _), w in soft.items() if w)
+    return out
 
 
 class _Pod(Protocol):
@@ -45,6 +67,9 @@ class PodIndex(Generic[PodInfo]):
         self.anti_terms: dict[AffinityTerm, dict[PodKey, PodInfo]] = {}
         self._anti_by_label: dict[Pair, set[AffinityTerm]] = {}
         self._anti_scan: set[AffinityTerm] = set()
+        #: score term -> the counted pods holding it (empty: no counted pod has any, so
+        #: InterPodAffinity's Score has nothing to read for a pod without preferences)
+        self.score_terms: dict[ScoreTerm, dict[PodKey, PodInfo]] = {}
         #: ``(protocol, port)`` -> the counted pods using it
         self.ports: dict[tuple[str, int], dict[PodKey, PodInfo]] = {}
 
@@ -64,6 +89,9 @@ class PodIndex(Generic[PodInfo]):
                 for pair in pairs or ():
                     self._anti_by_label.setdefault(pair, set()).add(t)
             holders[p.key] = p
+        if c.affinity or c.preferred_affinity or c.preferred_anti_affinity:
+            for st in score_terms(c):
+                self.score_terms.setdefault(st, {})[p.key] = p
         for hp in c.host_ports:
             self.ports.setdefault((hp.protocol, hp.port), {})[p.key] = p
 
@@ -84,6 +112,11 @@ class PodIndex(Generic[PodInfo]):
                         terms.discard(t)
                         if not terms:
                             del self._anti_by_label[pair]
+        if c.affinity or c.preferred_affinity or c.preferred_anti_affinity:
+            for st in score_terms(c):
+                pods = self.score_terms.get(st)
+                if pods is not None and pods.pop(p.key, None) is not None and not pods:
+                    del self.score_terms[st]
         for hp in c.host_ports:
             users = self.ports.get((hp.protocol, hp.port))
             if users is not None and users.pop(p.key, None) is not None and not users:

@@ -1,5 +1,5 @@
-"""A pod's own placement constraints, parsed once per pod: host ports, required inter-pod
-affinity and anti-affinity, topology spread constraints, and what this scheduler does not
+"""A pod's own placement constraints, parsed once per pod: host ports, required and preferred
+inter-pod affinity and anti-affinity, topology spread constraints, and what this scheduler does not
 evaluate yet (refused or reported, never ignored silently).
 
 kube-scheduler reads these through the NodePorts, InterPodAffinity, PodTopologySpread and
@@ -10,7 +10,8 @@ podtopologyspread,volumebinding}``). The parsed form follows their rules:
   restartable init container (a sidecar); ``hostIP`` defaults to ``0.0.0.0`` and
   ``protocol`` to ``TCP``;
 * an affinity term without ``namespaces`` and ``namespaceSelector`` applies to the pod's own
-  namespace; ``namespaceSelector: {}`` to every namespace; a ``labelSelector`` that is unset
+  namespace; ``namespaceSelector: {}`` to every namespace; one with requirements to the
+  namespaces whose labels match it, and those of ``namespaces``; a ``labelSelector`` that is unset
   selects nothing, ``{}`` everything. ``matchLabelKeys`` / ``mismatchLabelKeys`` are merged
   into the selector by the API server when the pod is created, as v1.37 does;
 * a spread constraint's ``matchLabelKeys`` are merged into its selector with the pod's own
@@ -32,9 +33,11 @@ import orjson
 __all__ = [
     "AffinityTerm",
     "HostPort",
+    "NamespaceLabelsView",
     "PodConstraints",
     "Selector",
     "SpreadConstraint",
+    "WeightedTerm",
     "pod_constraints",
 ]
 
@@ -126,29 +129,78 @@ class Selector:
 _NOTHING = Selector(nothing=True)
 
 
+#: namespace -> its labels (the Namespace informer's view; empty: none known)
+NamespaceLabelsView = Mapping[str, Mapping[str, str]]
+_NO_NAMESPACES: NamespaceLabelsView = {}
+
+
 @attrs.frozen(cache_hash=True)
 class AffinityTerm:
-    """A required ``PodAffinityTerm``: pods matched by ``selector`` in ``namespaces`` (or in
-    every namespace), counted per value of the node label ``topology_key``."""
+    """A ``PodAffinityTerm``: pods matched by ``selector`` in ``namespaces``, in every
+    namespace (``namespaceSelector: {}``), or in the namespaces whose labels match
+    ``namespace_selector`` (a selector with requirements: the union with ``namespaces``, as
+    upstream), counted per value of the node label ``topology_key``."""
 
     selector: Selector
     topology_key: str
     namespaces: frozenset[str] = frozenset()
     all_namespaces: bool = False
+    namespace_selector: Selector | None = None
 
-    def matches(self, namespace: str, labels: Mapping[str, str]) -> bool:
-        """Whether a pod in ``namespace`` with ``labels`` is one the term is about."""
-        return (self.all_namespaces or namespace in self.namespaces) and self.selector.matches(
-            labels
-        )
+    def matches(
+        self,
+        namespace: str,
+        labels: Mapping[str, str],
+        ns_labels: NamespaceLabelsView = _NO_NAMESPACES,
+        *,
+        unknown_as_empty: bool = False,
+    ) -> bool:
+        """Whether a pod in ``namespace`` with ``labels`` is one the term is about
+        (``ns_labels``: the namespaces' labels, read by a ``namespace_selector``; see
+        :meth:`in_namespace`)."""
+        return self.in_namespace(
+            namespace, ns_labels, unknown_as_empty=unknown_as_empty
+        ) and self.selector.matches(labels)
 
-    def in_namespace(self, namespace: str) -> bool:
-        """Whether the term looks at pods of ``namespace``."""
-        return self.all_namespaces or namespace in self.namespaces
+    def in_namespace(
+        self,
+        namespace: str,
+        ns_labels: NamespaceLabelsView = _NO_NAMESPACES,
+        *,
+        unknown_as_empty: bool = False,
+    ) -> bool:
+        """Whether the term looks at pods of ``namespace``. A namespace the view does not
+        know is selected by no ``namespace_selector`` (upstream turns the incoming pod's
+        selector into the names of the namespaces it lists), unless ``unknown_as_empty``
+        (an existing pod's term asked about the incoming pod: upstream reads that
+        namespace's labels, none when it is not found)."""
+        if self.all_namespaces or namespace in self.namespaces:
+            return True
+        sel = self.namespace_selector
+        if sel is None:
+            return False
+        got = ns_labels.get(namespace)
+        if got is None and not unknown_as_empty:
+            return False
+        return sel.matches(got or {})
 
     def describe(self) -> str:
-        """``app=w on kubernetes.io/hostname``."""
-        return f"{self.selector} on {self.topology_key}"
+        """``app=w on kubernetes.io/hostname`` (``... in namespaces team=ml`` with a
+        namespaceSelector)."""
+        text = f"{self.selector} on {self.topology_key}"
+        if self.namespace_selector is not None:
+            text += f" in namespaces {self.namespace_selector}"
+            if self.namespaces:
+                text += f" or {','.join(sorted(self.namespaces))}"
+        return text
+
+
+@attrs.frozen(cache_hash=True)
+class WeightedTerm:
+    """A preferred term (``WeightedPodAffinityTerm``): the term and its weight (1..100)."""
+
+    term: AffinityTerm
+    weight: int
 
 
 @attrs.frozen(cache_hash=True)
@@ -197,6 +249,9 @@ class PodConstraints:
     host_ports: tuple[HostPort, ...] = ()
     affinity: tuple[AffinityTerm, ...] = ()
     anti_affinity: tuple[AffinityTerm, ...] = ()
+    #: preferred pod affinity / anti-affinity (InterPodAffinity's Score)
+    preferred_affinity: tuple[WeightedTerm, ...] = ()
+    preferred_anti_affinity: tuple[WeightedTerm, ...] = ()
     spread: tuple[SpreadConstraint, ...] = ()
     unsupported: tuple[str, ...] = ()
     not_scored: tuple[str, ...] = ()
@@ -210,6 +265,24 @@ class PodConstraints:
     def has_pod_affinity(self) -> bool:
         """Whether the pod has required pod affinity or anti-affinity terms."""
         return bool(self.affinity or self.anti_affinity)
+
+    @property
+    def has_preferred_pod_affinity(self) -> bool:
+        """Whether the pod has preferred pod affinity or anti-affinity terms."""
+        return bool(self.preferred_affinity or self.preferred_anti_affinity)
+
+    @property
+    def needs_namespace_labels(self) -> bool:
+        """Whether a pod affinity term of the pod selects namespaces by their labels."""
+        return any(
+            t.namespace_selector is not None
+            for t in (
+                *self.affinity,
+                *self.anti_affinity,
+                *(w.term for w in self.preferred_affinity),
+                *(w.term for w in self.preferred_anti_affinity),
+            )
+        )
 
 
 _EMPTY = PodConstraints()
@@ -324,13 +397,10 @@ def _parse(
 ) -> PodConstraints:
     unsupported: list[str] = []
     not_scored: list[str] = []
-    affinity = _terms(namespace, pod_aff, "podAffinity", unsupported)
-    anti = _terms(namespace, pod_anti, "podAntiAffinity", unsupported)
-    for name, block in (("pod affinity", pod_aff), ("pod anti-affinity", pod_anti)):
-        if isinstance(block, Mapping) and block.get(
-            "preferredDuringSchedulingIgnoredDuringExecution"
-        ):
-            not_scored.append(f"preferred {name} (InterPodAffinity scoring)")
+    affinity = _terms(namespace, pod_aff)
+    anti = _terms(namespace, pod_anti)
+    preferred = _preferred(namespace, pod_aff)
+    preferred_anti = _preferred(namespace, pod_anti)
     constraints: list[SpreadConstraint] = []
     for i, c in enumerate(spread or ()):
         if not isinstance(c, Mapping):
@@ -365,41 +435,60 @@ def _parse(
         host_ports=ports,
         affinity=affinity,
         anti_affinity=anti,
+        preferred_affinity=preferred,
+        preferred_anti_affinity=preferred_anti,
         spread=tuple(constraints),
         unsupported=tuple(unsupported),
         not_scored=tuple(not_scored),
     )
 
 
-def _terms(
-    namespace: str, block: Any, field: str, unsupported: list[str]
-) -> tuple[AffinityTerm, ...]:
+def _terms(namespace: str, block: Any) -> tuple[AffinityTerm, ...]:
+    """The required terms of a ``podAffinity`` / ``podAntiAffinity`` block."""
     if not isinstance(block, Mapping):
         return ()
     out: list[AffinityTerm] = []
-    for i, t in enumerate(block.get("requiredDuringSchedulingIgnoredDuringExecution") or ()):
-        if not isinstance(t, Mapping):
-            continue
-        names = frozenset(str(n) for n in t.get("namespaces") or ())
-        ns_sel = t.get("namespaceSelector")
-        all_ns = False
-        if isinstance(ns_sel, Mapping):
-            parsed = Selector.parse(ns_sel)
-            if parsed.everything:
-                all_ns = True
-            elif not parsed.nothing:
-                unsupported.append(
-                    f"InterPodAffinity: {field} term {i} has a namespaceSelector with "
-                    "requirements; this scheduler does not watch Namespaces yet"
-                )
-        elif not names:
-            names = frozenset((namespace,))
-        out.append(
-            AffinityTerm(
-                selector=Selector.parse(t.get("labelSelector")),
-                topology_key=str(t.get("topologyKey") or ""),
-                namespaces=names,
-                all_namespaces=all_ns,
-            )
-        )
+    for t in block.get("requiredDuringSchedulingIgnoredDuringExecution") or ():
+        if isinstance(t, Mapping):
+            out.append(_term(namespace, t))
     return tuple(out)
+
+
+def _preferred(namespace: str, block: Any) -> tuple[WeightedTerm, ...]:
+    """The preferred (weighted) terms of a ``podAffinity`` / ``podAntiAffinity`` block."""
+    if not isinstance(block, Mapping):
+        return ()
+    out: list[WeightedTerm] = []
+    for w in block.get("preferredDuringSchedulingIgnoredDuringExecution") or ():
+        if not isinstance(w, Mapping):
+            continue
+        t = w.get("podAffinityTerm")
+        weight = w.get("weight")
+        if isinstance(t, Mapping) and isinstance(weight, int) and not isinstance(weight, bool):
+            out.append(WeightedTerm(term=_term(namespace, t), weight=weight))
+    return tuple(out)
+
+
+def _term(namespace: str, t: Mapping[str, Any]) -> AffinityTerm:
+    """One ``PodAffinityTerm``: no ``namespaces`` and no ``namespaceSelector`` is the pod's own
+    namespace; ``namespaceSelector: {}`` every namespace; one with requirements the namespaces
+    whose labels match, with ``namespaces`` (an unset or invalid one: ``namespaces`` only)."""
+    names = frozenset(str(n) for n in t.get("namespaces") or ())
+    ns_sel = t.get("namespaceSelector")
+    all_ns = False
+    by_labels: Selector | None = None
+    if isinstance(ns_sel, Mapping):
+        parsed = Selector.parse(ns_sel)
+        if parsed.everything:
+            all_ns = True
+        elif not parsed.nothing:
+            by_labels = parsed
+    elif not names:
+        names = frozenset((namespace,))
+    return AffinityTerm(
+        selector=Selector.parse(t.get("labelSelector")),
+        topology_key=str(t.get("topologyKey") or ""),
+        namespaces=names,
+        all_namespaces=all_ns,
+        namespace_selector=by_labels,
+    )

@@ -30,6 +30,10 @@ from workloadbuilder.scheduler._plugins import (
     NodeResourcesFit,
     TopologyPlacementGenerator,
 )
+from workloadbuilder.scheduler._podconstraints import (
+    MAX_HARD_POD_AFFINITY_WEIGHT,
+    InterPodAffinity,
+)
 from workloadbuilder.scheduler._preemption import DefaultPreemption
 
 __all__ = [
@@ -252,6 +256,27 @@ def _topology_args(f: _Fields) -> dict[str, Any]:
     return out
 
 
+def _inter_pod_affinity_args(f: _Fields) -> dict[str, Any]:
+    """``InterPodAffinityArgs``: ``hardPodAffinityWeight`` (0..100, default 1) and
+    ``ignorePreferredTermsOfExistingPods`` (default false)."""
+    out: dict[str, Any] = {}
+    weight = f.get("hardPodAffinityWeight")
+    if weight is not None:
+        w = _int(weight, f.at("hardPodAffinityWeight"), minimum=0)
+        if w > MAX_HARD_POD_AFFINITY_WEIGHT:
+            raise ConfigError(
+                f"{f.at('hardPodAffinityWeight')}: must be in the range 0-"
+                f"{MAX_HARD_POD_AFFINITY_WEIGHT}, not {w}"
+            )
+        out["hard_pod_affinity_weight"] = w
+    ignore = f.get("ignorePreferredTermsOfExistingPods")
+    if ignore is not None:
+        out["ignore_preferred_terms_of_existing_pods"] = _bool(
+            ignore, f.at("ignorePreferredTermsOfExistingPods")
+        )
+    return out
+
+
 def _plugin_args(
     entries: Any, path: str, defaults: SchedulerConfig, registry: Registry
 ) -> dict[str, dict[str, Any]]:
@@ -277,6 +302,8 @@ def _plugin_args(
             out[name] = _fit_args(args, defaults)
         elif name == TopologyPlacementGenerator.name:
             out[name] = _topology_args(args)
+        elif name == InterPodAffinity.name:
+            out[name] = _inter_pod_affinity_args(args)
         elif name == DefaultPreemption.name:
             aware = args.get("topologyAware")
             if aware is not None and not isinstance(aware, bool):

@@ -18,6 +18,7 @@ from workloadbuilder.scheduler._eventhandlers import EventHandlers, creation_ord
 from workloadbuilder.scheduler._framework import Framework
 from workloadbuilder.scheduler._metrics import PENDING
 from workloadbuilder.scheduler._plugins import default_framework
+from workloadbuilder.scheduler._podconstraints import shared_namespaces
 from workloadbuilder.scheduler._queue import SchedulingQueue
 from workloadbuilder.scheduler._schedule_one import ScheduleOne
 from workloadbuilder.scheduler._status import (
@@ -163,6 +164,10 @@ class Scheduler:
             Feed(c, "CompositePodGroup", h.on_composite_pod_group, optional=True),
             Feed(c, "Pod", h.on_pod, order=order),
         ]
+        spaces = shared_namespaces([*self.framework.reserve, *self.framework.scores])
+        if spaces is not None:  # namespaceSelector terms read their labels: before pods
+            fold = h.dra_handler("Namespace", spaces.on_namespace, None, spaces.previous)
+            self._feeds.insert(-1, Feed(c, "Namespace", fold, optional=True))
         dra = self.dra_manager  # its kinds, before pods, when a plugin uses it
         if self.framework.use_shared_dra_manager(dra):
             self._feeds[-1:-1] = [
