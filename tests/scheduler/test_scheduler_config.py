@@ -73,7 +73,17 @@ def test_good_file(tmp_path: Path) -> None:
         "TaintToleration",
         "NodeResourcesFit",
     ]
-    (fit,) = fw.scores
+    # the default Score plugins stay (NodeAffinity is disabled at filter only, as upstream);
+    # NodeResourcesFit, enabled again with a weight, moves to the end
+    assert [(s.name, s.weight) for s in fw.scores] == [
+        ("TaintToleration", 3),
+        ("NodeAffinity", 2),
+        ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
+        ("NodeResourcesFit", 3),
+    ]
+    assert fw.scores[0] is fw.filters[2]  # one TaintToleration instance for both points
+    fit = fw.scores[-1]
     assert isinstance(fit, NodeResourcesFit) and fit is fw.filters[-1]
     assert fit.weight == 3
     assert (fit.single_strategy, fit.gang_strategy) == ("MostAllocated", "LeastAllocated")
