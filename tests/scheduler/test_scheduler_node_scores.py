@@ -258,13 +258,21 @@ def test_image_names_are_normalised_and_part_of_the_signature() -> None:
     assert req != pod_requirements(_images("myimage"))
 
 
-def test_image_locality_forgets_a_removed_node() -> None:
-    table, rows = _table(_node("a", images=N400030), _node("b", images=N400030))
-    pod = _images("gcr.io/4000")
-    assert _scores(ImageLocality(), pod, table, rows) == [100, 100]
+def test_image_locality_follows_the_nodes_and_their_images() -> None:
+    plugin = ImageLocality()  # one instance: what it caches must follow the table
+    table, rows = _table(_node("a", images=N300600900), _node("b", images=N300600900))
+    pod = _images("gcr.io/600")
+    # 600 MiB on every node: 100 * (600 - 23) // (1000 - 23)
+    assert _scores(plugin, pod, table, rows) == [59, 59]
     table.remove("b")
-    assert _scores(ImageLocality(), pod, table, rows[:1]) == [100]
-    assert table.image_rows["gcr.io/4000:latest"] == {int(rows[0]): 4000 * MB}
+    assert _scores(plugin, pod, table, rows[:1]) == [59]
+    assert table.image_rows["gcr.io/600:latest"] == {int(rows[0]): 600 * MB}
+    c = table.upsert(_node("c"))[0]  # a node without it halves the spread: 300 MiB
+    both = np.array([rows[0], c], dtype=np.intp)
+    assert _scores(plugin, pod, table, both) == [28, 0]
+    # c lists it later (its status changed): the spread is whole again
+    table.upsert(_node("c", images=[(["gcr.io/600:latest"], 100 * MB)]))
+    assert _scores(plugin, pod, table, both) == [59, 7]
 
 
 # ---- NodeAffinity (node_affinity_test.go) -----------------------------------------------------

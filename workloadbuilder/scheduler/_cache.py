@@ -133,6 +133,8 @@ class NodeTable:
         self.images: list[dict[str, int]] = [{} for _ in range(capacity)]
         #: image name -> ``{row: size}`` of the present nodes listing it
         self.image_rows: dict[str, dict[int, int]] = {}
+        #: bumped whenever a node's images change (ImageLocality caches per version)
+        self.images_version = 0
         self.index: dict[str, int] = {}
         self._free: list[int] = list(range(capacity - 1, -1, -1))
         #: bumped whenever a node's static properties change (filters cache per epoch)
@@ -272,6 +274,7 @@ class NodeTable:
         for name, size in images.items():
             self.image_rows.setdefault(name, {})[row] = size
         self.images[row] = images
+        self.images_version += 1
 
     def present_rows(self) -> npt.NDArray[np.intp]:
         """Rows of present nodes, ascending."""

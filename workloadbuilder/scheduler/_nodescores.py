@@ -302,19 +302,36 @@ class ImageLocality:
 
     def __init__(self, *, weight: int = 1) -> None:
         self.weight = weight
+        #: image name -> its scaled bytes per row, for one (images version, node count,
+        #: capacity) of the table: a cluster's nodes list the same images for many pods
+        self._scaled: dict[str, npt.NDArray[np.int64]] = {}
+        self._scaled_for: tuple[int, int, int] = (-1, -1, -1)
 
-    def _sums(self, req: PodRequirements, table: NodeTable) -> npt.NDArray[np.int64] | None:
-        nodes = table.count
-        acc: npt.NDArray[np.int64] | None = None
-        for name in req.images:
+    def _image_bytes(self, name: str, table: NodeTable) -> npt.NDArray[np.int64] | None:
+        key = (table.images_version, table.count, table.capacity)
+        if key != self._scaled_for:
+            self._scaled.clear()
+            self._scaled_for = key
+        out = self._scaled.get(name)
+        if out is None:
             holders = table.image_rows.get(name)
             if not holders:
-                continue
-            if acc is None:
-                acc = np.zeros(table.capacity, dtype=np.int64)
-            n = len(holders)
+                return None
+            out = np.zeros(table.capacity, dtype=np.int64)
+            n, nodes = len(holders), table.count
             for r, size in holders.items():
-                acc[r] += scaled_image_bytes(size, n, nodes)
+                out[r] = scaled_image_bytes(size, n, nodes)
+            if len(self._scaled) > _BOUND:
+                self._scaled.clear()
+            self._scaled[name] = out
+        return out
+
+    def _sums(self, req: PodRequirements, table: NodeTable) -> npt.NDArray[np.int64] | None:
+        acc: npt.NDArray[np.int64] | None = None
+        for name in req.images:
+            scaled = self._image_bytes(name, table)
+            if scaled is not None:
+                acc = scaled.copy() if acc is None else acc + scaled
         return acc
 
     def score(

@@ -3,9 +3,9 @@ the SDK's :mod:`workloadbuilder.resources`).
 
 A pod's *requirements* are everything the node-level filters and scores look at: resource
 requests, ``nodeName``, ``nodeSelector``, required and preferred node affinity, tolerations
-and the container images (ImageLocality). Pods with
-equal requirements share one :class:`PodRequirements` value (the *signature*), so the
-scheduler evaluates them once per node instead of once per pod.
+and the container images (ImageLocality). Pods with equal requirements share one
+:class:`PodRequirements` value (the *signature*), so the scheduler evaluates them once per
+node instead of once per pod.
 """
 
 from __future__ import annotations
@@ -103,9 +103,15 @@ def _images(spec: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _weight(value: Any) -> int:
+    """A term's weight (the API server admits integers 1..100 only; anything else scores
+    nothing)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
 def _preferred(node_affinity: Mapping[str, Any]) -> str | None:
     terms = [
-        [int(t.get("weight") or 0), t.get("preference") or {}]
+        [_weight(t.get("weight")), t.get("preference") or {}]
         for t in node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
         if isinstance(t, Mapping)
     ]
