@@ -629,3 +629,21 @@ def test_in_a_cycle_the_pods_placed_earlier_count_for_the_balance() -> None:
     after = plugin.score_one(req, vec, table, int(rows[0]), True)
     assert (before, after) == (62, 87)  # now the memory pod balances the node
     assert after == plugin.score(req, vec, table, rows, True)[0]
+
+
+def test_balanced_allocation_fast_paths_equal_the_general_arithmetic() -> None:
+    # cpu and memory on every node take a shorter path (vectorised and one-row): on random
+    # usage (over capacity too) they give balanced_score's value exactly
+    rng = np.random.default_rng(7)
+    table, rows = _table(*(_node(f"n{i}", cpu_m=8000, memory=32 * 1024 * MB) for i in range(300)))
+    table.used[rows, table.columns["cpu"]] = rng.integers(0, 9000, rows.size)
+    table.used[rows, table.columns["memory"]] = rng.integers(0, 36 * 1024 * MB, rows.size)
+    pod = _pod({"cpu": "1500m", "memory": "3Gi"})
+    got = _scores(NodeResourcesBalancedAllocation(), pod, table, rows)
+    cpu, mem = table.columns["cpu"], table.columns["memory"]
+    want = []
+    for r in rows.tolist():
+        used = [int(table.used[r, cpu]), int(table.used[r, mem])]
+        alloc = [int(table.alloc[r, cpu]), int(table.alloc[r, mem])]
+        want.append(balanced_score([used[0] + 1500, used[1] + 3 * 1024 * MB], used, alloc))
+    assert got == want

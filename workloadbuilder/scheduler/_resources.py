@@ -11,7 +11,7 @@ node instead of once per pod.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -89,6 +89,11 @@ def normalized_image(name: str) -> str:
 
 
 def _images(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    containers: Sequence[Any] = spec.get("containers") or ()
+    if len(containers) == 1 and not spec.get("initContainers") and not spec.get("volumes"):
+        only = containers[0]  # the common pod: one container, no image volumes
+        if isinstance(only, Mapping):
+            return (normalized_image(str(only.get("image") or "")),)
     names = [
         normalized_image(str(c.get("image") or ""))
         for key in ("initContainers", "containers")
