@@ -74,8 +74,17 @@ def test_good_file(tmp_path: Path) -> None:
         "NodeResourcesFit",
         "NodeDeclaredFeatures",
     ]
-    # the default Score plugins (InterPodAffinity, as upstream's), then the re-enabled one
-    assert [s.name for s in fw.scores] == ["InterPodAffinity", "NodeResourcesFit"]
+    # the default Score plugins stay (NodeAffinity is disabled at filter only, as upstream);
+    # NodeResourcesFit, enabled again with a weight, moves to the end
+    assert [(s.name, s.weight) for s in fw.scores] == [
+        ("TaintToleration", 3),
+        ("NodeAffinity", 2),
+        ("InterPodAffinity", 2),
+        ("NodeResourcesBalancedAllocation", 1),
+        ("ImageLocality", 1),
+        ("NodeResourcesFit", 3),
+    ]
+    assert fw.scores[0] is fw.filters[2]  # one TaintToleration instance for both points
     fit = fw.scores[-1]
     assert isinstance(fit, NodeResourcesFit) and fit is fw.filters[3]
     assert fit.weight == 3

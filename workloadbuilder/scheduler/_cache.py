@@ -109,7 +109,11 @@ def _claim_statuses(status: Mapping[str, Any]) -> tuple[tuple[str, str | None], 
 
 class NodeTable:
     """Nodes as rows of numpy arrays: allocatable and used amounts per resource column, and
-    the static properties the filters read. Rows of deleted nodes are recycled."""
+    the static properties the filters and scores read. Rows of deleted nodes are recycled.
+
+    What only the scores read (``PreferNoSchedule`` taints, ``status.images``) is kept apart
+    from what the filters read: a change to it does not bump ``epoch`` (no filter verdict
+    depends on it) and does not count as a scheduling-relevant change in :meth:`upsert`."""
 
     def __init__(self, capacity: int = 64) -> None:
         self.columns: dict[str, int] = {}
@@ -124,6 +128,15 @@ class NodeTable:
         self.taints: list[tuple[dict[str, Any], ...]] = [() for _ in range(capacity)]
         #: ``status.declaredFeatures`` (NodeDeclaredFeatures)
         self.features: list[frozenset[str]] = [frozenset() for _ in range(capacity)]
+        #: ``PreferNoSchedule`` taints per row (TaintToleration's score), and which rows have any
+        self.soft_taints: list[tuple[dict[str, Any], ...]] = [() for _ in range(capacity)]
+        self.soft_tainted: npt.NDArray[np.bool_] = np.zeros(capacity, dtype=bool)
+        #: ``status.images`` per row: image name -> size in bytes (ImageLocality)
+        self.images: list[dict[str, int]] = [{} for _ in range(capacity)]
+        #: image name -> ``{row: size}`` of the present nodes listing it
+        self.image_rows: dict[str, dict[int, int]] = {}
+        #: bumped whenever a node's images change (ImageLocality caches per version)
+        self.images_version = 0
         self.index: dict[str, int] = {}
         self._free: list[int] = list(range(capacity - 1, -1, -1))
         #: bumped whenever a node's static properties change (filters cache per epoch)
@@ -167,13 +180,15 @@ class NodeTable:
         new = max(64, old * 2)
         self.alloc = np.vstack([self.alloc, np.zeros((new - old, self.alloc.shape[1]), np.int64)])
         self.used = np.vstack([self.used, np.zeros((new - old, self.used.shape[1]), np.int64)])
-        for attr in ("present", "unschedulable", "tainted"):
+        for attr in ("present", "unschedulable", "tainted", "soft_tainted"):
             arr = getattr(self, attr)
             setattr(self, attr, np.concatenate([arr, np.zeros(new - old, dtype=bool)]))
         self.names.extend([None] * (new - old))
         self.labels.extend({} for _ in range(new - old))
         self.taints.extend(() for _ in range(new - old))
         self.features.extend(frozenset() for _ in range(new - old))
+        self.soft_taints.extend(() for _ in range(new - old))
+        self.images.extend({} for _ in range(new - old))
         self._free.extend(range(new - 1, old - 1, -1))
 
     def upsert(self, node: Mapping[str, Any]) -> tuple[int, bool]:
@@ -210,6 +225,10 @@ class NodeTable:
         )
         unsched = bool(spec.get("unschedulable"))
         features = frozenset(str(f) for f in status.get("declaredFeatures") or ())
+        soft = tuple(t for t in spec.get("taints") or () if t.get("effect") == "PreferNoSchedule")
+        self.soft_taints[row] = soft
+        self.soft_tainted[row] = bool(soft)
+        self._set_images(row, _node_images(status))
         changed = (
             new
             or not np.array_equal(self.alloc[row], alloc)
@@ -240,15 +259,49 @@ class NodeTable:
         self.labels[row] = {}
         self.taints[row] = ()
         self.features[row] = frozenset()
+        self.soft_taints[row] = ()
+        self.soft_tainted[row] = False
+        self._set_images(row, {})
         self.unschedulable[row] = False
         self.tainted[row] = False
         self._free.append(row)
         self.epoch += 1
         return row
 
+    def _set_images(self, row: int, images: dict[str, int]) -> None:
+        old = self.images[row]
+        if old == images:
+            return
+        for name in old:
+            rows = self.image_rows.get(name)
+            if rows is not None:
+                rows.pop(row, None)
+                if not rows:
+                    del self.image_rows[name]
+        for name, size in images.items():
+            self.image_rows.setdefault(name, {})[row] = size
+        self.images[row] = images
+        self.images_version += 1
+
     def present_rows(self) -> npt.NDArray[np.intp]:
         """Rows of present nodes, ascending."""
         return np.flatnonzero(self.present)
+
+
+def _node_images(status: Mapping[str, Any]) -> dict[str, int]:
+    """``status.images`` as image name -> size (every name of an image, as kube-scheduler's
+    image states: names as the node lists them, sizes of this node's entry)."""
+    out: dict[str, int] = {}
+    for image in status.get("images") or ():
+        if not isinstance(image, Mapping):
+            continue
+        try:
+            size = int(image.get("sizeBytes") or 0)
+        except (TypeError, ValueError):
+            size = 0
+        for name in image.get("names") or ():
+            out.setdefault(str(name), size)
+    return out
 
 
 #: every field of a PodInfo, in constructor order (``PodInfo(*_pod_fields(p))`` copies ``p``)

@@ -1,7 +1,8 @@
 """In-tree plugins: GangScheduling, NodeName, NodeUnschedulable, NodeAffinity,
 TaintToleration, NodeResourcesFit and DefaultBinder (the placement plugins are in
-:mod:`._placement`, pods' own constraints in :mod:`._podconstraints`), each with the cluster
-events that can make what it rejected schedulable (``events_to_register``), and the registry
+:mod:`._placement`, pods' own constraints in :mod:`._podconstraints`, the Score plugins
+NodeResourcesBalancedAllocation and ImageLocality in :mod:`._nodescores`), each with the
+cluster events that can make what it rejected schedulable (``events_to_register``), and the registry
 of plugin factories a profile is built from."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy.typing as npt
 
 from workloadbuilder.errors import ApiError
 from workloadbuilder.resources import CPU, MEMORY, PODS, format_quantity
-from workloadbuilder.scheduler._dra import DynamicResources
+from workloadbuilder.scheduler._dra import DynamicResources, terms_match
 from workloadbuilder.scheduler._framework import Framework
 from workloadbuilder.scheduler._interface import (
     SUCCESS,
@@ -33,6 +34,11 @@ from workloadbuilder.scheduler._interface import (
 )
 from workloadbuilder.scheduler._nodefeatures import NodeDeclaredFeatures
 from workloadbuilder.scheduler._nodematch import node_matches_affinity, tolerates
+from workloadbuilder.scheduler._nodescores import (
+    ImageLocality,
+    NodeResourcesBalancedAllocation,
+    NormalizeFactors,
+)
 from workloadbuilder.scheduler._placement import (
     DefaultPlacement,
     PodGroupPodsCount,
@@ -59,9 +65,11 @@ __all__ = [
     "DefaultBinder",
     "DefaultPlacement",
     "GangScheduling",
+    "ImageLocality",
     "NodeAffinity",
     "NodeDeclaredFeatures",
     "NodeName",
+    "NodeResourcesBalancedAllocation",
     "NodeResourcesFit",
     "NodeUnschedulable",
     "PodGroupPodsCount",
@@ -254,23 +262,54 @@ class NodeUnschedulable:
 
 
 class NodeAffinity:
-    """``nodeSelector`` and ``requiredDuringSchedulingIgnoredDuringExecution``."""
+    """Filter: ``nodeSelector``, ``requiredDuringSchedulingIgnoredDuringExecution`` and the
+    profile's ``addedAffinity.requiredDuringSchedulingIgnoredDuringExecution`` (every pod
+    must match it too). Score: the sum of the weights of the preferred terms a node matches
+    (the pod's and ``addedAffinity``'s), normalised over the feasible nodes to 0..100
+    (upstream's DefaultNormalizeScore: ``100 * sum // max``)."""
 
     name = "NodeAffinity"
     uses_node_usage = False
+
+    def __init__(
+        self,
+        *,
+        added_required: Sequence[Mapping[str, Any]] | None = None,
+        added_preferred: Sequence[tuple[int, Mapping[str, Any]]] = (),
+        weight: int = 2,
+    ) -> None:
+        #: ``addedAffinity``'s required ``nodeSelectorTerms`` (ORed; None: no restriction;
+        #: an empty list matches no node, as upstream's node selector)
+        self.added_required = None if added_required is None else [dict(t) for t in added_required]
+        #: ``addedAffinity``'s preferred terms as ``(weight, preference)``
+        self.added_preferred = [
+            (int(w), dict(t))
+            for w, t in added_preferred
+            if w and (t.get("matchExpressions") or t.get("matchFields"))
+        ]
+        self.weight = weight
+        self._max = NormalizeFactors()
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """Nodes added or changed, or the pod's own requirements changed."""
         return [*NODE_EVENTS, _POD_UPDATE]
 
+    def _added_ok(self, table: NodeTable, r: int) -> bool:
+        return terms_match(self.added_required or (), table.names[r] or "", table.labels[r])
+
     def filter(
         self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, rows: Rows
     ) -> Mask:
         """Per row (labels are Python dicts); cached per signature by the snapshot."""
-        if not req.node_selector and not req.affinity:
+        added = self.added_required is not None
+        if not req.node_selector and not req.affinity and not added:
             return np.ones(rows.size, dtype=bool)
         return np.fromiter(
-            (node_matches_affinity(req, table.labels[r], table.names[r] or "") for r in rows),
+            (
+                (not added or self._added_ok(table, r))
+                and node_matches_affinity(req, table.labels[r], table.names[r] or "")
+                for r in rows
+            ),
             dtype=bool,
             count=rows.size,
         )
@@ -278,22 +317,82 @@ class NodeAffinity:
     def diagnose(
         self, req: PodRequirements, vec: npt.NDArray[np.int64], table: NodeTable, rows: Rows
     ) -> list[tuple[str, str, int]]:
-        """Count nodes that do not match."""
-        n = int((~self.filter(req, vec, table, rows)).sum())
-        return [
+        """Count nodes that do not match (the profile's added affinity first, as upstream)."""
+        enforced = 0
+        if self.added_required is not None:
+            ok = np.fromiter((self._added_ok(table, r) for r in rows), dtype=bool, count=rows.size)
+            enforced = int((~ok).sum())
+            rows = rows[ok]
+        n = int((~self.filter(req, vec, table, rows)).sum()) if rows.size else 0
+        out = [
             (
                 "node(s) didn't match Pod's node affinity/selector",
                 "don't match the pod's node selector/affinity",
                 n,
             )
         ]
+        if enforced:
+            out.insert(
+                0,
+                (
+                    "node(s) didn't match scheduler-enforced node affinity",
+                    "don't match the scheduler's added node affinity",
+                    enforced,
+                ),
+            )
+        return out
+
+    def _raw(self, terms: Sequence[tuple[int, Mapping[str, Any]]], table: NodeTable, r: int) -> int:
+        name, labels = table.names[r] or "", table.labels[r]
+        return sum(w for w, t in terms if terms_match((t,), name, labels))
+
+    def score(
+        self,
+        req: PodRequirements,
+        vec: npt.NDArray[np.int64],
+        table: NodeTable,
+        rows: Rows,
+        gang: bool,
+    ) -> npt.NDArray[np.float64]:
+        """0..100 per row: the matched weights normalised by their maximum over ``rows``
+        (the feasible nodes); 0 everywhere when the pod and the profile prefer nothing."""
+        terms = [*self.added_preferred, *req.preferred_terms()] if req.preferred else None
+        if terms is None and not self.added_preferred:
+            return np.zeros(rows.size, dtype=np.float64)
+        terms = terms if terms is not None else self.added_preferred
+        raw = np.fromiter(
+            (self._raw(terms, table, r) for r in rows), dtype=np.int64, count=rows.size
+        )
+        return self._max.normalize(req, raw, reverse=False)
+
+    def score_one(
+        self,
+        req: PodRequirements,
+        vec: npt.NDArray[np.int64],
+        table: NodeTable,
+        row: int,
+        gang: bool,
+    ) -> float:
+        """One row (refreshed after a pod of the cycle was placed on it), normalised by the
+        factor of the signature's last :meth:`score` (see :class:`NormalizeFactors`)."""
+        if not req.preferred and not self.added_preferred:
+            return 0.0
+        terms = [*self.added_preferred, *req.preferred_terms()]
+        return self._max.normalize_one(req, self._raw(terms, table, row), reverse=False)
 
 
 class TaintToleration:
-    """``NoSchedule``/``NoExecute`` taints must be tolerated."""
+    """Filter: ``NoSchedule``/``NoExecute`` taints must be tolerated. Score: the
+    ``PreferNoSchedule`` taints the pod does not tolerate (its tolerations with that effect
+    or none), reverse-normalised over the feasible nodes (``100 - 100 * n // max``; 100
+    everywhere when no feasible node has one)."""
 
     name = "TaintToleration"
     uses_node_usage = False
+
+    def __init__(self, *, weight: int = 3) -> None:
+        self.weight = weight
+        self._max = NormalizeFactors()
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """Nodes added or changed, or the pod's own requirements changed."""
@@ -339,6 +438,48 @@ class TaintToleration:
             )
             for text, n in sorted(counts.items())
         ]
+
+    @staticmethod
+    def _soft_tolerations(req: PodRequirements) -> list[dict[str, Any]]:
+        return [
+            t for t in req.toleration_list() if (t.get("effect") or "") in ("", "PreferNoSchedule")
+        ]
+
+    @staticmethod
+    def _intolerable(tols: Sequence[Mapping[str, Any]], taints: Sequence[Mapping[str, Any]]) -> int:
+        return sum(1 for t in taints if not any(tolerates(tol, t) for tol in tols))
+
+    def score(
+        self,
+        req: PodRequirements,
+        vec: npt.NDArray[np.int64],
+        table: NodeTable,
+        rows: Rows,
+        gang: bool,
+    ) -> npt.NDArray[np.float64]:
+        """0..100 per row; only rows with ``PreferNoSchedule`` taints are inspected."""
+        raw = np.zeros(rows.size, dtype=np.int64)
+        soft = np.flatnonzero(table.soft_tainted[rows])
+        if soft.size:
+            tols = self._soft_tolerations(req)
+            for i in soft.tolist():
+                raw[i] = self._intolerable(tols, table.soft_taints[int(rows[i])])
+        return self._max.normalize(req, raw, reverse=True)
+
+    def score_one(
+        self,
+        req: PodRequirements,
+        vec: npt.NDArray[np.int64],
+        table: NodeTable,
+        row: int,
+        gang: bool,
+    ) -> float:
+        """One row, normalised by the factor of the signature's last :meth:`score` (see
+        :class:`NormalizeFactors`)."""
+        raw = 0
+        if table.soft_tainted[row]:
+            raw = self._intolerable(self._soft_tolerations(req), table.soft_taints[row])
+        return self._max.normalize_one(req, raw, reverse=True)
 
 
 class NodeResourcesFit:
@@ -634,7 +775,16 @@ DEFAULT_PLUGINS: dict[str, tuple[str, ...]] = {
         "NodeResourcesFit",
         "NodeDeclaredFeatures",
     ),
-    "score": ("NodeResourcesFit", "InterPodAffinity"),
+    # upstream's order and weights (TaintToleration 3, NodeAffinity 2, InterPodAffinity 2,
+    # the others 1)
+    "score": (
+        "TaintToleration",
+        "NodeAffinity",
+        "NodeResourcesFit",
+        "InterPodAffinity",
+        "NodeResourcesBalancedAllocation",
+        "ImageLocality",
+    ),
     "placementGenerate": ("TopologyPlacementGenerator",),
     "placementScore": ("PodGroupPodsCount", "NodeResourcesFit"),
     "placementFeasible": ("GangScheduling",),
@@ -661,6 +811,8 @@ _CLASSES: tuple[type[Any], ...] = (
     TaintToleration,
     NodeResourcesFit,
     NodeDeclaredFeatures,
+    NodeResourcesBalancedAllocation,
+    ImageLocality,
     DefaultPlacement,
     TopologyPlacementGenerator,
     PodGroupPodsCount,
@@ -684,17 +836,18 @@ def default_framework(
         gang_strategy=gang_strategy, single_strategy=single_strategy, resources=score_resources
     )
     constraints: list[Any] = [c() for c in CONSTRAINT_PLUGINS]  # InterPodAffinity also scores
+    taints, affinity = TaintToleration(), NodeAffinity()
     return Framework(
         pre_enqueue=[gang],
-        filters=[
-            NodeUnschedulable(),
-            NodeName(),
-            TaintToleration(),
-            NodeAffinity(),
+        filters=[NodeUnschedulable(), NodeName(), taints, affinity, fit, NodeDeclaredFeatures()],
+        scores=[
+            taints,
+            affinity,
             fit,
-            NodeDeclaredFeatures(),
+            *(c for c in constraints if c.name == InterPodAffinity.name),
+            NodeResourcesBalancedAllocation(),
+            ImageLocality(),
         ],
-        scores=[fit, *(c for c in constraints if c.name == InterPodAffinity.name)],
         placement_generate=[TopologyPlacementGenerator()],
         placement_score=[PodGroupPodsCount(), fit],
         placement_feasible=[gang],

@@ -300,10 +300,7 @@ def pod_constraints(pod: Mapping[str, Any]) -> PodConstraints | None:
     spread = spec.get("topologySpreadConstraints")
     volumes = spec.get("volumes")
     ports = _host_ports(spec)
-    preferred_nodes = (affinity.get("nodeAffinity") or {}).get(
-        "preferredDuringSchedulingIgnoredDuringExecution"
-    )
-    if not (pod_aff or pod_anti or spread or ports or preferred_nodes or _volume_kinds(volumes)):
+    if not (pod_aff or pod_anti or spread or ports or _volume_kinds(volumes)):
         return None
     meta = pod.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
@@ -324,22 +321,10 @@ def pod_constraints(pod: Mapping[str, Any]) -> PodConstraints | None:
     parsed = _INTERNED.get(text)
     if parsed is None:
         parsed = _parse(namespace, labels, pod_aff, pod_anti, spread, volumes, ports)
-        parsed = parsed if preferred_nodes is None else _with_not_scored(parsed, preferred_nodes)
         if len(_INTERNED) > 10_000:  # bound the table in long-running schedulers
             _INTERNED.clear()
         _INTERNED[text] = parsed
-    elif preferred_nodes is not None:
-        parsed = _with_not_scored(parsed, preferred_nodes)
     return None if parsed == _EMPTY else parsed
-
-
-def _with_not_scored(parsed: PodConstraints, preferred_nodes: Any) -> PodConstraints:
-    if not preferred_nodes:
-        return parsed
-    note = "preferred node affinity (NodeAffinity scoring)"
-    if note in parsed.not_scored:
-        return parsed
-    return attrs.evolve(parsed, not_scored=(*parsed.not_scored, note))
 
 
 def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:

@@ -27,6 +27,8 @@ from workloadbuilder.scheduler._interface import PlacementWeightPlugin, Registry
 from workloadbuilder.scheduler._plugins import (
     DEFAULT_PLUGINS,
     IN_TREE,
+    NodeAffinity,
+    NodeResourcesBalancedAllocation,
     NodeResourcesFit,
     TopologyPlacementGenerator,
 )
@@ -228,6 +230,104 @@ def _fit_args(f: _Fields, defaults: SchedulerConfig) -> dict[str, Any]:
     return kwargs
 
 
+_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+
+
+def _requirement(v: Any, path: str, *, field: bool) -> dict[str, Any]:
+    """One ``matchExpressions`` / ``matchFields`` item, checked as upstream's node selector
+    parsing does (``matchFields``: only ``metadata.name`` with ``In``/``NotIn`` and one
+    value)."""
+    r = _Fields(v, path)
+    key = _str(r.get("key"), r.at("key"))
+    op = r.get("operator")
+    if op not in _OPERATORS:
+        raise ConfigError(f"{r.at('operator')}: must be one of {', '.join(_OPERATORS)}, not {op!r}")
+    values = [
+        _str(x, f"{r.at('values')}[{i}]")
+        for i, x in enumerate(_list(r.get("values", []), r.at("values")))
+    ]
+    r.done()
+    if field:
+        if key != "metadata.name":
+            raise ConfigError(f"{r.at('key')}: only metadata.name is supported, not {key!r}")
+        if op not in ("In", "NotIn") or len(values) != 1:
+            raise ConfigError(f"{r.at('values')}: metadata.name takes In or NotIn with one value")
+    elif op in ("In", "NotIn") and not values:
+        raise ConfigError(f"{r.at('values')}: must be non-empty with operator {op}")
+    elif op in ("Exists", "DoesNotExist") and values:
+        raise ConfigError(f"{r.at('values')}: must be empty with operator {op}")
+    elif op in ("Gt", "Lt") and (len(values) != 1 or not re.fullmatch(r"[-+]?\d+", values[0])):
+        raise ConfigError(f"{r.at('values')}: operator {op} takes one integer value")
+    return {"key": key, "operator": op, "values": values}
+
+
+def _selector_term(v: Any, path: str) -> dict[str, Any]:
+    t = _Fields(v, path)
+    out: dict[str, Any] = {}
+    for key, field in (("matchExpressions", False), ("matchFields", True)):
+        items = t.get(key)
+        if items is not None:
+            out[key] = [
+                _requirement(x, f"{t.at(key)}[{i}]", field=field)
+                for i, x in enumerate(_list(items, t.at(key)))
+            ]
+    t.done()
+    return out
+
+
+def _node_affinity_args(f: _Fields) -> dict[str, Any]:
+    """NodeAffinityArgs: ``addedAffinity`` (required ``nodeSelectorTerms`` every pod must
+    also match; preferred terms every pod also scores)."""
+    added = f.get("addedAffinity")
+    if added is None:
+        return {}
+    a = _Fields(added, f.at("addedAffinity"))
+    out: dict[str, Any] = {}
+    required = a.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is not None:
+        key = "requiredDuringSchedulingIgnoredDuringExecution"
+        r = _Fields(required, a.at(key))
+        terms = _list(r.get("nodeSelectorTerms", []), r.at("nodeSelectorTerms"))
+        out["added_required"] = [
+            _selector_term(t, f"{r.at('nodeSelectorTerms')}[{i}]") for i, t in enumerate(terms)
+        ]
+        r.done()
+    preferred = a.get("preferredDuringSchedulingIgnoredDuringExecution")
+    if preferred is not None:
+        key = "preferredDuringSchedulingIgnoredDuringExecution"
+        items: list[tuple[int, dict[str, Any]]] = []
+        for i, item in enumerate(_list(preferred, a.at(key))):
+            p = _Fields(item, f"{a.at(key)}[{i}]")
+            weight = _int(p.get("weight", 0), p.at("weight"), minimum=0)
+            if weight > 100:
+                raise ConfigError(f"{p.at('weight')}: must be at most 100, not {weight}")
+            items.append((weight, _selector_term(p.get("preference", {}), p.at("preference"))))
+            p.done()
+        out["added_preferred"] = items
+    a.done()
+    return out
+
+
+def _balanced_args(f: _Fields) -> dict[str, Any]:
+    """NodeResourcesBalancedAllocationArgs: ``resources`` (names, each once, weight 1; 0 or
+    unset defaults to 1, an empty list to cpu and memory, as upstream's defaulting)."""
+    resources = f.get("resources")
+    if resources is None:
+        return {}
+    out: list[tuple[str, int]] = []
+    for i, item in enumerate(_list(resources, f.at("resources"))):
+        r = _Fields(item, f"{f.at('resources')}[{i}]")
+        name = _str(r.get("name"), r.at("name"))
+        if any(name == n for n, _ in out):
+            raise ConfigError(f"{r.at('name')}: {name!r} is listed twice")
+        weight = r.get("weight", 1)
+        if weight not in (0, 1) or isinstance(weight, bool):
+            raise ConfigError(f"{r.at('weight')}: must be 1, not {weight!r}")
+        r.done()
+        out.append((name, 1))
+    return {"resources": tuple(out)} if out else {}
+
+
 def _topology_args(f: _Fields) -> dict[str, Any]:
     """TopologyPlacementGenerator (our extensions): ``tieBreakSeed`` (default 0) and
     ``compositeSearch: {mode: bounded|greedy, budget: N, deadlineSeconds: S}``."""
@@ -304,6 +404,10 @@ def _plugin_args(
             out[name] = _topology_args(args)
         elif name == InterPodAffinity.name:
             out[name] = _inter_pod_affinity_args(args)
+        elif name == NodeAffinity.name:
+            out[name] = _node_affinity_args(args)
+        elif name == NodeResourcesBalancedAllocation.name:
+            out[name] = _balanced_args(args)
         elif name == DefaultPreemption.name:
             aware = args.get("topologyAware")
             if aware is not None and not isinstance(aware, bool):

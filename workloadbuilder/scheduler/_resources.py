@@ -2,15 +2,16 @@
 the SDK's :mod:`workloadbuilder.resources`).
 
 A pod's *requirements* are everything the node-level filters and scores look at: resource
-requests, ``nodeName``, ``nodeSelector``, required node affinity and tolerations. Pods with
-equal requirements share one :class:`PodRequirements` value (the *signature*), so the
-scheduler evaluates them once per node instead of once per pod.
+requests, ``nodeName``, ``nodeSelector``, required and preferred node affinity, tolerations
+and the container images (ImageLocality). Pods with equal requirements share one
+:class:`PodRequirements` value (the *signature*), so the scheduler evaluates them once per
+node instead of once per pod.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -18,7 +19,7 @@ import orjson
 
 from workloadbuilder.resources import PODS, pod_requests
 
-__all__ = ["PodRequirements", "pod_requirements", "required_features"]
+__all__ = ["PodRequirements", "normalized_image", "pod_requirements", "required_features"]
 
 
 @attrs.frozen(kw_only=True, cache_hash=True)
@@ -38,6 +39,12 @@ class PodRequirements:
     #: the node features the pod needs (NodeDeclaredFeatures: names a node lists in
     #: ``status.declaredFeatures``), sorted
     features: tuple[str, ...] = ()
+    #: preferred node affinity: ``[weight, preference]`` pairs as canonical JSON text (terms
+    #: of weight 0 or without expressions and fields left out: they never score)
+    preferred: str | None = None
+    #: normalised image names (``:latest`` added when untagged) of the init containers,
+    #: containers and image volumes, sorted, one entry each (a repeated image counts twice)
+    images: tuple[str, ...] = ()
 
     @property
     def request_map(self) -> dict[str, int]:
@@ -51,6 +58,12 @@ class PodRequirements:
     def toleration_list(self) -> list[dict[str, Any]]:
         """The pod's tolerations."""
         return list(json.loads(self.tolerations)) if self.tolerations else []
+
+    def preferred_terms(self) -> list[tuple[int, dict[str, Any]]]:
+        """The preferred node affinity terms as ``(weight, preference)``."""
+        if not self.preferred:
+            return []
+        return [(int(w), dict(t)) for w, t in json.loads(self.preferred)]
 
     @property
     def has_node_constraints(self) -> bool:
@@ -72,14 +85,61 @@ def _canon(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+def normalized_image(name: str) -> str:
+    """An image name as node ``status.images`` list it: ``:latest`` added when the name has
+    no tag (no ``:`` after the last ``/``)."""
+    return name if name.rfind(":") > name.rfind("/") else name + ":latest"
+
+
+def _images(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    containers: Sequence[Any] = spec.get("containers") or ()
+    if len(containers) == 1 and not spec.get("initContainers") and not spec.get("volumes"):
+        only = containers[0]  # the common pod: one container, no image volumes
+        if isinstance(only, Mapping):
+            return (normalized_image(str(only.get("image") or "")),)
+    names = [
+        normalized_image(str(c.get("image") or ""))
+        for key in ("initContainers", "containers")
+        for c in spec.get(key) or ()
+        if isinstance(c, Mapping)
+    ]
+    for v in spec.get("volumes") or ():
+        image = v.get("image") if isinstance(v, Mapping) else None
+        if isinstance(image, Mapping):
+            names.append(normalized_image(str(image.get("reference") or "")))
+    names.sort()
+    return tuple(names)
+
+
+def _weight(value: Any) -> int:
+    """A term's weight (the API server admits integers 1..100 only; anything else scores
+    nothing)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _preferred(node_affinity: Mapping[str, Any]) -> str | None:
+    terms = [
+        [_weight(t.get("weight")), t.get("preference") or {}]
+        for t in node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or ()
+        if isinstance(t, Mapping)
+    ]
+    kept = [
+        (w, pref)
+        for w, pref in terms
+        if w
+        and isinstance(pref, Mapping)
+        and (pref.get("matchExpressions") or pref.get("matchFields"))
+    ]
+    return _canon(kept) if kept else None
+
+
 def pod_requirements(pod: Mapping[str, Any]) -> PodRequirements:
     """The requirements (signature) of a pod dict."""
     spec = pod.get("spec") or {}
     requests = pod_requests(spec)
     requests[PODS] = 1
-    affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
+    node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    affinity = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
     terms = affinity.get("nodeSelectorTerms") or []
     tolerations = spec.get("tolerations") or []
     return PodRequirements(
@@ -100,6 +160,8 @@ def pod_requirements(pod: Mapping[str, Any]) -> PodRequirements:
             if isinstance(c, Mapping)
         ),
         features=required_features(spec),
+        preferred=_preferred(node_affinity) if node_affinity else None,
+        images=_images(spec),
     )
 
 
