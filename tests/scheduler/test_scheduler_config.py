@@ -73,7 +73,11 @@ def test_good_file(tmp_path: Path) -> None:
         "TaintToleration",
         "NodeResourcesFit",
     ]
-    (fit,) = fw.scores
+    # upstream's default Score plugins here (PodTopologySpread, weight 2); the file re-enables
+    # NodeResourcesFit, which moves it last
+    spread, fit = fw.scores
+    assert spread.name == "PodTopologySpread" and spread.weight == 2
+    assert spread in fw.reserve  # one instance: its Filter and its Score
     assert isinstance(fit, NodeResourcesFit) and fit is fw.filters[-1]
     assert fit.weight == 3
     assert (fit.single_strategy, fit.gang_strategy) == ("MostAllocated", "LeastAllocated")

@@ -631,7 +631,7 @@ DEFAULT_PLUGINS: dict[str, tuple[str, ...]] = {
         "NodeAffinity",
         "NodeResourcesFit",
     ),
-    "score": ("NodeResourcesFit",),
+    "score": ("NodeResourcesFit", "PodTopologySpread"),
     "placementGenerate": ("TopologyPlacementGenerator",),
     "placementScore": ("PodGroupPodsCount", "NodeResourcesFit"),
     "placementFeasible": ("GangScheduling",),
@@ -679,14 +679,17 @@ def default_framework(
     fit = NodeResourcesFit(
         gang_strategy=gang_strategy, single_strategy=single_strategy, resources=score_resources
     )
+    constraints = [c() for c in CONSTRAINT_PLUGINS]
+    spread = next(c for c in constraints if isinstance(c, PodTopologySpread))
+    scores: list[Any] = [fit, spread]  # a vectorised Score plugin and a per-pod one
     return Framework(
         pre_enqueue=[gang],
         filters=[NodeUnschedulable(), NodeName(), TaintToleration(), NodeAffinity(), fit],
-        scores=[fit],
+        scores=scores,
         placement_generate=[TopologyPlacementGenerator()],
         placement_score=[PodGroupPodsCount(), fit],
         placement_feasible=[gang],
         pod_group_post_filter=[DefaultPreemption()],
         bind=[DefaultBinder()],
-        reserve=[*(c() for c in CONSTRAINT_PLUGINS), DynamicResources()],
+        reserve=[*constraints, DynamicResources()],
     )

@@ -332,7 +332,7 @@ def _parse(
         ):
             not_scored.append(f"preferred {name} (InterPodAffinity scoring)")
     constraints: list[SpreadConstraint] = []
-    for i, c in enumerate(spread or ()):
+    for c in spread or ():
         if not isinstance(c, Mapping):
             continue
         selector = Selector.parse(c.get("labelSelector"))
@@ -350,11 +350,6 @@ def _parse(
                 honor_node_taints=c.get("nodeTaintsPolicy", "Ignore") == "Honor",
             )
         )
-        if not hard:
-            not_scored.append(
-                f"topologySpreadConstraints[{i}] whenUnsatisfiable: ScheduleAnyway "
-                "(PodTopologySpread scoring)"
-            )
     for name, source in _volume_kinds(volumes):
         plugin = _VOLUME_PLUGINS[source]
         unsupported.append(
