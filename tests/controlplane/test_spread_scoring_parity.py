@@ -204,3 +204,47 @@ async def test_system_defaults_spread_a_replica_sets_pods_over_hosts(
     up, ours = await both(sides, scenario)
     print(f"\nupstream: {up}\nours: {ours}")
     assert up == ours == Counter({"big": 2, "small": 2})
+
+
+async def test_an_empty_selector_counts_no_pod_in_the_filter(sides: tuple[Side, Side]) -> None:
+    """``labelSelector: {}`` on a ``DoNotSchedule`` hostname constraint: upstream counts no
+    pod for it, so a pod pinned to a node already running 3 pods binds; the same constraint
+    with a selector matching those pods keeps it pending (3 ahead of the empty node)."""
+
+    async def scenario(s: Side) -> tuple[bool, str | None]:
+        await s.node("a")
+        await s.node("b")
+        for i in range(3):
+            p = make_pod(f"old-{i}", s.namespace).node_name(s.full("a"))
+            obj = p.request("cpu", "100m").obj()
+            obj["metadata"]["labels"] = {"app": "x"}
+            await s.cluster.create(obj)
+        host = {"nodeSelector": {"kubernetes.io/hostname": s.full("a")}}
+
+        def spread(selector: dict[str, Any]) -> dict[str, Any]:
+            c = {
+                "maxSkew": 1,
+                "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": selector,
+                "nodeAffinityPolicy": "Ignore",
+            }
+            return {**host, "topologySpreadConstraints": [c]}
+
+        await s.pod("empty", labels={"app": "x"}, spec=spread({}))
+        await s.pod("matching", labels={"app": "x"}, spec=spread({"matchLabels": {"app": "x"}}))
+        placed = await s.bound(["empty"])
+
+        async def verdict() -> str | None:
+            pod = (await s.pods())["matching"]
+            for c in (pod.get("status") or {}).get("conditions") or ():
+                if c.get("type") == "PodScheduled" and c.get("status") == "False":
+                    return str(c.get("reason"))
+            return None
+
+        reason = await until(verdict, f"{s.name}: matching pending", timeout=TIMEOUT, interval=0.2)
+        return placed["empty"] == "a", reason
+
+    up, ours = await both(sides, scenario)
+    print(f"\nupstream: {up}\nours: {ours}")
+    assert up == ours == (True, "Unschedulable")

@@ -373,6 +373,31 @@ def test_an_empty_selector_counts_no_pod() -> None:
     assert _scores(ABCD[:3], pods, pod) == dict.fromkeys(["node-a", "node-b", "node-c"], 100)
 
 
+def test_an_empty_selector_holds_no_hard_constraint_either() -> None:
+    """The Filter counts the same way: with ``labelSelector: {}`` no domain is ahead, so a
+    node already running 3 pods still passes ``maxSkew: 1``."""
+    cache = Cache("default-scheduler")
+    for name, labels in ABCD[:2]:
+        cache.upsert_node(make_node(name).labels(labels).resources({"cpu": "64"}).obj())
+    for p in _on("node-a", 3):
+        cache.upsert_pod(p, 0.0)
+    hard = {**_soft(1, HOST, selector={}), "whenUnsatisfiable": "DoNotSchedule"}
+    _, info = cache.upsert_pod(_pod_obj("p", labels=ME, spread=[hard]), 0.0)
+    assert info is not None
+    pl = PodTopologySpread()
+    assert pl.applies(info)
+    mask = pl.feasible_rows(info, Snapshot(cache))
+    assert mask is not None
+    assert [bool(mask[cache.nodes.index[n]]) for n, _ in ABCD[:2]] == [True, True]
+    # a selector that matches them: node-a is 3 ahead
+    hard = {**_soft(1, HOST), "whenUnsatisfiable": "DoNotSchedule"}
+    _, info = cache.upsert_pod(_pod_obj("q", labels=ME, spread=[hard]), 0.0)
+    assert info is not None
+    mask = pl.feasible_rows(info, Snapshot(cache))
+    assert mask is not None
+    assert [bool(mask[cache.nodes.index[n]]) for n, _ in ABCD[:2]] == [False, True]
+
+
 # ---- which constraints a pod has ---------------------------------------------------------
 
 

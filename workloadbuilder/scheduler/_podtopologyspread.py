@@ -155,6 +155,8 @@ class PodTopologySpread(MaskPlugin):
             return ()
         got = self._with_selector.get((selector, hard))
         if got is None:
+            if len(self._with_selector) > 10_000:  # bound it in long-running schedulers
+                self._with_selector.clear()
             got = tuple(attrs.evolve(d, selector=selector) for d in defaults)
             self._with_selector[(selector, hard)] = got
         return got
