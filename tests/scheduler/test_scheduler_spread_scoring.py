@@ -928,3 +928,48 @@ async def test_explain_no_longer_calls_a_soft_spread_constraint_not_scored(env: 
     report = await explain_report(env.cluster, "g", env.namespace)
     assert "notScored" not in report
     assert "Not scored" not in render_explain(report)
+
+
+async def test_system_defaults_keep_a_services_pods_even_over_zones(env: Env) -> None:
+    """Upstream's integration case (``TestDefaultPodTopologySpreadScoring``), smaller: with
+    PodTopologySpread the only Score plugin, 30 nodes in 3 zones, the pods of a Service created
+    in batches of 3, 9 and 15 land with zone skew 0 after each batch."""
+    for i in range(30):
+        name = f"n{i}"
+        await env.node(name, labels={HOST: env.node_name(name), **_zone(env, f"z{i % 3}")})
+    zone_of = {env.node_name(f"n{i}"): i % 3 for i in range(30)}
+    await env.cluster.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "svc", "namespace": env.namespace},
+            "spec": {"selector": {"service": "svc"}, "ports": [{"port": 80}]},
+        }
+    )
+    loaded = parse_config(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [
+                {
+                    "schedulerName": env.scheduler_name,
+                    "plugins": {
+                        "score": {
+                            "disabled": [{"name": "*"}],
+                            "enabled": [{"name": "PodTopologySpread"}],
+                        }
+                    },
+                }
+            ],
+        }
+    )
+    assert [p.name for p in loaded.framework.scores] == ["PodTopologySpread"]
+    s = await _with_config(env, loaded)
+    names: list[str] = []
+    for batch in (3, 9, 15):
+        for _ in range(batch):
+            names.append(f"p-{len(names)}")
+            await env.pod(names[-1], labels={"service": "svc"})
+        bound = await _all_bound(env, s, names)
+        per_zone = Counter(zone_of[n] for n in bound.values())
+        assert len(per_zone) == 3 and max(per_zone.values()) == min(per_zone.values()), per_zone
