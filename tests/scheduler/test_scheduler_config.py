@@ -79,12 +79,15 @@ def test_good_file(tmp_path: Path) -> None:
     assert [(s.name, s.weight) for s in fw.scores] == [
         ("TaintToleration", 3),
         ("NodeAffinity", 2),
+        ("PodTopologySpread", 2),
         ("InterPodAffinity", 2),
         ("NodeResourcesBalancedAllocation", 1),
         ("ImageLocality", 1),
         ("NodeResourcesFit", 3),
     ]
     assert fw.scores[0] is fw.filters[2]  # one TaintToleration instance for both points
+    spread = fw.scores[2]
+    assert spread in fw.reserve  # one instance: its Filter and its Score
     fit = fw.scores[-1]
     assert isinstance(fit, NodeResourcesFit) and fit is fw.filters[3]
     assert fit.weight == 3

@@ -85,6 +85,13 @@ for _info in (
     ResourceInfo(group="", version="v1", kind="Namespace", plural="namespaces", namespaced=False),
     ResourceInfo(group="", version="v1", kind="Event", plural="events", has_status=False),
     ResourceInfo(group="", version="v1", kind="ConfigMap", plural="configmaps", has_status=False),
+    # the controllers PodTopologySpread's default constraints select pods by
+    ResourceInfo(group="", version="v1", kind="Service", plural="services"),
+    ResourceInfo(
+        group="", version="v1", kind="ReplicationController", plural="replicationcontrollers"
+    ),
+    ResourceInfo(group="apps", version="v1", kind="ReplicaSet", plural="replicasets"),
+    ResourceInfo(group="apps", version="v1", kind="StatefulSet", plural="statefulsets"),
     ResourceInfo(
         group="scheduling.k8s.io",
         version="v1",

@@ -71,6 +71,9 @@ class PodInfo:
     start_time: float | None = None
     #: host ports, required pod (anti-)affinity, spread constraints (None: none at all)
     constraints: PodConstraints | None = None
+    #: ``(apiVersion, kind, name)`` of the owner reference with ``controller: true``
+    #: (PodTopologySpread's default constraints select by the pod's ReplicaSet etc.)
+    controller: tuple[str, str, str] | None = None
 
     @property
     def key(self) -> PodKey:
@@ -539,6 +542,7 @@ class Cache:
             info.labels = labels
             info.claim_statuses = _claim_statuses(status)
             info.start_time = _start_time(status)
+            info.controller = _controller(meta)
             if info.node_name is not None and info.assumed_node is not None:
                 info.assumed_node = None  # binding confirmed (or bound elsewhere)
             if info.node_name is None and info.counted_node is None:
@@ -571,6 +575,7 @@ class Cache:
             claim_statuses=_claim_statuses(status),
             start_time=_start_time(status),
             constraints=pod_constraints(pod),
+            controller=_controller(meta),
         )
         self.pods[key] = info
         self._pods_by_uid[info.uid] = key
@@ -862,3 +867,11 @@ def _start_time(status: dict[str, Any]) -> float | None:
         return datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
+
+
+def _controller(meta: dict[str, Any]) -> tuple[str, str, str] | None:
+    """``(apiVersion, kind, name)`` of the pod's controller owner reference, if any."""
+    for ref in meta.get("ownerReferences") or ():
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            return (str(ref.get("apiVersion") or ""), str(ref.get("kind")), str(ref.get("name")))
+    return None

@@ -241,7 +241,9 @@ class Framework:
         self._bounded = bounded if len(bounded) == len(self._weighted) else None
         self._handles = [p for p in self.pod_group_post_filter if isinstance(p, HandlePlugin)]
         self._explainers = [r for r in self.reserve if isinstance(r, ExplainGroupPlugin)]
-        self._everyone = [r for r in self.reserve if not isinstance(r, PodScopedPlugin)]
+        self._everyone = [
+            r for r in self.reserve if not (isinstance(r, PodScopedPlugin) and r.pod_scoped)
+        ]
         self._reserve_names = frozenset(r.name for r in self.reserve)
         self._by_type = {}
         self._events = None

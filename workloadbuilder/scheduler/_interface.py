@@ -544,7 +544,8 @@ class PodScopedPlugin(Protocol):
     skips asking it, for most pods; InterPodAffinity is not one: a counted pod's
     anti-affinity holds against every pod)."""
 
-    #: always True for plugins that have the capability
+    #: True for plugins that have the capability (False: asked for every pod after all, e.g.
+    #: PodTopologySpread with ``DoNotSchedule`` default constraints)
     pod_scoped: bool
 
 

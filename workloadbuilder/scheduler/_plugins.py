@@ -775,12 +775,13 @@ DEFAULT_PLUGINS: dict[str, tuple[str, ...]] = {
         "NodeResourcesFit",
         "NodeDeclaredFeatures",
     ),
-    # upstream's order and weights (TaintToleration 3, NodeAffinity 2, InterPodAffinity 2,
-    # the others 1)
+    # upstream's order and weights (TaintToleration 3, NodeAffinity 2, PodTopologySpread 2,
+    # InterPodAffinity 2, the others 1)
     "score": (
         "TaintToleration",
         "NodeAffinity",
         "NodeResourcesFit",
+        "PodTopologySpread",
         "InterPodAffinity",
         "NodeResourcesBalancedAllocation",
         "ImageLocality",
@@ -835,7 +836,7 @@ def default_framework(
     fit = NodeResourcesFit(
         gang_strategy=gang_strategy, single_strategy=single_strategy, resources=score_resources
     )
-    constraints: list[Any] = [c() for c in CONSTRAINT_PLUGINS]  # InterPodAffinity also scores
+    constraints: list[Any] = [c() for c in CONSTRAINT_PLUGINS]  # these two also score
     taints, affinity = TaintToleration(), NodeAffinity()
     return Framework(
         pre_enqueue=[gang],
@@ -844,6 +845,7 @@ def default_framework(
             taints,
             affinity,
             fit,
+            *(c for c in constraints if c.name == PodTopologySpread.name),
             *(c for c in constraints if c.name == InterPodAffinity.name),
             NodeResourcesBalancedAllocation(),
             ImageLocality(),

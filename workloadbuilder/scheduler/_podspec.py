@@ -387,7 +387,7 @@ def _parse(
     preferred = _preferred(namespace, pod_aff)
     preferred_anti = _preferred(namespace, pod_anti)
     constraints: list[SpreadConstraint] = []
-    for i, c in enumerate(spread or ()):
+    for c in spread or ():
         if not isinstance(c, Mapping):
             continue
         selector = Selector.parse(c.get("labelSelector"))
@@ -405,11 +405,6 @@ def _parse(
                 honor_node_taints=c.get("nodeTaintsPolicy", "Ignore") == "Honor",
             )
         )
-        if not hard:
-            not_scored.append(
-                f"topologySpreadConstraints[{i}] whenUnsatisfiable: ScheduleAnyway "
-                "(PodTopologySpread scoring)"
-            )
     for name, source in _volume_kinds(volumes):
         plugin = _VOLUME_PLUGINS[source]
         unsupported.append(

@@ -36,6 +36,7 @@ from workloadbuilder.scheduler._podconstraints import (
     MAX_HARD_POD_AFFINITY_WEIGHT,
     InterPodAffinity,
 )
+from workloadbuilder.scheduler._podspec import Selector, SpreadConstraint
 from workloadbuilder.scheduler._preemption import DefaultPreemption
 
 __all__ = [
@@ -377,6 +378,132 @@ def _inter_pod_affinity_args(f: _Fields) -> dict[str, Any]:
     return out
 
 
+_LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_ACTIONS = ("DoNotSchedule", "ScheduleAnyway")
+_POLICIES = ("Honor", "Ignore")
+
+
+def _quoted(v: Any) -> str:
+    return f'"{v}"' if isinstance(v, str) else str(v)
+
+
+def _label_name_errors(v: str) -> list[str]:
+    """Upstream's ``ValidateLabelName`` (a qualified name: ``[prefix/]name``)."""
+    prefix, _, name = v.rpartition("/")
+    errors: list[str] = []
+    if v.count("/") > 1 or (v.count("/") == 1 and not prefix):
+        return [
+            "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and "
+            "must start and end with an alphanumeric character with an optional DNS subdomain "
+            "prefix and '/'"
+        ]
+    if not name:
+        errors.append("name part must be non-empty")
+    elif len(name) > 63:
+        errors.append("name part must be no more than 63 characters")
+    elif not _LABEL_NAME.fullmatch(name):
+        errors.append(
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must "
+            "start and end with an alphanumeric character"
+        )
+    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix)):
+        errors.append(
+            "prefix part a lowercase RFC 1123 subdomain must consist of lower case "
+            "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric "
+            "character"
+        )
+    return errors
+
+
+def _spread_args(f: _Fields) -> dict[str, Any]:
+    """PodTopologySpreadArgs: ``defaultingType`` (System, the default, or List) and
+    ``defaultConstraints``, checked as upstream's ``ValidatePodTopologySpreadArgs`` (every
+    error found, each with its field path)."""
+    errors: list[str] = []
+    raw = f.get("defaultConstraints", [])
+    items = _list(raw, f.at("defaultConstraints"))
+    defaulting = f.get("defaultingType", "System")
+    if defaulting not in ("System", "List"):
+        errors.append(
+            f"{f.at('defaultingType')}: Unsupported value: {_quoted(defaulting)}: supported "
+            'values: "System", "List"'
+        )
+    elif defaulting == "System" and items:
+        errors.append(
+            f'{f.at("defaultingType")}: Invalid value: "System": when .defaultConstraints are '
+            "not empty"
+        )
+    out: list[SpreadConstraint] = []
+    seen: list[tuple[Any, Any]] = []
+    for i, item in enumerate(items):
+        c = _Fields(item, f"{f.at('defaultConstraints')}[{i}]")
+        max_skew = c.get("maxSkew", 0)
+        if isinstance(max_skew, bool) or not isinstance(max_skew, int) or max_skew <= 0:
+            errors.append(
+                f"{c.at('maxSkew')}: Invalid value: {_quoted(max_skew)}: not in valid range "
+                "(0, inf)"
+            )
+        key = c.get("topologyKey", "")
+        if not isinstance(key, str) or not key:
+            errors.append(f"{c.at('topologyKey')}: Required value: can not be empty")
+        else:
+            for e in _label_name_errors(key):
+                errors.append(f"{c.at('topologyKey')}: Invalid value: {_quoted(key)}: {e}")
+        action = c.get("whenUnsatisfiable", "")
+        if not action:
+            errors.append(f"{c.at('whenUnsatisfiable')}: Required value: can not be empty")
+        elif action not in _ACTIONS:
+            errors.append(
+                f"{c.at('whenUnsatisfiable')}: Unsupported value: {_quoted(action)}: "
+                'supported values: "DoNotSchedule", "ScheduleAnyway"'
+            )
+        if "labelSelector" in c.value:
+            c.get("labelSelector")
+            errors.append(
+                f"{c.at('labelSelector')}: Forbidden: constraint must not define a selector, "
+                "as they deduced for each pod"
+            )
+        if (key, action) in seen:
+            errors.append(
+                f'{f.at("defaultConstraints")}[{i}]: Duplicate value: "{{{key}, {action}}}"'
+            )
+        seen.append((key, action))
+        min_domains = c.get("minDomains")
+        if min_domains is not None:
+            min_domains = _int(min_domains, c.at("minDomains"), minimum=1)
+        policies: dict[str, bool] = {}
+        for field, default in (("nodeAffinityPolicy", "Honor"), ("nodeTaintsPolicy", "Ignore")):
+            value = c.get(field, default)
+            if value not in _POLICIES:
+                errors.append(
+                    f"{c.at(field)}: Unsupported value: {_quoted(value)}: supported values: "
+                    '"Honor", "Ignore"'
+                )
+            policies[field] = value == "Honor"
+        if c.get("matchLabelKeys") is not None:
+            errors.append(
+                f"{c.at('matchLabelKeys')}: Forbidden: has no effect in a default constraint "
+                "(its selector is built for each pod), so it is not accepted"
+            )
+        c.done()
+        if isinstance(max_skew, int) and isinstance(key, str) and action in _ACTIONS:
+            out.append(
+                SpreadConstraint(
+                    max_skew=max_skew,
+                    topology_key=key,
+                    selector=Selector(),
+                    hard=action == "DoNotSchedule",
+                    min_domains=min_domains or 1,
+                    honor_node_affinity=policies["nodeAffinityPolicy"],
+                    honor_node_taints=policies["nodeTaintsPolicy"],
+                )
+            )
+    if errors:
+        raise ConfigError("; ".join(errors))
+    return {"defaulting_type": defaulting, "default_constraints": tuple(out)}
+
+
 def _plugin_args(
     entries: Any, path: str, defaults: SchedulerConfig, registry: Registry
 ) -> dict[str, dict[str, Any]]:
@@ -408,6 +535,8 @@ def _plugin_args(
             out[name] = _node_affinity_args(args)
         elif name == NodeResourcesBalancedAllocation.name:
             out[name] = _balanced_args(args)
+        elif name == "PodTopologySpread":
+            out[name] = _spread_args(args)
         elif name == DefaultPreemption.name:
             aware = args.get("topologyAware")
             if aware is not None and not isinstance(aware, bool):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from workloadbuilder.cluster import Cluster
 from workloadbuilder.runtime import Clock, Feed, WallClock, gc_policy, probe_feeds, settle
@@ -19,6 +19,7 @@ from workloadbuilder.scheduler._framework import Framework
 from workloadbuilder.scheduler._metrics import PENDING
 from workloadbuilder.scheduler._plugins import default_framework
 from workloadbuilder.scheduler._podconstraints import shared_namespaces
+from workloadbuilder.scheduler._podtopologyspread import CONTROLLER_KINDS, PodTopologySpread
 from workloadbuilder.scheduler._queue import SchedulingQueue
 from workloadbuilder.scheduler._schedule_one import ScheduleOne
 from workloadbuilder.scheduler._status import (
@@ -183,6 +184,14 @@ class Scheduler:
                     ),
                 )
             ]
+        spread = next(
+            (p for p in [*self.framework.reserve, *self.framework.scores] if _spreads(p)), None
+        )
+        if spread is not None:  # default spread constraints: the pods' Services, controllers
+            self._feeds[-1:-1] = [
+                Feed(c, kind, spread.controllers.handler(kind), optional=True)
+                for kind in CONTROLLER_KINDS
+            ]
         if self.config.preemption:  # only preemption reads PodDisruptionBudgets
             self._feeds.append(Feed(c, "PodDisruptionBudget", h.on_pdb, optional=True))
         try:
@@ -295,6 +304,11 @@ class Scheduler:
             t = "pod" if kind == "Pod" else "podgroup"
             for state in ("gated", "active", "backoff", "unschedulable"):
                 PENDING.labels(type=t, queue=state).set(states.get(state, 0))
+
+
+def _spreads(plugin: object) -> TypeGuard[PodTopologySpread]:
+    """PodTopologySpread with default constraints (it reads Services and controllers)."""
+    return isinstance(plugin, PodTopologySpread) and plugin.needs_controllers
 
 
 if TYPE_CHECKING:
