@@ -58,6 +58,7 @@ class Submit:
 
     cache: Cache
     queue: SchedulingQueue
+    #: the framework of the attempt being submitted (its entity's profile)
     framework: Framework
     enqueuer: Enqueuer
     binder: Binder
@@ -76,7 +77,7 @@ class Submit:
         """Everything before ``queue.done``; the attempt's outcome."""
         if isinstance(r, PodBind):
             self.framework.run_commit(r.cycle.reservations)
-            self.binder.assume_and_bind(e.key, r.cycle.assignments)
+            self.binder.assume_and_bind(e.key, r.cycle.assignments, framework=self.framework)
             self.queue.remove(e.key)
             return "success"
         if isinstance(r, GroupBind):
@@ -213,7 +214,9 @@ class Submit:
         )
         self.framework.run_commit(res.reservations)
         # a gang whose quorum depends on this batch binds one pod first (see Binder)
-        self.binder.assume_and_bind(e.key, res.assignments, group=r.group, canary=r.canary)
+        self.binder.assume_and_bind(
+            e.key, res.assignments, group=r.group, canary=r.canary, framework=self.framework
+        )
         for p in res.unplaced:
             diag = res.diagnoses.get(p.req)
             if diag is not None:
@@ -236,7 +239,9 @@ class Submit:
 
     def _bind_tree(self, e: QueuedEntity, r: TreeBind) -> None:
         tree, res = r.tree, r.cycle
-        self.binder.assume_and_bind(e.key, res.assignments, canary=tree.is_gang)
+        self.binder.assume_and_bind(
+            e.key, res.assignments, canary=tree.is_gang, framework=self.framework
+        )
         self.explanations.pop(tree.key, None)
         for node in tree.composites():
             assert node.cpg is not None
