@@ -207,6 +207,43 @@ async def test_a_gang_is_scheduled_by_its_pods_profile(env: Env) -> None:
     assert f"Scheduler: {b_name}" in render_explain(report)
 
 
+async def test_a_composite_tree_is_scheduled_by_its_pods_profile(env: Env) -> None:
+    """A CompositePodGroup tree (minGroupCount 2) whose pods name B: placed whole on the
+    tainted nodes; the same tree naming A binds nothing."""
+    from workloadbuilder.api import CompositePodGroup, from_dict
+    from workloadbuilder.testing.builders import make_composite_pod_group
+
+    a_name, b_name = _names(env)
+    for i in range(2):
+        await _node(env, f"t{i}", cpu="2", tainted=True)
+    pool = {"profiles-pool": env.namespace}
+    for tree, profile in (("tb", b_name), ("ta", a_name)):
+        cpg = make_composite_pod_group(tree, env.namespace).gang(2)
+        await env.cluster.create(from_dict(cpg.obj(), CompositePodGroup))
+        for leaf in ("x", "y"):
+            await env.pod_group(f"{tree}-{leaf}", 1, parent=tree)
+            await env.pod(
+                f"{tree}-{leaf}-0",
+                f"{tree}-{leaf}",
+                cpu="2",
+                node_selector=pool,
+                scheduler_name=profile,
+            )
+    s = _scheduler(env, _loaded(env))
+    await s.start()
+
+    async def decided() -> bool:
+        done = [await env.group_condition(g) for g in ("tb-x", "tb-y", "ta-x")]
+        return all(c is not None for c in done) and done[0].status == "True"
+
+    await env.until(s, decided)
+    bound = await env.bound()
+    assert sorted(bound) == ["tb-x-0", "tb-y-0"]
+    assert len(set(bound.values())) == 2
+    cond = await env.group_condition("ta-x")
+    assert (cond.status, cond.reason) == ("False", "Unschedulable")
+
+
 async def test_a_group_whose_pods_name_two_profiles_is_a_scheduler_error(env: Env) -> None:
     a_name, b_name = _names(env)
     await _node(env, "n")
@@ -377,3 +414,94 @@ def test_scheduler_takes_the_frameworks_of_its_profiles() -> None:
         Scheduler(cluster, frameworks={})
     one = Scheduler(cluster, framework=Framework())
     assert list(one.frameworks) == ["workloadbuilder-scheduler"]
+
+
+# ---- the command ---------------------------------------------------------------------------
+
+
+@pytest.mark.controlplane
+async def test_the_scheduler_command_serves_every_profile_of_its_file(
+    control_plane: Any, tmp_path: Any
+) -> None:
+    """``workloadbuilder scheduler --config FILE`` with two profiles: one process binds the
+    pods of both (B's on the tainted node only B may use)."""
+    import asyncio
+    import contextlib
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    from workloadbuilder.cluster import KubeCluster
+    from workloadbuilder.errors import NotFound
+
+    ns = control_plane.create_namespace("profcli-")
+    a_name, b_name = f"wb-{ns}", f"wb-{ns}-packer"
+    doc = {**API, "profiles": [{"schedulerName": a_name}, {"schedulerName": b_name, **PACKER}]}
+    config = tmp_path / "sched.yaml"
+    config.write_text(yaml.safe_dump(doc))
+    kube = KubeCluster.from_kubeconfig(control_plane.kubeconfig)
+    nodes = {"plain": f"{ns}-plain", "tainted": f"{ns}-tainted"}
+    cli = str(Path(sys.executable).parent / "workloadbuilder")
+    proc = subprocess.Popen(
+        [
+            cli,
+            "scheduler",
+            "--config",
+            str(config),
+            "--metrics-port",
+            "0",
+            "--kubeconfig",
+            str(control_plane.kubeconfig),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for kind, node in nodes.items():
+            spec = {"taints": [TAINT]} if kind == "tainted" else {}
+            meta = {"name": node, "labels": {"profiles-test": node}}
+            await kube.create({"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec})
+            alloc = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+            status = {"allocatable": alloc, "capacity": alloc}
+            await kube.patch("Node", node, {"status": status}, subresource="status")
+        for pod, profile, node in (("a", a_name, "plain"), ("b", b_name, "tainted")):
+            spec = {
+                "schedulerName": profile,
+                "nodeSelector": {"profiles-test": nodes[node]},
+                "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+            }
+            meta = {"name": pod, "namespace": ns}
+            await kube.create({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+        while True:
+            assert proc.poll() is None, proc.communicate()
+            got = {}
+            for pod in ("a", "b"):
+                obj = await kube.get("Pod", pod, ns)
+                assert isinstance(obj, dict)
+                got[pod] = obj["spec"].get("nodeName")
+            if got == {"a": nodes["plain"], "b": nodes["tainted"]}:
+                break
+            assert loop.time() < deadline, got
+            await asyncio.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        code = await asyncio.to_thread(proc.wait, 30)
+        _, err = proc.communicate()
+        assert code == 0, err
+        assert f"in {a_name}, {b_name} (one profile each)" in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pod in ("a", "b"):
+            with contextlib.suppress(NotFound):
+                await kube.delete("Pod", pod, ns, grace_period_seconds=0)
+        for node in nodes.values():
+            with contextlib.suppress(NotFound):
+                await kube.delete("Node", node)
+        await kube.close()
