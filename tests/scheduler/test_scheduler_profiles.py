@@ -394,6 +394,36 @@ def test_the_same_queue_sort_everywhere_is_accepted() -> None:
     assert list(loaded.frameworks) == ["a", "b"]
 
 
+def test_the_command_reads_every_profile_and_names_the_bad_field(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import argparse
+
+    import yaml
+
+    from workloadbuilder.cli import main
+    from workloadbuilder.scheduler.cli import register
+
+    two = tmp_path / "two.yaml"
+    two.write_text(yaml.safe_dump({**API, "profiles": PROFILES_AB}))
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    from workloadbuilder.scheduler.cli import _settings  # the file, without a cluster
+
+    loaded = _settings(parser.parse_args(["scheduler", "--config", str(two)]))
+    assert list(loaded.frameworks) == ["a", "b"]
+    assert loaded.scheduler.scheduler_name == "a" and loaded.scheduler.preemption
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({**API, "profiles": [{"schedulerName": "a"}] * 2}))
+    assert main(["scheduler", "--config", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {bad}: profiles[1].schedulerName: Duplicate value: 'a'")
+    assert "Traceback" not in err
+
+
+PROFILES_AB = [{"schedulerName": "a"}, {"schedulerName": "b", **PACKER}]
+
+
 def test_scheduler_takes_the_frameworks_of_its_profiles() -> None:
     from workloadbuilder.cluster import MemoryCluster
 

@@ -167,8 +167,8 @@ def _settings(args: argparse.Namespace) -> LoadedConfig:
     if args.config:
         if args.scheduler_name is not None:
             raise ConfigError(
-                "--scheduler-name cannot be combined with --config: set "
-                "profiles[0].schedulerName in the file"
+                "--scheduler-name cannot be combined with --config: set each profile's "
+                "schedulerName (profiles[i].schedulerName) in the file"
             )
         loaded = load_config(args.config)
         if args.kube_api_qps is not None or args.kube_api_burst is not None:
