@@ -14,7 +14,8 @@ tests):
    under the first profile;
 4. the pods of one group (pending ones of served profiles, and bound ones) must name one
    scheduler: otherwise the group is a ``SchedulerError`` and nothing of it is bound;
-5. preemption is the profile's: a profile without DefaultPreemption never evicts;
+5. preemption is the profile's: a profile without DefaultPreemption never evicts; the devices
+   state (DRA) is one for every profile;
 6. validation: with several profiles each needs a ``schedulerName`` (only a lone profile is
    defaulted), names are unique, ``plugins.queueSort`` is the same in every profile.
 """
@@ -281,6 +282,46 @@ async def test_unserved_pods_of_a_group_do_not_count(env: Env) -> None:
     assert await env.bound() == {}
     cond = await env.group_condition("g")
     assert cond is None or cond.reason != "SchedulerError"
+
+
+# ---- devices: one DRA state for every profile --------------------------------------------------
+
+
+async def test_profiles_share_the_devices_state(env: Env) -> None:
+    """Two devices, three pods each with a claim for one (A's, B's, then A's again): both
+    profiles' allocators see the devices and each other's allocations: the first two pods
+    get one device each, the third none."""
+    from dra_helpers import Dra, allocated
+
+    from workloadbuilder.testing.builders import make_pod
+
+    a_name, b_name = _names(env)
+    dra = Dra(env)
+    pods = (("p1-a", a_name), ("p2-b", b_name), ("p3-a", a_name))
+    try:
+        node = await _node(env, "gpu")
+        gpu = await dra.device_class("gpu")
+        await dra.node_slice(node, 2)
+        for pod, profile in pods:
+            await dra.claim(f"{pod}-claim", gpu)
+            obj = make_pod(pod, env.namespace).scheduler_name(profile)
+            obj.request("cpu", "1").request("memory", "1Gi")
+            obj.pod_resource_claim("gpu", claim=f"{pod}-claim")
+            await env.cluster.create(obj.obj())
+        s = _scheduler(env, _loaded(env))
+        await s.start()
+        await env.seen(s, lambda: env.cached_pods(s) == 3)
+
+        async def decided() -> bool:
+            return len(await env.bound()) == 2 and await _unschedulable(env, "p3-a")
+
+        await env.until(s, decided)
+        assert sorted(await env.bound()) == ["p1-a", "p2-b"]
+        devices = [allocated(await dra.get_claim(f"{p}-claim")) for p, _ in pods]
+        assert [len(d) for d in devices] == [1, 1, 0]
+        assert devices[0][0][3] != devices[1][0][3]
+    finally:
+        await dra.cleanup()
 
 
 # ---- 5. preemption per profile ---------------------------------------------------------------
