@@ -335,7 +335,7 @@ def _plugin_set(
 
 
 #: the queue's one sort (upstream's only in-tree QueueSort plugin): priority, then arrival
-QUEUE_SORT = "PrioritySort"
+_QUEUE_SORT = "PrioritySort"
 
 
 def _queue_sort(v: Any, path: str) -> str:
@@ -346,10 +346,10 @@ def _queue_sort(v: Any, path: str) -> str:
     for i, item in enumerate(_list(f.get("enabled", []), f.at("enabled"))):
         p = _Fields(item, f"{f.at('enabled')}[{i}]")
         name = _str(p.get("name"), p.at("name"))
-        if name != QUEUE_SORT:
+        if name != _QUEUE_SORT:
             raise ConfigError(
                 f"{p.at('name')}: queue sort plugin {name!r} is not supported (the queue "
-                f"orders by {QUEUE_SORT}: priority, then arrival)"
+                f"orders by {_QUEUE_SORT}: priority, then arrival)"
             )
         if p.get("weight") is not None:
             raise ConfigError(f"{p.at('weight')}: only score extension points take a weight")
@@ -359,7 +359,7 @@ def _queue_sort(v: Any, path: str) -> str:
     for i, item in enumerate(_list(f.get("disabled", []), f.at("disabled"))):
         p = _Fields(item, f"{f.at('disabled')}[{i}]")
         name = _str(p.get("name"), p.at("name"))
-        if name not in ("*", QUEUE_SORT):
+        if name not in ("*", _QUEUE_SORT):
             raise ConfigError(f"{p.at('name')}: unknown queue sort plugin {name!r}")
         p.done()
         disabled.append({"name": name})
@@ -367,7 +367,7 @@ def _queue_sort(v: Any, path: str) -> str:
     if len(enabled) > 1:
         raise ConfigError(f"{f.at('enabled')}: only one queue sort plugin can be enabled")
     if disabled and not enabled:
-        raise ConfigError(f"{path}: a queue sort plugin is required ({QUEUE_SORT})")
+        raise ConfigError(f"{path}: a queue sort plugin is required ({_QUEUE_SORT})")
     out: dict[str, Any] = {}
     if enabled:
         out["enabled"] = enabled
