@@ -230,17 +230,30 @@ async def test_each_profile_filters_with_its_own_plugins(sides: tuple[Side, Side
     """A tainted node: B's pod (no TaintToleration filter) binds there, A's stays pending;
     a pod naming neither profile is not touched."""
 
-    async def scenario(s: Side) -> tuple[dict[str, str], Any, Any]:
+    async def scenario(s: Side) -> tuple[dict[str, str], Any, Any, dict[str, str]]:
         await s.tainted_node("t")
         await s.pod("by-a", A, on="t")
         await s.pod("by-b", B, on="t")
         await s.pod("by-nobody", "nobody-serves-this", on="t")
         placed = await s.settled(["by-b"], ["by-a"])
-        return placed, await s.scheduled("by-a"), await s.scheduled("by-nobody")
+
+        async def reported() -> dict[str, str] | None:
+            got = {
+                f"{e['involvedObject']['name']}/{e.get('reason')}": str(e.get("reportingComponent"))
+                for e in (await s.cluster.list("Event", s.namespace)).items
+                if isinstance(e, dict)
+            }
+            wanted = ("by-a/FailedScheduling", "by-b/Scheduled")
+            return {k: got[k] for k in wanted} if all(k in got for k in wanted) else None
+
+        # each profile reports its own events (kube-scheduler: a recorder per profile)
+        reporters = await until(reported, f"{s.name}: events", timeout=TIMEOUT, interval=0.2)
+        return placed, await s.scheduled("by-a"), await s.scheduled("by-nobody"), reporters
 
     upstream, ours = await both(sides, scenario)
     print("upstream", upstream, "ours", ours)
-    assert upstream == ours == ({"by-b": "t"}, ("False", "Unschedulable"), None)
+    reporters = {"by-a/FailedScheduling": A, "by-b/Scheduled": B}
+    assert upstream == ours == ({"by-b": "t"}, ("False", "Unschedulable"), None, reporters)
 
 
 async def test_each_profile_scores_with_its_own_args(sides: tuple[Side, Side]) -> None:

@@ -85,6 +85,18 @@ async def _condition(env: Env, pod: str) -> dict[str, Any] | None:
     return await env.pod_condition(pod)
 
 
+async def _reporters(env: Env, s: Scheduler, reason: str) -> dict[str, str]:
+    """``{pod: reportingComponent}`` of the ``reason`` Events about this test's pods, once
+    the scheduler wrote what it queued."""
+    await s.until_idle()
+    events = (await env.cluster.list("Event", env.namespace)).items
+    return {
+        str(e["involvedObject"]["name"]): str(e.get("reportingComponent"))
+        for e in events
+        if isinstance(e, dict) and e.get("reason") == reason
+    }
+
+
 async def _unschedulable(env: Env, pod: str) -> bool:
     cond = await env.pod_condition(pod)
     return cond is not None and cond["status"] == "False"
@@ -116,6 +128,9 @@ async def test_each_profile_schedules_its_pods_with_its_own_plugins(env: Env) ->
     await s.until_idle()
     assert await _condition(env, "by-nobody") is None
     assert "by-nobody" not in await env.bound()
+    # each profile reports its own events (kube-scheduler: one recorder per profile)
+    assert (await _reporters(env, s, "Scheduled")) == {"by-b": b_name}
+    assert (await _reporters(env, s, "FailedScheduling")) == {"by-a": a_name}
 
 
 async def test_each_profile_scores_with_its_own_plugin_args(env: Env) -> None:
@@ -354,6 +369,7 @@ async def test_preemption_is_the_profiles(env: Env) -> None:
     await env.until(s, lambda: _has(env, "high-a"))
     assert "low" not in await env.pods()
     assert "high-b" not in await env.bound()
+    assert (await _reporters(env, s, "Preempted")) == {"low": a_name}
 
 
 async def _has(env: Env, pod: str) -> bool:

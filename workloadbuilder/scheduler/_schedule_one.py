@@ -184,7 +184,13 @@ class ScheduleOne(Submit):
         """Preempt the victims, nominate the preemptor's pods. When a victim cannot be
         preempted the nominations are dropped and ``on_failure`` runs (the group may try
         again after its backoff)."""
-        self._actuate(f"pod group {group.namespace}/{group.name}", nominations, victims, on_failure)
+        self._actuate(
+            f"pod group {group.namespace}/{group.name}",
+            nominations,
+            victims,
+            on_failure,
+            nominations[0][0].scheduler_name if nominations else None,
+        )
 
     def _preemption(self) -> DefaultPreemption | None:
         if not self.config.preemption:
@@ -250,6 +256,7 @@ class ScheduleOne(Submit):
             nominations,
             victims,
             lambda: plugin.forget_tree(root_key),
+            profile=nominations[0][0].scheduler_name if nominations else None,
         )
         return f"{DefaultPreemption.name}: {text}", preempt
 
@@ -305,7 +312,12 @@ class ScheduleOne(Submit):
                 message = f"{message} preemption: preempting {names} on {node}."
                 who = f"pod {p.namespace}/{p.name}"  # the submit step preempts the victims
                 preempt = Preempt(
-                    who, ((p, node),), victims, lambda: plugin.forget_pod(key), single_pod=True
+                    who,
+                    ((p, node),),
+                    victims,
+                    lambda: plugin.forget_pod(key),
+                    single_pod=True,
+                    profile=p.scheduler_name,
                 )
                 outcome = "error"  # room is being made: retry after the backoff
         snap.revert()

@@ -96,6 +96,8 @@ class Scheduler:
         self.bound_total = 0
         self._tasks = Tasks()
         self.status = StatusWriter(cluster, self.config, self.clock, self._tasks)
+        if len(self.frameworks) > 1:  # each profile reports its own events
+            self.status.profiles = frozenset(self.frameworks)
         self.status.pod_current = self._pod_waits
         self.status.group_current = self._group_waits
         self.enqueuer = Enqueuer(self.cache, self.queue, self.frameworks, self.config)

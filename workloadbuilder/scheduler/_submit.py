@@ -163,9 +163,11 @@ class Submit:
                 pr.who,
                 ", ".join(f"{v.kind} {v.namespace}/{v.name}" for v in pr.victims),
             )
-            self._nominate_and_preempt(pr.who, pr.nominations, pr.victims, pr.on_failure)
+            self._nominate_and_preempt(
+                pr.who, pr.nominations, pr.victims, pr.on_failure, pr.profile
+            )
         else:
-            self._actuate(pr.who, pr.nominations, pr.victims, pr.on_failure)
+            self._actuate(pr.who, pr.nominations, pr.victims, pr.on_failure, pr.profile)
 
     def _actuate(
         self,
@@ -173,6 +175,7 @@ class Submit:
         nominations: Sequence[tuple[PodInfo, str]],
         victims: Sequence[Victim],
         on_failure: Callable[[], None],
+        profile: str | None = None,
     ) -> None:
         """Log, nominate the preemptor's pods and preempt the victims (a group's or a
         tree's: the victims are logged with their pod counts)."""
@@ -181,7 +184,7 @@ class Submit:
             who,
             ", ".join(f"{v.kind} {v.namespace}/{v.name} ({len(v.pods)} pods)" for v in victims),
         )
-        self._nominate_and_preempt(who, nominations, victims, on_failure)
+        self._nominate_and_preempt(who, nominations, victims, on_failure, profile)
 
     def _nominate_and_preempt(
         self,
@@ -189,6 +192,7 @@ class Submit:
         nominations: Sequence[tuple[PodInfo, str]],
         victims: Sequence[Victim],
         on_failure: Callable[[], None],
+        profile: str | None = None,
     ) -> None:
         for p, node in nominations:
             self.cache.nominations[p.key] = node
@@ -202,7 +206,7 @@ class Submit:
 
         for v in victims:
             for victim in v.pods:
-                self.status.preempt(victim, who, failed)
+                self.status.preempt(victim, who, failed, profile=profile)
 
     # ---- pod groups ------------------------------------------------------------------
 
