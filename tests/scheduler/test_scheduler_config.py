@@ -123,7 +123,9 @@ def test_star_disables_the_defaults_and_multipoint(tmp_path: Path) -> None:
         ({"apiVersion": "v1"}, "apiVersion: expected kubescheduler.config.k8s.io/v1"),
         ({"kind": "Nope"}, "kind: expected KubeSchedulerConfiguration"),
         ({"parallelism": 16}, "parallelism: unknown field"),
-        ({"profiles": [{}, {}]}, "profiles: 2 profiles given; this scheduler supports exactly one"),
+        # several profiles are served now; each needs its name (kube-scheduler v1.37.2 says
+        # the same: tests/controlplane/test_profiles_parity.py)
+        ({"profiles": [{}, {}]}, "profiles[0].schedulerName: Required value"),
         (
             {"profiles": [{"plugins": {"filter": {"enabled": [{"name": "Nope"}]}}}]},
             "profiles[0].plugins.filter.enabled[0].name: unknown plugin 'Nope'",

@@ -36,7 +36,7 @@ _BIND_ERROR = BIND_RESULTS.labels(result="error")
 class _Batch:
     """One placed batch on its way to the API server."""
 
-    __slots__ = ("canary", "done", "ekey", "failed", "group", "next", "pairs")
+    __slots__ = ("canary", "done", "ekey", "failed", "framework", "group", "next", "pairs")
 
     def __init__(
         self,
@@ -44,10 +44,13 @@ class _Batch:
         pairs: list[tuple[PodInfo, str]],
         group: GroupInfo | None,
         canary: bool,
+        framework: Framework,
     ) -> None:
         self.ekey = ekey
         self.pairs = pairs
         self.group = group
+        #: the profile whose Bind (and Unreserve) plugins bind the batch
+        self.framework = framework
         #: the first pod is bound alone first; the rest wait for its outcome
         self.canary = canary and len(pairs) > 1
         #: index of the next pod to send
@@ -121,8 +124,10 @@ class Binder:
         *,
         group: GroupInfo | None = None,
         canary: bool = False,
+        framework: Framework | None = None,
     ) -> None:
-        """Assume every pod of the batch (before any bind is sent), then queue its binds.
+        """Assume every pod of the batch (before any bind is sent), then queue its binds
+        through ``framework`` (the batch's profile; default: the binder's).
 
         With ``canary`` (a gang whose quorum depends on the batch) one pod is bound first:
         if that fails (node gone, pod deleted, no permission...) nothing of the gang is
@@ -134,7 +139,7 @@ class Binder:
             return
         for p, node in pairs:
             self.cache.assume(p, node)
-        self._waiting.append(_Batch(ekey, pairs, group, canary))
+        self._waiting.append(_Batch(ekey, pairs, group, canary, framework or self.framework))
         self._pump()
 
     # ---- dispatching -----------------------------------------------------------------
@@ -184,7 +189,7 @@ class Binder:
             p, node = b.pairs[i]
             try:
                 try:
-                    ok = await self._bind_one(p, node)
+                    ok = await self._bind_one(b.framework, p, node)
                 except Exception:  # a plugin bug must not stall the batches behind this one
                     _log.exception("binding %s/%s to %s failed", p.namespace, p.name, node)
                     if self.cache.pods.get(p.key) is p:
@@ -245,12 +250,12 @@ class Binder:
         """After a failed canary: release what Reserve plugins (DRA) hold for the pods never
         sent, then retry the batch (the release comes first so the retry sees the devices)."""
         for p, _ in b.pairs[1:]:
-            await self.framework.run_unreserve(self.cluster, p)
+            await b.framework.run_unreserve(self.cluster, p)
         self._retry(b)
 
-    async def _bind_one(self, p: PodInfo, node: str) -> bool:
+    async def _bind_one(self, framework: Framework, p: PodInfo, node: str) -> bool:
         """Bind one pod (a bind slot is held); on failure forget its assumption."""
-        st = await self.framework.run_bind(self.cluster, p, node)
+        st = await framework.run_bind(self.cluster, p, node)
         if st.ok:
             _BIND_OK.inc()
             SCHEDULED_PODS.inc()

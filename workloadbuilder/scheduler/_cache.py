@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime
 import logging
 import operator
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -354,10 +354,21 @@ class Cache:
     """All objects the scheduler reads, indexed for the queue and the cycle. Implements the
     framework's ``SharedLister`` (what PreEnqueue plugins see)."""
 
-    def __init__(self, scheduler_name: str | None = None) -> None:
-        #: our schedulerName; pending pods of other schedulers are invisible to our groups,
-        #: as in kube-scheduler (None: every pod counts)
-        self.scheduler_name = scheduler_name
+    def __init__(self, scheduler_name: str | Collection[str] | None = None) -> None:
+        names = (
+            None
+            if scheduler_name is None
+            else frozenset((scheduler_name,) if isinstance(scheduler_name, str) else scheduler_name)
+        )
+        #: the schedulerNames we serve (one per profile); pending pods of other schedulers
+        #: are invisible to our groups, as in kube-scheduler (None: every pod counts)
+        self.scheduler_names: frozenset[str] | None = names
+        #: the first (or only) of them
+        self.scheduler_name: str | None = (
+            scheduler_name
+            if scheduler_name is None or isinstance(scheduler_name, str)
+            else next(iter(scheduler_name), None)
+        )
         self.nodes = NodeTable()
         self.node_objects: dict[str, dict[str, Any]] = {}
         self.pods: dict[PodKey, PodInfo] = {}
@@ -584,7 +595,7 @@ class Cache:
             g = self._group(info.group_key, now)
             g.members.add(key)
             g.deleting += 1 if info.deleting else 0
-            if self.scheduler_name is not None and info.scheduler_name != self.scheduler_name:
+            if self.scheduler_names is not None and info.scheduler_name not in self.scheduler_names:
                 g.foreign.add(key)
         return None, info
 
@@ -753,8 +764,8 @@ class Cache:
         """Whether a member counts for its group: kube-scheduler knows its own pending pods
         and every bound (or assumed) pod, never the pending pods of other schedulers."""
         return (
-            self.scheduler_name is None
-            or p.scheduler_name == self.scheduler_name
+            self.scheduler_names is None
+            or p.scheduler_name in self.scheduler_names
             or p.node_name is not None
             or p.assumed_node is not None
         )

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
 from workloadbuilder.scheduler._cache import Cache, PodInfo
 from workloadbuilder.scheduler._config import SchedulerConfig
 from workloadbuilder.scheduler._framework import Framework
@@ -13,14 +15,23 @@ __all__ = ["Enqueuer"]
 
 
 class Enqueuer:
-    """Upserts or removes the queue entity of a pod or group after anything changed."""
+    """Upserts or removes the queue entity of a pod or group after anything changed.
+
+    ``frameworks``: the profiles served, by schedulerName. A pod's PreEnqueue plugins are its
+    profile's; a group's (or tree's) are the profile of its first pending pod (as
+    kube-scheduler's ``frameworkForPodGroup``; pods of one group naming different profiles
+    are refused by the cycle)."""
 
     def __init__(
-        self, cache: Cache, queue: SchedulingQueue, framework: Framework, config: SchedulerConfig
+        self,
+        cache: Cache,
+        queue: SchedulingQueue,
+        frameworks: Mapping[str, Framework],
+        config: SchedulerConfig,
     ) -> None:
         self.cache = cache
         self.queue = queue
-        self.framework = framework
+        self.frameworks = frameworks
         self.config = config
         #: PodGroup in a tree -> the root entity it was last queued under
         self._roots: dict[tuple[str, str], EntityKey] = {}
@@ -82,10 +93,11 @@ class Enqueuer:
                 self.queue.upsert(ekey, priority=0, first_seen=g.first_seen, seq=g.seq, gate=None)
             return
         leaves = [leaf.group for leaf in tree.leaves() if leaf.group is not None]
-        if not any(self.is_pending(p) for g in leaves for p in self.cache.members(g)):
+        first = self.first_pending(p for g in leaves for p in self.cache.members(g))
+        if first is None:
             self.queue.remove(ekey)
             return
-        st = self.framework.run_pre_enqueue_tree(tree, self.cache)
+        st = self.frameworks[first.scheduler_name].run_pre_enqueue_tree(tree, self.cache)
         cpg = tree.cpg
         assert cpg is not None
         self.queue.upsert(
@@ -97,14 +109,22 @@ class Enqueuer:
         )
 
     def is_pending(self, p: PodInfo) -> bool:
-        """Ours, unassigned, not being deleted and without scheduling gates."""
+        """Ours (its schedulerName names a profile we serve), unassigned, not being deleted
+        and without scheduling gates."""
         return (
             p.node_name is None
             and p.assumed_node is None
             and not p.deleting
             and not p.gated
-            and p.scheduler_name == self.config.scheduler_name
+            and p.scheduler_name in self.frameworks
         )
+
+    def first_pending(self, pods: Iterable[PodInfo]) -> PodInfo | None:
+        """The first pending pod of ``pods``, or None; with several profiles the first to
+        arrive (its profile schedules their entity)."""
+        if len(self.frameworks) == 1:
+            return next((p for p in pods if self.is_pending(p)), None)
+        return min((p for p in pods if self.is_pending(p)), key=_arrival, default=None)
 
     def refresh_for(self, p: PodInfo) -> None:
         """Refresh the entity ``p`` belongs to (its group, or itself)."""
@@ -121,7 +141,7 @@ class Enqueuer:
         if p is None or p.group is not None or not self.is_pending(p):
             self.queue.remove(ekey)
             return
-        st = self.framework.run_pre_enqueue_pod(p, self.cache)
+        st = self.frameworks[p.scheduler_name].run_pre_enqueue_pod(p, self.cache)
         self.queue.upsert(
             ekey,
             priority=self.cache.pod_priority(p),
@@ -145,10 +165,11 @@ class Enqueuer:
         old_root = self._roots.pop(gk, None)
         if old_root is not None:
             self.refresh_root_key(old_root)
-        if g is None or not any(self.is_pending(p) for p in self.cache.members(g)):
+        first = self.first_pending(self.cache.members(g)) if g is not None else None
+        if g is None or first is None:
             self.queue.remove(ekey)
             return
-        st = self.framework.run_pre_enqueue(g, self.cache)
+        st = self.frameworks[first.scheduler_name].run_pre_enqueue(g, self.cache)
         self.queue.upsert(
             ekey,
             priority=self.cache.group_priority(g),
@@ -156,3 +177,7 @@ class Enqueuer:
             seq=g.seq,
             gate=None if st.ok else st.message,
         )
+
+
+def _arrival(p: PodInfo) -> int:
+    return p.seq

@@ -1,6 +1,15 @@
 """``KubeSchedulerConfiguration`` files (``kubescheduler.config.k8s.io/v1``): profiles with
 their plugins enabled/disabled per extension point and plugin args, client QPS/burst, leader
-election and the queue's backoff. One profile is supported (more are refused).
+election and the queue's backoff.
+
+Several ``profiles`` are served by one scheduler (one cache, queue and binder), as by
+kube-scheduler: each names its ``schedulerName`` and gets its own
+:class:`~workloadbuilder.scheduler._framework.Framework`
+(:attr:`LoadedConfig.frameworks`); a pod, a PodGroup's pods or a CompositePodGroup tree's pods
+are scheduled by the profile their ``spec.schedulerName`` names. As upstream validates them:
+with several profiles every one needs a ``schedulerName`` (only a lone profile defaults it),
+the names are unique, and ``plugins.queueSort`` is the same in every profile (the queue is
+shared; its one sort is ``PrioritySort``).
 
 Every error names the field path (``profiles[0].plugins.filter.enabled[1].name: ...``).
 
@@ -13,6 +22,7 @@ and ``kind``); the extension points it may be enabled at are those whose method 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -97,12 +107,23 @@ class ClientConnection:
 
 @attrs.define(kw_only=True)
 class LoadedConfig:
-    """What a configuration file sets up."""
+    """What a configuration file sets up: the scheduler's settings (``scheduler_name`` is
+    the first profile's) and one framework per profile.
+
+    ``Scheduler(cluster, loaded.scheduler, frameworks=loaded.frameworks)`` serves them all;
+    ``framework`` is the first profile's (the only one's, for a one-profile file)."""
 
     scheduler: SchedulerConfig
     framework: Framework
     leader_election: LeaderElection = attrs.field(factory=LeaderElection)
     client_connection: ClientConnection = attrs.field(factory=ClientConnection)
+    #: schedulerName -> that profile's framework, in the file's order (empty when built by
+    #: hand: ``{scheduler.scheduler_name: framework}``)
+    frameworks: dict[str, Framework] = attrs.field(factory=dict)
+
+    def __attrs_post_init__(self) -> None:
+        if not self.frameworks:
+            self.frameworks = {self.scheduler.scheduler_name: self.framework}
 
 
 class _Fields:
@@ -573,9 +594,52 @@ def _plugin_set(
     return enabled, disabled
 
 
+#: the queue's one sort (upstream's only in-tree QueueSort plugin): priority, then arrival
+_QUEUE_SORT = "PrioritySort"
+
+
+def _queue_sort(v: Any, path: str) -> str:
+    """``plugins.queueSort``: it may only keep ``PrioritySort`` (the shared queue's order).
+    Returns the set as written, canonically, for the every-profile-the-same check."""
+    f = _Fields(v, path)
+    enabled: list[dict[str, Any]] = []
+    for i, item in enumerate(_list(f.get("enabled", []), f.at("enabled"))):
+        p = _Fields(item, f"{f.at('enabled')}[{i}]")
+        name = _str(p.get("name"), p.at("name"))
+        if name != _QUEUE_SORT:
+            raise ConfigError(
+                f"{p.at('name')}: queue sort plugin {name!r} is not supported (the queue "
+                f"orders by {_QUEUE_SORT}: priority, then arrival)"
+            )
+        if p.get("weight") is not None:
+            raise ConfigError(f"{p.at('weight')}: only score extension points take a weight")
+        p.done()
+        enabled.append({"name": name})
+    disabled: list[dict[str, Any]] = []
+    for i, item in enumerate(_list(f.get("disabled", []), f.at("disabled"))):
+        p = _Fields(item, f"{f.at('disabled')}[{i}]")
+        name = _str(p.get("name"), p.at("name"))
+        if name not in ("*", _QUEUE_SORT):
+            raise ConfigError(f"{p.at('name')}: unknown queue sort plugin {name!r}")
+        p.done()
+        disabled.append({"name": name})
+    f.done()
+    if len(enabled) > 1:
+        raise ConfigError(f"{f.at('enabled')}: only one queue sort plugin can be enabled")
+    if disabled and not enabled:
+        raise ConfigError(f"{path}: a queue sort plugin is required ({_QUEUE_SORT})")
+    out: dict[str, Any] = {}
+    if enabled:
+        out["enabled"] = enabled
+    if disabled:
+        out["disabled"] = disabled
+    return json.dumps(out, sort_keys=True)
+
+
 def _framework(
     profile: _Fields, defaults: SchedulerConfig, name: str, registry: Registry
-) -> Framework:
+) -> tuple[Framework, str]:
+    """The profile's framework and its ``plugins.queueSort`` (see :func:`_queue_sort`)."""
     args = _plugin_args(
         profile.get("pluginConfig", []), profile.at("pluginConfig"), defaults, registry
     )
@@ -615,6 +679,7 @@ def _framework(
     points: dict[str, list[str]] = {p: list(DEFAULT_PLUGINS[p]) for p in EXTENSION_POINTS}
     weights: dict[tuple[str, str], int] = {}
     plugins = _Fields(profile.get("plugins", {}), profile.at("plugins"))
+    queue_sort = _queue_sort(plugins.get("queueSort", {}), plugins.at("queueSort"))
     multi = plugins.get("multiPoint")
     if multi is not None:
         enabled, disabled = _plugin_set(multi, plugins.at("multiPoint"), registry)
@@ -653,10 +718,10 @@ def _framework(
                 weights[(point, plugin)] = w
         points[point] = current
     for key in plugins.value:
-        if key not in EXTENSION_POINTS and key != "multiPoint":
+        if key not in EXTENSION_POINTS and key not in ("multiPoint", "queueSort"):
             raise ConfigError(
                 f"{plugins.at(str(key))}: unknown extension point (known: multiPoint, "
-                f"{', '.join(EXTENSION_POINTS)})"
+                f"queueSort, {', '.join(EXTENSION_POINTS)})"
             )
     plugins.done()
     for plugin in args:
@@ -684,7 +749,7 @@ def _framework(
         fw.search_budget = generator.search_budget
         fw.search_deadline = generator.search_deadline
     fw.refresh()
-    return fw
+    return fw, queue_sort
 
 
 # ---- the document -------------------------------------------------------------------------
@@ -727,19 +792,31 @@ def _parse(doc: Any, registry: Registry) -> LoadedConfig:
             f"podMaxBackoffSeconds: must be at least podInitialBackoffSeconds "
             f"({initial_backoff:g}), not {maximum}"
         )
-    profiles = _list(top.get("profiles", [{}]), "profiles")
-    if len(profiles) > 1:
-        raise ConfigError(
-            f"profiles: {len(profiles)} profiles given; this scheduler supports exactly one"
-        )
-    profile = _Fields(profiles[0] if profiles else {}, "profiles[0]")
-    name = profile.get("schedulerName", DEFAULT_SCHEDULER_NAME)
-    name = _str(name, profile.at("schedulerName"))
-    scheduler = attrs.evolve(
-        base, scheduler_name=name, initial_backoff=initial_backoff, max_backoff=max_backoff
-    )
-    framework = _framework(profile, scheduler, name, registry)
-    profile.done()
+    profiles = _list(top.get("profiles", [{}]), "profiles") or [{}]
+    settings = attrs.evolve(base, initial_backoff=initial_backoff, max_backoff=max_backoff)
+    frameworks: dict[str, Framework] = {}
+    first: tuple[int, str] | None = None  # the index and queueSort of the first profile
+    for i, raw in enumerate(profiles):
+        profile = _Fields(raw, f"profiles[{i}]")
+        name = profile.get("schedulerName")
+        if name is None and len(profiles) == 1:  # only a lone profile gets the default name
+            name = DEFAULT_SCHEDULER_NAME
+        if name is None or name == "":
+            raise ConfigError(f"{profile.at('schedulerName')}: Required value")
+        name = _str(name, profile.at("schedulerName"))
+        if name in frameworks:
+            raise ConfigError(f"{profile.at('schedulerName')}: Duplicate value: {name!r}")
+        framework, queue_sort = _framework(profile, settings, name, registry)
+        if first is None:
+            first = (i, queue_sort)
+        elif queue_sort != first[1]:
+            raise ConfigError(
+                f"{profile.at('plugins')}.queueSort: Invalid value: {queue_sort}: must be the "
+                f"same for all profiles (profiles[{first[0]}].plugins.queueSort: {first[1]})"
+            )
+        profile.done()
+        frameworks[name] = framework
+    scheduler = attrs.evolve(settings, scheduler_name=next(iter(frameworks)))
     client = ClientConnection()
     raw = top.get("clientConnection")
     if raw is not None:
@@ -783,7 +860,11 @@ def _parse(doc: Any, registry: Registry) -> LoadedConfig:
             raise ConfigError("leaderElection.renewDeadline: must be greater than retryPeriod")
     top.done()
     return LoadedConfig(
-        scheduler=scheduler, framework=framework, leader_election=leader, client_connection=client
+        scheduler=scheduler,
+        framework=next(iter(frameworks.values())),
+        frameworks=frameworks,
+        leader_election=leader,
+        client_connection=client,
     )
 
 

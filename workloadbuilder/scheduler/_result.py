@@ -66,13 +66,15 @@ class Preempt:
     """Victims to preempt and the preemptor's pods to nominate (``(pod, node name)``);
     ``on_failure`` runs when a victim cannot be preempted. ``who`` names the preemptor in
     the log and the victims' ``DisruptionTarget``; ``single_pod`` logs the victims without
-    their pod counts (a single pod's preemption)."""
+    their pod counts (a single pod's preemption); ``profile``: the preemptor's schedulerName
+    (who reports the preemption when several profiles are served)."""
 
     who: str
     nominations: Sequence[tuple[PodInfo, str]]
     victims: Sequence[Victim]
     on_failure: Callable[[], None]
     single_pod: bool = False
+    profile: str | None = None
 
 
 # ---- single pods -----------------------------------------------------------------------

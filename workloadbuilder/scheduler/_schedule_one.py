@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
 from workloadbuilder.scheduler._binding import Binder
@@ -69,13 +69,18 @@ _REQUEUE_GROUP = Requeue()
 
 class ScheduleOne(Submit):
     """One scheduling attempt per popped queue entity: an algorithm computes its result,
-    :meth:`~workloadbuilder.scheduler._submit.Submit.submit` applies it."""
+    :meth:`~workloadbuilder.scheduler._submit.Submit.submit` applies it.
+
+    ``frameworks``: the profiles served, by schedulerName. Each attempt runs the framework of
+    its entity's profile (kube-scheduler's ``frameworkForPod`` / ``frameworkForPodGroup``: a
+    pod's ``spec.schedulerName``, a group's or tree's first pending pod's); it is
+    :attr:`framework` while the attempt (and the plugins' handle calls in it) runs."""
 
     def __init__(
         self,
         cache: Cache,
         queue: SchedulingQueue,
-        framework: Framework,
+        frameworks: Mapping[str, Framework],
         enqueuer: Enqueuer,
         binder: Binder,
         status: StatusWriter,
@@ -83,7 +88,9 @@ class ScheduleOne(Submit):
     ) -> None:
         self.cache = cache
         self.queue = queue
-        self.framework = framework
+        self.frameworks = frameworks
+        #: the framework of the attempt in progress (the first profile's between attempts)
+        self.framework = next(iter(frameworks.values()))
         self.enqueuer = enqueuer
         self.binder = binder
         self.status = status
@@ -93,7 +100,15 @@ class ScheduleOne(Submit):
         #: the group cycle in progress: (group key, pending pods, already scheduled)
         self._cycle: tuple[tuple[str, str], list[PodInfo], int] | None = None
         if config.preemption:
-            framework.set_handle(self)
+            for fw in frameworks.values():
+                fw.set_handle(self)
+
+    def _use(self, p: PodInfo) -> Framework:
+        """Run the attempt with the framework of ``p``'s profile (a pending pod: served)."""
+        fw = self.frameworks.get(p.scheduler_name)
+        if fw is not None:
+            self.framework = fw
+        return self.framework
 
     # ---- preemption (the plugins' handle) ----------------------------------------------
 
@@ -169,7 +184,13 @@ class ScheduleOne(Submit):
         """Preempt the victims, nominate the preemptor's pods. When a victim cannot be
         preempted the nominations are dropped and ``on_failure`` runs (the group may try
         again after its backoff)."""
-        self._actuate(f"pod group {group.namespace}/{group.name}", nominations, victims, on_failure)
+        self._actuate(
+            f"pod group {group.namespace}/{group.name}",
+            nominations,
+            victims,
+            on_failure,
+            nominations[0][0].scheduler_name if nominations else None,
+        )
 
     def _preemption(self) -> DefaultPreemption | None:
         if not self.config.preemption:
@@ -235,6 +256,7 @@ class ScheduleOne(Submit):
             nominations,
             victims,
             lambda: plugin.forget_tree(root_key),
+            profile=nominations[0][0].scheduler_name if nominations else None,
         )
         return f"{DefaultPreemption.name}: {text}", preempt
 
@@ -262,15 +284,16 @@ class ScheduleOne(Submit):
         if p is None or p.group is not None or not self.enqueuer.is_pending(p):
             return _NOTHING
         t0 = time.perf_counter()
+        fw = self._use(p)
         snap = Snapshot(self.cache)
         self._reserve_nominated(snap, self.cache.pod_priority(p), None, p.key)
-        res = run_pod_group_cycle(self.framework, snap, [p], min_count=1, scheduled=0, gang=False)
+        res = run_pod_group_cycle(fw, snap, [p], min_count=1, scheduled=0, gang=False)
         snap.revert()
         result = "scheduled" if res.status.ok else "unschedulable"
-        ATTEMPT_DURATION.labels(result=result, profile=self.config.scheduler_name).observe(
+        ATTEMPT_DURATION.labels(result=result, profile=p.scheduler_name).observe(
             time.perf_counter() - t0
         )
-        POD_ATTEMPTS.labels(result=result, profile=self.config.scheduler_name).inc()
+        POD_ATTEMPTS.labels(result=result, profile=p.scheduler_name).inc()
         if res.status.ok:
             return PodBind(res)
         preempt: Preempt | None = None
@@ -289,7 +312,12 @@ class ScheduleOne(Submit):
                 message = f"{message} preemption: preempting {names} on {node}."
                 who = f"pod {p.namespace}/{p.name}"  # the submit step preempts the victims
                 preempt = Preempt(
-                    who, ((p, node),), victims, lambda: plugin.forget_pod(key), single_pod=True
+                    who,
+                    ((p, node),),
+                    victims,
+                    lambda: plugin.forget_pod(key),
+                    single_pod=True,
+                    profile=p.scheduler_name,
                 )
                 outcome = "error"  # room is being made: retry after the backoff
         snap.revert()
@@ -334,6 +362,7 @@ class ScheduleOne(Submit):
             return _NOTHING
         if g.pod_group is not None and g.pod_group.spec.parent_composite_pod_group_name:
             return _NOTHING_REFRESH_GROUP  # scheduled with its tree's root
+        self._use(self.enqueuer.first_pending(pending) or pending[0])
         st = self.framework.run_pre_enqueue(g, self.cache)
         if not st.ok:
             _log.debug("pod group %s/%s waiting: %s", *gk, st.message)
@@ -487,6 +516,7 @@ class ScheduleOne(Submit):
         pending = [p for p in members if self.enqueuer.is_pending(p)]
         if not pending:
             return _NOTHING
+        self._use(self.enqueuer.first_pending(pending) or pending[0])
         st = self.framework.run_pre_enqueue_tree(tree, self.cache)
         if not st.ok:
             return Requeue(ref)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeGuard
 
 from workloadbuilder.cluster import Cluster
@@ -16,6 +17,7 @@ from workloadbuilder.scheduler._dra import DRAManager
 from workloadbuilder.scheduler._enqueue import Enqueuer
 from workloadbuilder.scheduler._eventhandlers import EventHandlers, creation_order
 from workloadbuilder.scheduler._framework import Framework
+from workloadbuilder.scheduler._interface import ClusterEvent, QueueingHint
 from workloadbuilder.scheduler._metrics import PENDING
 from workloadbuilder.scheduler._plugins import default_framework
 from workloadbuilder.scheduler._podconstraints import shared_namespaces
@@ -55,6 +57,14 @@ class Scheduler:
     the cache and queue, :meth:`until_idle` runs cycles until nothing can be scheduled now
     (and waits for the bindings), :meth:`next_wakeup` says when a backoff or the periodic
     flush is due.
+
+    Profiles: ``framework`` serves ``config.scheduler_name``; ``frameworks`` (schedulerName
+    -> framework, e.g. :attr:`LoadedConfig.frameworks
+    <workloadbuilder.scheduler.LoadedConfig.frameworks>`) serves several names at once, as
+    kube-scheduler serves the profiles of one configuration: one cache (no node is
+    double-booked across profiles), one queue and one binder; each pod, PodGroup or
+    CompositePodGroup tree is scheduled, preempted for and bound by the framework its pods'
+    ``spec.schedulerName`` names. Pods naming none of them are not scheduled.
     """
 
     def __init__(
@@ -64,17 +74,16 @@ class Scheduler:
         *,
         clock: Clock | None = None,
         framework: Framework | None = None,
+        frameworks: Mapping[str, Framework] | None = None,
     ) -> None:
         self.cluster = cluster
-        self.config = config or SchedulerConfig()
         self.clock: Clock = clock or WallClock()
-        self.framework = framework or default_framework(
-            gang_strategy=self.config.gang_scoring,
-            single_strategy=self.config.single_scoring,
-            score_resources=self.config.score_resources,
-        )
-        self.framework.refresh()  # sealed: plugin lists changed in place count from here
-        self.cache = Cache(self.config.scheduler_name)
+        self.config, self.frameworks = _profiles(config, framework, frameworks)
+        #: the framework of ``config.scheduler_name`` (the only one with one profile)
+        self.framework = self.frameworks[self.config.scheduler_name]
+        for fw in self.frameworks.values():
+            fw.refresh()  # sealed: plugin lists changed in place count from here
+        self.cache = Cache(tuple(self.frameworks))
         #: the DRA state (upstream's SharedDRAManager): fed by the DRA informers, handed to
         #: the plugins through the framework when the scheduler starts
         self.dra_manager = DRAManager(self.cache)
@@ -83,15 +92,17 @@ class Scheduler:
             initial_backoff=self.config.initial_backoff,
             max_backoff=self.config.max_backoff,
             max_in_unschedulable=self.config.max_in_unschedulable,
-            hints_for=self.framework.hints_for,
+            hints_for=_hints_for(tuple(self.frameworks.values())),
         )
         #: pods bound by this scheduler so far
         self.bound_total = 0
         self._tasks = Tasks()
         self.status = StatusWriter(cluster, self.config, self.clock, self._tasks)
+        if len(self.frameworks) > 1:  # each profile reports its own events
+            self.status.profiles = frozenset(self.frameworks)
         self.status.pod_current = self._pod_waits
         self.status.group_current = self._group_waits
-        self.enqueuer = Enqueuer(self.cache, self.queue, self.framework, self.config)
+        self.enqueuer = Enqueuer(self.cache, self.queue, self.frameworks, self.config)
         self.binder = Binder(
             cluster,
             self.cache,
@@ -111,7 +122,7 @@ class Scheduler:
         self.schedule_one = ScheduleOne(
             self.cache,
             self.queue,
-            self.framework,
+            self.frameworks,
             self.enqueuer,
             self.binder,
             self.status,
@@ -129,6 +140,11 @@ class Scheduler:
     def explanations(self) -> dict[tuple[str, str], str]:
         """``(namespace, podgroup)`` -> the last Unschedulable / SchedulerError message."""
         return self.schedule_one.explanations
+
+    def _share_dra_manager(self, dra: DRAManager) -> bool:
+        """Hand the one DRA manager to every profile's plugins; whether any took it."""
+        took = [fw.use_shared_dra_manager(dra) for fw in self.frameworks.values()]
+        return any(took)
 
     def _count_bound(self) -> None:
         self.bound_total += 1
@@ -165,12 +181,14 @@ class Scheduler:
             Feed(c, "CompositePodGroup", h.on_composite_pod_group, optional=True),
             Feed(c, "Pod", h.on_pod, order=order),
         ]
-        spaces = shared_namespaces([*self.framework.reserve, *self.framework.scores])
+        # every profile's plugins: one Namespace view and one controller store for them all
+        every = [p for fw in self.frameworks.values() for p in (*fw.reserve, *fw.scores)]
+        spaces = shared_namespaces(every)
         if spaces is not None:  # namespaceSelector terms read their labels: before pods
             fold = h.dra_handler("Namespace", spaces.on_namespace, None, spaces.previous)
             self._feeds.insert(-1, Feed(c, "Namespace", fold, optional=True))
         dra = self.dra_manager  # its kinds, before pods, when a plugin uses it
-        if self.framework.use_shared_dra_manager(dra):
+        if self._share_dra_manager(dra):
             self._feeds[-1:-1] = [
                 Feed(c, kind, h.dra_handler(kind, fold, woken, previous), optional=True)
                 for kind, fold, woken, previous in (
@@ -184,13 +202,13 @@ class Scheduler:
                     ),
                 )
             ]
-        spread = next(
-            (p for p in [*self.framework.reserve, *self.framework.scores] if _spreads(p)), None
-        )
-        if spread is not None:  # default spread constraints: the pods' Services, controllers
+        spreads = [p for p in every if _spreads(p)]
+        if spreads:  # default spread constraints: the pods' Services, controllers
+            store = spreads[0].controllers
+            for p in spreads[1:]:
+                p.controllers = store
             self._feeds[-1:-1] = [
-                Feed(c, kind, spread.controllers.handler(kind), optional=True)
-                for kind in CONTROLLER_KINDS
+                Feed(c, kind, store.handler(kind), optional=True) for kind in CONTROLLER_KINDS
             ]
         if self.config.preemption:  # only preemption reads PodDisruptionBudgets
             self._feeds.append(Feed(c, "PodDisruptionBudget", h.on_pdb, optional=True))
@@ -309,6 +327,55 @@ class Scheduler:
 def _spreads(plugin: object) -> TypeGuard[PodTopologySpread]:
     """PodTopologySpread with default constraints (it reads Services and controllers)."""
     return isinstance(plugin, PodTopologySpread) and plugin.needs_controllers
+
+
+def _profiles(
+    config: SchedulerConfig | None,
+    framework: Framework | None,
+    frameworks: Mapping[str, Framework] | None,
+) -> tuple[SchedulerConfig, dict[str, Framework]]:
+    """The settings and the frameworks by schedulerName the scheduler serves."""
+    if frameworks is None:
+        cfg = config or SchedulerConfig()
+        fw = framework or default_framework(
+            gang_strategy=cfg.gang_scoring,
+            single_strategy=cfg.single_scoring,
+            score_resources=cfg.score_resources,
+        )
+        return cfg, {cfg.scheduler_name: fw}
+    if framework is not None:
+        raise ValueError("pass framework (one profile) or frameworks (several), not both")
+    out = dict(frameworks)
+    if not out:
+        raise ValueError("frameworks: at least one profile is needed")
+    for name in out:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"frameworks: {name!r} is not a schedulerName")
+    if len({id(fw) for fw in out.values()}) != len(out):
+        raise ValueError("frameworks: each profile needs its own Framework")
+    if config is None:
+        config = SchedulerConfig(scheduler_name=next(iter(out)))
+    elif config.scheduler_name not in out:
+        raise ValueError(
+            f"config.scheduler_name {config.scheduler_name!r} is not one of the profiles "
+            f"({', '.join(out)})"
+        )
+    return config, out
+
+
+def _hints_for(
+    frameworks: tuple[Framework, ...],
+) -> Callable[[ClusterEvent], Sequence[QueueingHint | None]]:
+    """The queue's queueing hints: the one profile's; with several, every profile's (an
+    event that any profile's plugins register may wake a waiting entity: at worst one retry
+    too many, never a wake-up missed)."""
+    if len(frameworks) == 1:
+        return frameworks[0].hints_for
+
+    def hints_for(event: ClusterEvent) -> list[QueueingHint | None]:
+        return [h for fw in frameworks for h in fw.hints_for(event)]
+
+    return hints_for
 
 
 if TYPE_CHECKING:

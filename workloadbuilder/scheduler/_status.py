@@ -60,8 +60,9 @@ def _wording(message: str) -> tuple[str, ...]:
 
 #: a held-back explanation: ("Pod", PodInfo) or ("PodGroup", GroupInfo), reason, message
 _Held = tuple[str, Any, str, str]
-#: a queued event: namespace, pod name, pod uid, type, reason, node (Scheduled) or message
-_QueuedEvent = tuple[str, str, str, str, str, str]
+#: a queued event: namespace, pod name, pod uid, type, reason, node (Scheduled) or message,
+#: and the reporting component
+_QueuedEvent = tuple[str, str, str, str, str, str, str]
 
 
 class StatusWriter:
@@ -109,6 +110,16 @@ class StatusWriter:
         self._status_writers = 0
         #: events dropped because ``SchedulerConfig.max_queued_events`` were already queued
         self.events_dropped = 0
+        #: the profiles' schedulerNames when the scheduler serves several (it sets this):
+        #: then each profile reports its own events and preemptions under its name, as
+        #: kube-scheduler's per-profile recorders do; else ``SchedulerConfig.component``
+        self.profiles: frozenset[str] = frozenset()
+
+    def reporter(self, scheduler_name: str | None) -> str:
+        """Who reports an event about a pod of ``scheduler_name`` (or its preemption)."""
+        if scheduler_name is not None and scheduler_name in self.profiles:
+            return scheduler_name
+        return self.config.component
 
     def reset(self) -> None:
         """Forget queued events of a previous start (maybe on another event loop)."""
@@ -270,7 +281,17 @@ class StatusWriter:
             self._room.append(fut)
             self._pump_events()
             await fut
-        self._event_queue.append((p.namespace, p.name, p.uid, "Normal", REASON_SCHEDULED, node))
+        self._event_queue.append(
+            (
+                p.namespace,
+                p.name,
+                p.uid,
+                "Normal",
+                REASON_SCHEDULED,
+                node,
+                self.reporter(p.scheduler_name),
+            )
+        )
         self._pump_events()
 
     def _record(self, p: PodInfo, type_: str, reason: str, message: str) -> None:
@@ -293,7 +314,17 @@ class StatusWriter:
                     self.events_dropped,
                 )
             return
-        self._event_queue.append((p.namespace, p.name, p.uid, type_, reason, message[:1024]))
+        self._event_queue.append(
+            (
+                p.namespace,
+                p.name,
+                p.uid,
+                type_,
+                reason,
+                message[:1024],
+                self.reporter(p.scheduler_name),
+            )
+        )
         self._pump_events()
 
     @property
@@ -341,19 +372,32 @@ class StatusWriter:
                 room -= 1
 
     async def _write_queued(
-        self, namespace: str, name: str, uid: str, type_: str, reason: str, text: str
+        self,
+        namespace: str,
+        name: str,
+        uid: str,
+        type_: str,
+        reason: str,
+        text: str,
+        component: str | None = None,
     ) -> None:
         ref = {"apiVersion": "v1", "kind": "Pod", "name": name, "namespace": namespace, "uid": uid}
         if reason == REASON_SCHEDULED:
             text = f"Successfully assigned {namespace}/{name} to {text}"
         try:
-            await self._event(namespace, ref, type_, reason, text)
+            await self._event(namespace, ref, type_, reason, text, component)
         finally:
             self._event_writers -= 1
             self._pump_events()
 
     async def _event(
-        self, namespace: str, ref: dict[str, Any], type_: str, reason: str, message: str
+        self,
+        namespace: str,
+        ref: dict[str, Any],
+        type_: str,
+        reason: str,
+        message: str,
+        component: str | None = None,
     ) -> None:
         try:
             await self.cluster.create_event(
@@ -362,7 +406,7 @@ class StatusWriter:
                 reason=reason,
                 message=message[:1024],
                 type="Warning" if type_ == "Warning" else "Normal",
-                reporting_component=self.config.component,
+                reporting_component=component or self.config.component,
             )
             EVENTS_WRITTEN.labels(result="ok").inc()
         except (ApiError, OSError) as e:
@@ -420,16 +464,27 @@ class StatusWriter:
     # ---- preemption ------------------------------------------------------------------
 
     def preempt(
-        self, victim: PodInfo, preemptor: str, on_failure: Callable[[], None] | None = None
+        self,
+        victim: PodInfo,
+        preemptor: str,
+        on_failure: Callable[[], None] | None = None,
+        *,
+        profile: str | None = None,
     ) -> None:
         """Preempt a running pod: ``DisruptionTarget`` (``PreemptionByScheduler``), a
         ``Preempted`` event, then delete it (in the background). ``on_failure`` runs when
-        the API refuses (e.g. no ``delete`` permission)."""
-        self.tasks.spawn(self._preempt(victim, preemptor, on_failure))
+        the API refuses (e.g. no ``delete`` permission). ``profile``: the preemptor's
+        schedulerName (with several profiles, the condition and event name it)."""
+        self.tasks.spawn(self._preempt(victim, preemptor, on_failure, self.reporter(profile)))
 
     async def _preempt(
-        self, p: PodInfo, preemptor: str, on_failure: Callable[[], None] | None
+        self,
+        p: PodInfo,
+        preemptor: str,
+        on_failure: Callable[[], None] | None,
+        reporter: str | None = None,
     ) -> None:
+        reporter = reporter or self.config.component
         node = p.node_name or p.assumed_node or ""
         conds = [dict(c) for c in p.conditions if c.get("type") != "DisruptionTarget"]
         conds.append(
@@ -437,7 +492,7 @@ class StatusWriter:
                 "type": "DisruptionTarget",
                 "status": "True",
                 "reason": "PreemptionByScheduler",
-                "message": f"{self.config.component}: preempting to accommodate {preemptor}",
+                "message": f"{reporter}: preempting to accommodate {preemptor}",
                 "lastTransitionTime": _rfc3339(self.clock.now()),
             }
         )
@@ -453,7 +508,7 @@ class StatusWriter:
             )
             if self.config.record_events:
                 text = f"Preempted by {preemptor} on node {node}"
-                await self._event(p.namespace, p.ref(), "Normal", "Preempted", text)
+                await self._event(p.namespace, p.ref(), "Normal", "Preempted", text, reporter)
             await self.cluster.delete("Pod", p.name, p.namespace)
         except NotFound:
             pass

@@ -58,6 +58,7 @@ class Submit:
 
     cache: Cache
     queue: SchedulingQueue
+    #: the framework of the attempt being submitted (its entity's profile)
     framework: Framework
     enqueuer: Enqueuer
     binder: Binder
@@ -76,7 +77,7 @@ class Submit:
         """Everything before ``queue.done``; the attempt's outcome."""
         if isinstance(r, PodBind):
             self.framework.run_commit(r.cycle.reservations)
-            self.binder.assume_and_bind(e.key, r.cycle.assignments)
+            self.binder.assume_and_bind(e.key, r.cycle.assignments, framework=self.framework)
             self.queue.remove(e.key)
             return "success"
         if isinstance(r, GroupBind):
@@ -162,9 +163,11 @@ class Submit:
                 pr.who,
                 ", ".join(f"{v.kind} {v.namespace}/{v.name}" for v in pr.victims),
             )
-            self._nominate_and_preempt(pr.who, pr.nominations, pr.victims, pr.on_failure)
+            self._nominate_and_preempt(
+                pr.who, pr.nominations, pr.victims, pr.on_failure, pr.profile
+            )
         else:
-            self._actuate(pr.who, pr.nominations, pr.victims, pr.on_failure)
+            self._actuate(pr.who, pr.nominations, pr.victims, pr.on_failure, pr.profile)
 
     def _actuate(
         self,
@@ -172,6 +175,7 @@ class Submit:
         nominations: Sequence[tuple[PodInfo, str]],
         victims: Sequence[Victim],
         on_failure: Callable[[], None],
+        profile: str | None = None,
     ) -> None:
         """Log, nominate the preemptor's pods and preempt the victims (a group's or a
         tree's: the victims are logged with their pod counts)."""
@@ -180,7 +184,7 @@ class Submit:
             who,
             ", ".join(f"{v.kind} {v.namespace}/{v.name} ({len(v.pods)} pods)" for v in victims),
         )
-        self._nominate_and_preempt(who, nominations, victims, on_failure)
+        self._nominate_and_preempt(who, nominations, victims, on_failure, profile)
 
     def _nominate_and_preempt(
         self,
@@ -188,6 +192,7 @@ class Submit:
         nominations: Sequence[tuple[PodInfo, str]],
         victims: Sequence[Victim],
         on_failure: Callable[[], None],
+        profile: str | None = None,
     ) -> None:
         for p, node in nominations:
             self.cache.nominations[p.key] = node
@@ -201,7 +206,7 @@ class Submit:
 
         for v in victims:
             for victim in v.pods:
-                self.status.preempt(victim, who, failed)
+                self.status.preempt(victim, who, failed, profile=profile)
 
     # ---- pod groups ------------------------------------------------------------------
 
@@ -213,7 +218,9 @@ class Submit:
         )
         self.framework.run_commit(res.reservations)
         # a gang whose quorum depends on this batch binds one pod first (see Binder)
-        self.binder.assume_and_bind(e.key, res.assignments, group=r.group, canary=r.canary)
+        self.binder.assume_and_bind(
+            e.key, res.assignments, group=r.group, canary=r.canary, framework=self.framework
+        )
         for p in res.unplaced:
             diag = res.diagnoses.get(p.req)
             if diag is not None:
@@ -236,7 +243,9 @@ class Submit:
 
     def _bind_tree(self, e: QueuedEntity, r: TreeBind) -> None:
         tree, res = r.tree, r.cycle
-        self.binder.assume_and_bind(e.key, res.assignments, canary=tree.is_gang)
+        self.binder.assume_and_bind(
+            e.key, res.assignments, canary=tree.is_gang, framework=self.framework
+        )
         self.explanations.pop(tree.key, None)
         for node in tree.composites():
             assert node.cpg is not None

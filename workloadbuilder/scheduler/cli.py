@@ -54,8 +54,9 @@ def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
         description=(
             "Schedule pods whose spec.schedulerName is ours: PodGroups all-or-nothing, other "
             "pods one by one. Serves /metrics, /healthz and /readyz; stops gracefully on "
-            "SIGTERM. --config reads a KubeSchedulerConfiguration (one profile); explicitly "
-            "given leader election flags override it."
+            "SIGTERM. --config reads a KubeSchedulerConfiguration: each of its profiles "
+            "schedules the pods naming its schedulerName (one cache and queue for all); "
+            "explicitly given leader election flags override it."
         ),
     )
     add_kube_flags(p)
@@ -68,7 +69,7 @@ def register(subparsers: SubParsers[argparse.ArgumentParser]) -> None:
         "--scheduler-name",
         default=None,
         help=f"pods to schedule (default {DEFAULT_SCHEDULER_NAME}; with --config: the "
-        "profile's schedulerName)",
+        "profiles' schedulerNames)",
     )
     p.add_argument(
         "--leader-elect",
@@ -166,8 +167,8 @@ def _settings(args: argparse.Namespace) -> LoadedConfig:
     if args.config:
         if args.scheduler_name is not None:
             raise ConfigError(
-                "--scheduler-name cannot be combined with --config: set "
-                "profiles[0].schedulerName in the file"
+                "--scheduler-name cannot be combined with --config: set each profile's "
+                "schedulerName (profiles[i].schedulerName) in the file"
             )
         loaded = load_config(args.config)
         if args.kube_api_qps is not None or args.kube_api_burst is not None:
@@ -236,7 +237,8 @@ async def _scheduler_command(args: argparse.Namespace) -> int:
         rbac="examples/deploy/scheduler/clusterrole.yaml",
     )
     config = loaded.scheduler
-    scheduler = Scheduler(cluster, config, framework=loaded.framework)
+    scheduler = Scheduler(cluster, config, frameworks=loaded.frameworks)
+    names = ", ".join(loaded.frameworks)
     stop = stop_on_signals()
     elector: LeaderElector | None = None
     le = loaded.leader_election
@@ -258,7 +260,7 @@ async def _scheduler_command(args: argparse.Namespace) -> int:
     tasks: list[asyncio.Task[Any]] = []
     _log.info(
         "scheduler %s starting (bind concurrency %d, leader election %s, event loop %s)",
-        config.scheduler_name,
+        names,
         config.bind_concurrency,
         f"on, lease {le.resource_namespace}/{le.resource_name or config.scheduler_name}"
         if le.leader_elect
@@ -274,7 +276,10 @@ async def _scheduler_command(args: argparse.Namespace) -> int:
             tasks.append(asyncio.create_task(elector.keep()))
         runner = asyncio.create_task(scheduler.run())
         tasks.append(runner)
-        _log.info("scheduling pods with schedulerName %s", config.scheduler_name)
+        _log.info(
+            "scheduling pods with schedulerName %s",
+            names if len(loaded.frameworks) == 1 else f"in {names} (one profile each)",
+        )
         done, _ = await asyncio.wait({stopper, *tasks}, return_when=asyncio.FIRST_COMPLETED)
         if stopper not in done:
             for t in done:

@@ -2,10 +2,11 @@
 cluster.
 
 :func:`explain_report` gathers a PodGroup's state as data (policy and minCount, priority, its
-pods and their nodes, the ``PodGroupInitiallyScheduled`` condition and the scheduler's latest
-explanation, what workload-aware preemption does for it and, for a member of a
-CompositePodGroup tree, the tree); :func:`render_explain` is the human-readable form and
-:func:`explain_text` both in one call. :func:`explain_command` is the command itself
+pods, the schedulerName they name (the profile that schedules them) and their nodes, the
+``PodGroupInitiallyScheduled`` condition and the scheduler's latest explanation, what
+workload-aware preemption does for it and, for a member of a CompositePodGroup tree, the
+tree); :func:`render_explain` is the human-readable form and :func:`explain_text` both in one
+call. :func:`explain_command` is the command itself
 (registered by :func:`workloadbuilder.scheduler.cli.register`)."""
 
 from __future__ import annotations
@@ -53,7 +54,9 @@ async def explain_report(cluster: Cluster, name: str, namespace: str) -> dict[st
     if pg is None:
         if not live:
             raise WorkloadBuilderError(f'podgroup "{name}" not found in namespace "{namespace}"')
-        return _missing_group_report(name, namespace, len(live), len(bound))
+        missing = _missing_group_report(name, namespace, len(live), len(bound))
+        missing["schedulerNames"] = _scheduler_names(live)
+        return missing
     assert isinstance(pg, PodGroup)
     gang = pg.spec.scheduling_policy.gang
     conds = pg.status.conditions if pg.status is not None else ()
@@ -83,10 +86,20 @@ async def explain_report(cluster: Cluster, name: str, namespace: str) -> dict[st
     }
     if cond is not None and cond.status == "False":
         report["preemption"] = await preemption_state(cluster, pg, cond.message or "")
+    names = _scheduler_names(live)
+    if names:  # the profile that schedules the group (several: the cycle refuses it)
+        report["schedulerNames"] = names
     not_scored = sorted({n for p in live for n in _not_scored(p)})
     if not_scored:  # scheduled as if absent: say so where people look
         report["notScored"] = not_scored
     return report
+
+
+def _scheduler_names(pods: list[dict[str, Any]]) -> list[str]:
+    """The ``spec.schedulerName`` values of ``pods`` (the API server defaults it)."""
+    return sorted(
+        {str((p.get("spec") or {}).get("schedulerName") or "default-scheduler") for p in pods}
+    )
 
 
 def _not_scored(pod: dict[str, Any]) -> tuple[str, ...]:
@@ -157,6 +170,8 @@ def render_explain(report: dict[str, Any]) -> str:
         ]
         lines.append(f"Priority:  {' '.join(p for p in parts if p)}")
     lines.append(f"Pods:      {report['pods']['bound']}/{report['pods']['live']} pods bound")
+    if report.get("schedulerNames"):
+        lines.append(f"Scheduler: {', '.join(report['schedulerNames'])}")
     nodes = report["nodes"]
     if nodes:
         shown = ", ".join(nodes[:8]) + (f", ... ({len(nodes)} nodes)" if len(nodes) > 8 else "")

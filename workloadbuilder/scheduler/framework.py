@@ -17,7 +17,10 @@ in a ``KubeSchedulerConfiguration`` profile::
     loaded = parse_config(doc, registry={"AvoidLabel": AvoidLabel})
     scheduler = Scheduler(cluster, loaded.scheduler, framework=loaded.framework)
 
-``load_config(path, registry=...)`` does the same for a file. ``examples/scheduler_plugin.py``
+``load_config(path, registry=...)`` does the same for a file. A configuration with several
+profiles builds one framework per profile (``loaded.frameworks``, by schedulerName), each
+with its own plugin instances: ``Scheduler(cluster, loaded.scheduler,
+frameworks=loaded.frameworks)`` serves them all. ``examples/scheduler_plugin.py``
 is a complete Filter plugin; docs/scheduler.md ("Writing a plugin") describes the contract.
 """
 
