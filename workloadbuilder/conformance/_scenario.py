@@ -315,8 +315,11 @@ class ScenarioObjects:
 
 def _pod_constraints(obj: dict[str, Any], spec: Mapping[str, Any]) -> None:
     """A pods step's own constraints: ``antiAffinity`` / ``affinity`` (required terms:
-    ``{topologyKey, matchLabels}``), ``spread`` (``{topologyKey, maxSkew, matchLabels}``,
-    ``DoNotSchedule``) and ``hostPort`` (TCP, on the first container)."""
+    ``{topologyKey, matchLabels}``), ``preferredAntiAffinity`` / ``preferredAffinity`` (one
+    preferred term: ``{topologyKey, matchLabels, weight}``), ``spread`` (``{topologyKey,
+    maxSkew, matchLabels, whenUnsatisfiable}``, ``DoNotSchedule`` unless said),
+    ``hostPort`` (TCP, on the first container) and ``persistentVolumeClaim`` (a volume
+    naming that claim)."""
     pod_spec = obj["spec"]
     for field, kind in (("affinity", "podAffinity"), ("antiAffinity", "podAntiAffinity")):
         term = spec.get(field)
@@ -327,19 +330,38 @@ def _pod_constraints(obj: dict[str, Any], spec: Mapping[str, Any]) -> None:
                     "topologyKey": str(term["topologyKey"]),
                 }
             ]
-            pod_spec.setdefault("affinity", {})[kind] = {
-                "requiredDuringSchedulingIgnoredDuringExecution": required
-            }
+            block = pod_spec.setdefault("affinity", {}).setdefault(kind, {})
+            block["requiredDuringSchedulingIgnoredDuringExecution"] = required
+    for field, kind in (
+        ("preferredAffinity", "podAffinity"),
+        ("preferredAntiAffinity", "podAntiAffinity"),
+    ):
+        term = spec.get(field)
+        if term:
+            preferred = [
+                {
+                    "weight": int(term.get("weight", 100)),
+                    "podAffinityTerm": {
+                        "labelSelector": {"matchLabels": dict(term.get("matchLabels") or {})},
+                        "topologyKey": str(term["topologyKey"]),
+                    },
+                }
+            ]
+            block = pod_spec.setdefault("affinity", {}).setdefault(kind, {})
+            block["preferredDuringSchedulingIgnoredDuringExecution"] = preferred
     spread = spec.get("spread")
     if spread:
         pod_spec["topologySpreadConstraints"] = [
             {
                 "maxSkew": int(spread.get("maxSkew", 1)),
                 "topologyKey": str(spread["topologyKey"]),
-                "whenUnsatisfiable": "DoNotSchedule",
+                "whenUnsatisfiable": str(spread.get("whenUnsatisfiable", "DoNotSchedule")),
                 "labelSelector": {"matchLabels": dict(spread.get("matchLabels") or {})},
             }
         ]
     if spec.get("hostPort"):
         port = int(spec["hostPort"])
         pod_spec["containers"][0]["ports"] = [{"containerPort": port, "hostPort": port}]
+    if spec.get("persistentVolumeClaim"):
+        claim = str(spec["persistentVolumeClaim"])
+        pod_spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
