@@ -135,13 +135,16 @@ def migrate(
     pods' ``schedulerName`` (default: an old gang scheduler's name is removed).
     ``tier_labels`` maps a Volcano HyperNode tier (number or name) to a node label key.
 
-    Returns the new objects (Workloads, CompositePodGroups, PodGroups first, in creation
-    order, then every other input object, rewritten where it joined an old group) and a
-    report per source field. Raises :class:`MigrationError` (file, document, field path)
+    Returns the objects in creation order: the input objects that make no pods
+    (PriorityClasses, ...), the Workloads, CompositePodGroups and PodGroups, then the
+    objects that make pods, rewritten where they joined an old group; and a report per
+    source field. Raises :class:`MigrationError` (file, document, field path)
     for input that cannot be migrated.
     """
     if source != "auto" and source not in SOURCES:
         raise MigrationError("", "source", f"unknown source {source!r}: one of {SOURCES}")
+    if origins is not None and len(origins) != len(objects):
+        raise ValueError(f"{len(origins)} origins for {len(objects)} objects")
     docs: list[Doc] = []
     for i, obj in enumerate(objects):
         origin = origins[i] if origins is not None else f"object {i + 1}"
@@ -204,7 +207,11 @@ def migrate(
     order = {"CompositePodGroup": 0, "PodGroup": 1}
     converted.sort(key=lambda o: 0 if o["kind"] == "Workload" else 1)
     created.sort(key=lambda o: order[o["kind"]])
-    out = [*converted[: sum(o["kind"] == "Workload" for o in converted)], *workloads]
+    kept = [d for d in docs if not d.consumed]
+    # what the new objects may need first (PriorityClasses, Namespaces, ...): the objects
+    # without pods; then the scheduling objects; then everything that makes pods
+    first = [d.obj for d in kept if not d.rewritten and not pod_templates(d.obj)]
+    out = [*first, *converted[: sum(o["kind"] == "Workload" for o in converted)], *workloads]
     out += [o for o in converted if o["kind"] != "Workload"] + created
-    out += [d.obj for d in docs if not d.consumed]
+    out += [d.obj for d in kept if d.rewritten or pod_templates(d.obj)]
     return MigrationResult(objects=tuple(out), report=tuple(report))

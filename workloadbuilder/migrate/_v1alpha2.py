@@ -92,6 +92,7 @@ class _Converter:
         meta = dict(obj.get("metadata") or {})
         for key in _SERVER_META:
             meta.pop(key, None)
+        meta.setdefault("namespace", self.doc.namespace)
         obj["metadata"] = meta
 
     def workload(self) -> dict[str, Any]:
