@@ -208,3 +208,77 @@ def test_a_coscheduled_job_becomes_its_own_spec_scheduling_on_the_server(
     assert stored["spec"]["scheduling"]["schedulingPolicy"] == {"gang": {"minCount": 2}}
     labels = (stored["spec"]["template"].get("metadata") or {}).get("labels") or {}
     assert "scheduling.x-k8s.io/pod-group" not in labels
+
+
+# ---- a live read: the sources from the cluster, nothing written unless --apply ------------
+
+_VOLCANO_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "podgroups.scheduling.volcano.sh"},
+    "spec": {
+        "group": "scheduling.volcano.sh",
+        "names": {"kind": "PodGroup", "plural": "podgroups", "singular": "podgroup"},
+        "scope": "Namespaced",
+        "versions": [
+            {
+                "name": "v1beta1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+def test_a_live_read_writes_nothing_unless_apply_and_then_leaves_pods_alone(
+    control_plane: ControlPlane, api: RestClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from workloadbuilder import cli
+    from workloadbuilder.testing import wait_for
+
+    r = api.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", _VOLCANO_CRD)
+    assert r.status in (201, 409), r.message
+    ns = control_plane.create_namespace("migrate-live-")
+    volcano = f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{ns}/podgroups"
+    group = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": ns},
+        "spec": {"minMember": 2},
+    }
+    wait_for(lambda: api.create(volcano, group).status == 201, what="the Volcano CRD served")
+    for i in range(2):
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"p{i}", "annotations": {"scheduling.k8s.io/group-name": "g"}},
+            "spec": {
+                "schedulerName": "volcano",
+                "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+            },
+        }
+        assert api.create(f"/api/v1/namespaces/{ns}/pods", pod).status == 201
+    flags = ["migrate", "--kubeconfig", str(control_plane.kubeconfig), "-n", ns]
+    pg_path = f"/apis/scheduling.k8s.io/v1beta1/namespaces/{ns}/podgroups/g"
+
+    assert cli.main(flags) == 0
+    out, err = capsys.readouterr()
+    printed = list(yaml.safe_load_all(out))
+    assert [o["kind"] for o in printed] == ["Workload", "PodGroup", "Pod", "Pod"]
+    assert f"cluster: PodGroup {ns}/g: spec.minMember" in err
+    assert api.get(pg_path).status == 404  # read-only without --apply
+
+    assert cli.main([*flags, "--apply"]) == 0
+    _, err = capsys.readouterr()
+    assert f"created: PodGroup {ns}/g" in err and f"created: Workload {ns}/g" in err
+    assert f"not touched: Pod {ns}/p0: exists" in err
+    assert api.get(pg_path).body["spec"]["schedulingPolicy"] == {"gang": {"minCount": 2}}
+    pod = api.get(f"/api/v1/namespaces/{ns}/pods/p0").body
+    assert "schedulingGroup" not in pod["spec"]  # the running pod was not touched

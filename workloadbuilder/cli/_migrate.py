@@ -5,9 +5,17 @@ CompositePodGroups, with the pod templates rewritten to join them
 
     workloadbuilder migrate -f volcano/ -o yaml
     kubectl get podgroups.scheduling.volcano.sh,jobs -o yaml | workloadbuilder migrate -f -
+    workloadbuilder migrate --context prod -n ml            # read the sources live
+    workloadbuilder migrate --context prod -n ml --apply    # ... and create the new groups
 
 The objects go to stdout (multi-document YAML, or one JSON ``List`` with ``-o json``); the
 report (one line per source field: mapped / approximated / not-expressible) to stderr.
+
+With ``--kubeconfig``/``--context`` (and ``-n``) and no ``-f`` the sources are read from
+the cluster; nothing is written unless ``--apply``: then every new object is first sent as
+a server-side dry run, and only if all pass are they created. Objects read from the
+cluster that already exist (running pods, their controllers) are reported, not touched.
+``-f`` with ``--apply`` creates every printed object.
 
 Exit codes: 0 migrated; 1 something is not expressible in v1.37 (nothing printed; pass
 ``--allow-lossy`` to migrate anyway) or the input is invalid (one ``error: FILE document N:
@@ -22,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from workloadbuilder.cli._common import InputError, add_output_flag, dump, one_line, read_manifests
+from workloadbuilder.runtime import add_kube_flags, kube_cluster
 
 __all__ = ["register"]
 
@@ -48,7 +57,6 @@ def register(subparsers: Any) -> None:
         "-f",
         "--filename",
         action="append",
-        required=True,
         metavar="FILE|DIR|-",
         help="manifests (YAML or JSON, multi-document; a directory's *.yaml, *.yml, *.json; "
         "'-' for stdin); repeatable",
@@ -88,6 +96,13 @@ def register(subparsers: Any) -> None:
         help="map a Volcano HyperNode tier (number or name) to a node label key for the "
         "topology constraint; repeatable",
     )
+    add_kube_flags(parser, namespace=True)
+    parser.add_argument(
+        "--apply",
+        action="store_true",
+        help="create the migrated objects in the cluster of --kubeconfig/--context "
+        "(server-side dry run first)",
+    )
     parser.set_defaults(func=_run)
 
 
@@ -115,39 +130,79 @@ def _tiers(values: list[str]) -> dict[str, str]:
     return tiers
 
 
-def _run(args: argparse.Namespace) -> int:
-    from workloadbuilder.migrate import MigrationError, migrate
+async def _run(args: argparse.Namespace) -> int:
+    from workloadbuilder.migrate import MigrationError, apply_objects, migrate, read_cluster
 
+    live = args.kubeconfig is not None or args.context is not None
+    if not args.filename and not live:
+        return _usage("give the input: -f FILE|DIR|- or --kubeconfig/--context [-n NS]")
+    if args.apply and not live:
+        return _usage("--apply needs the cluster: --kubeconfig FILE and/or --context NAME")
     try:
         tiers = _tiers(args.tier_label)
-        docs = read_manifests(_paths(args.filename), command="migrate")
-        for doc in docs:
-            doc.require_object()
+        if args.filename:
+            docs = read_manifests(_paths(args.filename), command="migrate")
+            for doc in docs:
+                doc.require_object()
+            objects = [doc.obj for doc in docs]
+            origins = [doc.where() for doc in docs]
     except InputError as e:
         print(f"error: {one_line(e)}", file=sys.stderr)
         return 1
+    cluster = kube_cluster(args) if live else None
     try:
-        result = migrate(
-            [doc.obj for doc in docs],
-            source=args.source,
-            origins=[doc.where() for doc in docs],
-            job_mode=args.job_integration,
-            scheduler_name=args.scheduler_name,
-            tier_labels=tiers,
-        )
-    except MigrationError as e:
-        print(f"error: {one_line(e)}", file=sys.stderr)
-        return 1
-    for line in result.report:
-        print(line, file=sys.stderr)
-    if result.lossy and not args.allow_lossy:
-        lost = sum(r.outcome == "not-expressible" for r in result.report)
-        print(
-            f"error: {lost} source field(s) cannot be expressed in v1.37 (not-expressible "
-            "above); nothing was printed: pass --allow-lossy to migrate anyway",
-            file=sys.stderr,
-        )
-        return 1
-    objects: list[dict[str, Any]] = list(result.objects)
-    sys.stdout.write(dump(objects, args.output))
-    return 0
+        if not args.filename and cluster is not None:
+            namespace = args.namespace or "default"
+            objects = await read_cluster(cluster, namespace)
+            origins = [_live_origin(o) for o in objects]
+            if not objects:
+                print(f"error: nothing to migrate in namespace {namespace}", file=sys.stderr)
+                return 1
+        try:
+            result = migrate(
+                objects,
+                source=args.source,
+                origins=origins,
+                job_mode=args.job_integration,
+                scheduler_name=args.scheduler_name,
+                tier_labels=tiers,
+            )
+        except MigrationError as e:
+            print(f"error: {one_line(e)}", file=sys.stderr)
+            return 1
+        for line in result.report:
+            print(line, file=sys.stderr)
+        if result.lossy and not args.allow_lossy:
+            lost = sum(r.outcome == "not-expressible" for r in result.report)
+            print(
+                f"error: {lost} source field(s) cannot be expressed in v1.37 (not-expressible "
+                "above); nothing was printed: pass --allow-lossy to migrate anyway",
+                file=sys.stderr,
+            )
+            return 1
+        out: list[dict[str, Any]] = list(result.objects)
+        sys.stdout.write(dump(out, args.output))
+        if args.apply and cluster is not None:
+            try:
+                applied = await apply_objects(cluster, out, only_new=not args.filename)
+            except MigrationError as e:
+                print(f"error: {one_line(e)}", file=sys.stderr)
+                return 1
+            for name in applied.created:
+                print(f"created: {name}", file=sys.stderr)
+            for note in applied.untouched:
+                print(f"not touched: {note}", file=sys.stderr)
+        return 0
+    finally:
+        if cluster is not None:
+            await cluster.close()
+
+
+def _live_origin(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"cluster: {obj.get('kind')} {meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def _usage(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
