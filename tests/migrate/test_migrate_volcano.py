@@ -197,3 +197,45 @@ def test_a_volcano_queue_is_reported_not_expressible_and_not_output() -> None:
     }
     result = migrate([queue])
     assert result.objects == () and result.lossy
+
+
+def test_a_group_no_pod_joins_is_reported() -> None:
+    result = migrate([volcano_pg("g", minMember=2)])
+    assert [o["kind"] for o in result.objects] == ["Workload", "PodGroup"]
+    assert outcomes(result.report)["metadata.name"] == "approximated"
+
+
+def test_a_task_name_that_is_not_a_dns_label_is_renamed_and_reported() -> None:
+    pg = volcano_pg("g", minMember=1, minTaskMember={"Worker_A": 1})
+    result = migrate([pg, pod("p", annotations={GROUP: "g", "volcano.sh/task-spec": "Worker_A"})])
+    (child,) = by_kind(result.objects, "PodGroup")
+    assert child["metadata"]["name"] == "g-worker-a"
+    assert outcomes(result.report)["spec.minTaskMember[Worker_A]"] == "approximated"
+
+
+def test_leader_and_worker_templates_of_a_leader_worker_set_join_their_tasks() -> None:
+    lws = {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "lws", "namespace": "ns", "uid": "u-lws"},
+        "spec": {
+            "replicas": 1,
+            "leaderWorkerTemplate": {
+                "size": 3,
+                "leaderTemplate": template(
+                    annotations={GROUP: "g", "volcano.sh/task-spec": "leader"}
+                ),
+                "workerTemplate": template(
+                    annotations={GROUP: "g", "volcano.sh/task-spec": "worker"}
+                ),
+            },
+        },
+    }
+    result = migrate([volcano_pg("g", minMember=3, minTaskMember={"leader": 1, "worker": 2}), lws])
+    (out,) = by_kind(result.objects, "LeaderWorkerSet")
+    lwt = out["spec"]["leaderWorkerTemplate"]
+    assert lwt["leaderTemplate"]["spec"]["schedulingGroup"] == {"podGroupName": "g-leader"}
+    assert lwt["workerTemplate"]["spec"]["schedulingGroup"] == {"podGroupName": "g-worker"}
+    (wl,) = by_kind(result.objects, "Workload")
+    assert wl["metadata"]["ownerReferences"][0]["uid"] == "u-lws"
+    assert wl["spec"]["controllerRef"]["kind"] == "LeaderWorkerSet"

@@ -289,6 +289,13 @@ def emit_gang(
     """The Workload / CompositePodGroup / PodGroups of ``gang`` in creation order (JSON
     dicts, checked with the API server's validation), rewriting the pod templates of its
     members in place. Raises :class:`MigrationError` for input that cannot be migrated."""
+    if not gang.slots:
+        gang.note(
+            "metadata.name",
+            "approximated",
+            f"no pod or pod template in the input joins group {gang.name!r}: its pods need "
+            "spec.schedulingGroup.podGroupName set to the new PodGroup",
+        )
     _pod_priorities(gang)
     tasks = {slot_id: _task_of(s, gang) for slot_id, s in enumerate(gang.slots)}
     job_slot = _native_job(gang, job_mode)
@@ -308,7 +315,7 @@ def emit_gang(
         children = []
         template_of: dict[str, str] = {}
         for task, minimum in gang.tasks.items():
-            tname = _label(task, f"{gang.min_count_path or 'tasks'}[{task}]", gang)
+            tname = _label(task, f"{gang.tasks_path}[{task}]", gang)
             if tname in template_of.values():
                 raise gang.fail("", f"two task names map to the template name {tname!r}")
             template_of[task] = tname

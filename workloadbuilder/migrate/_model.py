@@ -190,6 +190,7 @@ class Gang:
     min_count: int | None
     min_count_path: str = ""
     tasks: dict[str, int] = attrs.field(factory=dict)
+    tasks_path: str = ""
     priority_class_name: str | None = None
     priority_path: str = ""
     topology_key: str | None = None

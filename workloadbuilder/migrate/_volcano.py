@@ -114,6 +114,7 @@ def _gang(doc: Doc, tier_labels: Mapping[str, str]) -> Gang:
         origin=doc.origin,
         min_count=None,
         min_count_path="spec.minMember",
+        tasks_path="spec.minTaskMember",
         owner_ref=owner_of(doc.obj),
     )
     minimum = check_int(doc, "spec.minMember", spec.get("minMember", 0))

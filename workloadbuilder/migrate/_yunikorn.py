@@ -162,6 +162,7 @@ def _gang(ns: str, app: str, members: list[Slot]) -> Gang:
         origin=first.doc.origin,
         min_count=None,
         min_count_path=base,
+        tasks_path=base,
         slots=members,
     )
     tasks: dict[str, int] = {}
