@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 from _objects import pod
 
 from workloadbuilder.api import PodGroup, Workload
-from workloadbuilder.cluster import MemoryCluster
+from workloadbuilder.cluster import MemoryCluster, ResourceInfo, register_resource
 from workloadbuilder.errors import NotFound
 from workloadbuilder.migrate import MigrationError, apply_objects, migrate, read_cluster
 
@@ -62,3 +65,22 @@ async def test_nothing_is_created_when_the_dry_run_refuses_one_object() -> None:
         await apply_objects(cluster, objects, only_new=True)
     with pytest.raises(NotFound):
         await cluster.get("Workload", "grp", "ns")
+
+
+@pytest.mark.parametrize(
+    "example",
+    sorted(
+        p.name
+        for p in (Path(__file__).resolve().parents[2] / "examples" / "migrate").glob("*.yaml")
+    ),
+)
+async def test_every_examples_objects_are_admitted_by_memory_cluster(example: str) -> None:
+    register_resource(
+        ResourceInfo(group="apps", version="v1", kind="Deployment", plural="deployments"),
+        default=False,
+    )
+    path = Path(__file__).resolve().parents[2] / "examples" / "migrate" / example
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    cluster = MemoryCluster()
+    for obj in migrate(docs, tier_labels={"1": "topology.kubernetes.io/rack"}).objects:
+        await cluster.create(obj)
