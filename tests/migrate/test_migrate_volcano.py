@@ -239,3 +239,19 @@ def test_leader_and_worker_templates_of_a_leader_worker_set_join_their_tasks() -
     (wl,) = by_kind(result.objects, "Workload")
     assert wl["metadata"]["ownerReferences"][0]["uid"] == "u-lws"
     assert wl["spec"]["controllerRef"]["kind"] == "LeaderWorkerSet"
+
+
+def test_a_task_without_a_minimum_is_a_basic_child_and_reported() -> None:
+    pg = volcano_pg("g", minMember=1, minTaskMember={"a": 1, "b": 0})
+    members = [
+        pod("pa", annotations={GROUP: "g", "volcano.sh/task-spec": "a"}),
+        pod("pb", annotations={GROUP: "g", "volcano.sh/task-spec": "b"}),
+    ]
+    result = migrate([pg, *members])
+    pgs = {
+        p["metadata"]["name"]: p["spec"]["schedulingPolicy"]
+        for p in by_kind(result.objects, "PodGroup")
+    }
+    assert pgs == {"g-a": {"gang": {"minCount": 1}}, "g-b": {"basic": {}}}
+    notes = [r for r in result.report if r.path == "spec.minTaskMember[b]"]
+    assert [r.outcome for r in notes] == ["mapped", "approximated"]

@@ -319,6 +319,14 @@ def emit_gang(
             if tname in template_of.values():
                 raise gang.fail("", f"two task names map to the template name {tname!r}")
             template_of[task] = tname
+            if not minimum:
+                gang.note(
+                    f"{gang.tasks_path}[{task}]",
+                    "approximated",
+                    "no minimum: a basic child PodGroup, but it counts toward the "
+                    "CompositePodGroup's minGroupCount (every child), so the tree waits "
+                    "until this task's pods can be placed too",
+                )
             children.append(
                 WorkloadItem(name=tname, default_config=_config(minimum, gang, topology=False))
             )
