@@ -75,7 +75,7 @@ def _one_line(e: BaseException) -> str:
     return one_line(e)
 
 
-_BUILTIN = ("_build", "_validate", "_lint", "_controlplane", "_conformance")
+_BUILTIN = ("_build", "_validate", "_lint", "_controlplane", "_conformance", "_migrate")
 #: the command each built-in module registers (tests/unit checks this against _BUILTIN)
 _BUILTIN_COMMANDS = {
     "build": "_build",
@@ -83,6 +83,7 @@ _BUILTIN_COMMANDS = {
     "lint": "_lint",
     "controlplane": "_controlplane",
     "conformance": "_conformance",
+    "migrate": "_migrate",
 }
 #: top-level module -> the extra of pyproject.toml that installs it (for the CLI's hint)
 _OPTIONAL_MODULES = {"numpy": "scheduler", "matplotlib": "simulator"}
