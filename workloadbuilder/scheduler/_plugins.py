@@ -44,7 +44,12 @@ from workloadbuilder.scheduler._podconstraints import InterPodAffinity, NodePort
 from workloadbuilder.scheduler._podtopologyspread import PodTopologySpread
 from workloadbuilder.scheduler._preemption import DefaultPreemption
 from workloadbuilder.scheduler._resources import PodRequirements
-from workloadbuilder.scheduler._volumes import NodeVolumeLimits, VolumeBinding, VolumeRestrictions
+from workloadbuilder.scheduler._volumes import (
+    NodeVolumeLimits,
+    VolumeBinding,
+    VolumeRestrictions,
+    VolumeZone,
+)
 
 if TYPE_CHECKING:
     from workloadbuilder.cluster import Cluster
@@ -618,6 +623,7 @@ CONSTRAINT_PLUGINS: tuple[type[Any], ...] = (
     VolumeRestrictions,
     NodeVolumeLimits,
     VolumeBinding,
+    VolumeZone,
     PodTopologySpread,
     InterPodAffinity,
 )
@@ -643,6 +649,7 @@ DEFAULT_PLUGINS: dict[str, tuple[str, ...]] = {
         "VolumeRestrictions",
         "NodeVolumeLimits",
         "VolumeBinding",
+        "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
         "DynamicResources",
