@@ -295,7 +295,7 @@ async def test_a_claim_bound_to_a_missing_volume_fits_nowhere(env: Env) -> None:
     try:
         assert await _settled(env, s, ["p"]) == {}
         # VolumeZone's PreFilter looks the volume up before VolumeBinding's Filter would
-        assert 'persistentvolume "gone" not found' in await _message(env, "p")
+        assert f'persistentvolume "{v.name("gone")}" not found' in await _message(env, "p")
     finally:
         await v.cleanup()
 
