@@ -413,6 +413,13 @@ async def _make_volume_pod(
             },
         }
     )
+    # what kube-controller-manager's PV controller would do first (it does not run here)
+    await admin.patch(
+        "PersistentVolume",
+        f"{namespace}-pv",
+        {"status": {"phase": "Available"}},
+        subresource="status",
+    )
     for name, cls in (("static", static), ("dynamic", dynamic)):
         await admin.create(
             {

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
 import numpy.typing as npt
 
-from workloadbuilder.errors import ApiError, NotFound
+from workloadbuilder.errors import ApiError, Conflict, NotFound
 from workloadbuilder.scheduler._interface import (
     SUCCESS,
     ActionType,
@@ -1037,29 +1038,53 @@ class VolumeBinding(_VolumePlugin):
         for key, _ in plan.provisions:
             s.forget_pvc(key)
         for pv_name in plan.written_pvs:
-            pv = s.pvs.get(pv_name)
-            key = next(k for p, k in plan.bindings if p == pv_name)
-            pvc = s.pvcs.get(key)
-            if pv is None or (pvc is not None and _spec(pvc).get("volumeName") == pv_name):
-                continue
-            if (pv.get("status") or {}).get("phase") == "Bound":
-                continue
-            new = copy.deepcopy(pv)
-            new["spec"].pop("claimRef", None)
-            (new["metadata"].get("annotations") or {}).pop(ANN_BOUND_BY_CONTROLLER, None)
-            await self._undo(cluster, new)
+            claim = next(k for p, k in plan.bindings if p == pv_name)
+            await self._undo(cluster, pv_name, functools.partial(self._unbound_pv, pv_name, claim))
         for key in plan.written_pvcs:
-            pvc = s.pvcs.get(key)
-            if pvc is None or _spec(pvc).get("volumeName"):
-                continue
-            new = copy.deepcopy(pvc)
-            (new["metadata"].get("annotations") or {}).pop(ANN_SELECTED_NODE, None)
-            await self._undo(cluster, new)
+            await self._undo(cluster, key[1], functools.partial(self._unselected_pvc, key))
 
-    async def _undo(self, cluster: Cluster, obj: dict[str, Any]) -> None:
-        try:
-            await cluster.update(obj)
-        except NotFound:
-            pass
-        except ApiError as e:
-            _log.warning("undoing the volume binding of %s failed: %s", meta(obj).get("name"), e)
+    def _unbound_pv(self, pv_name: str, claim: ClaimKey) -> dict[str, Any] | None:
+        """The PV without the claimRef PreBind wrote, or None when there is nothing to undo
+        (gone, or the PV controller bound them)."""
+        s = self._state
+        pv = s.pvs.get(pv_name)
+        pvc = s.pvcs.get(claim)
+        if pv is None or (pvc is not None and _spec(pvc).get("volumeName") == pv_name):
+            return None
+        if (pv.get("status") or {}).get("phase") == "Bound" or "claimRef" not in _spec(pv):
+            return None
+        new = copy.deepcopy(pv)
+        new["spec"].pop("claimRef", None)
+        (new["metadata"].get("annotations") or {}).pop(ANN_BOUND_BY_CONTROLLER, None)
+        return new
+
+    def _unselected_pvc(self, key: ClaimKey) -> dict[str, Any] | None:
+        """The claim without the selected node PreBind wrote, or None (gone, provisioned)."""
+        pvc = self._state.pvcs.get(key)
+        anns = (meta(pvc).get("annotations") or {}) if pvc is not None else {}
+        if pvc is None or _spec(pvc).get("volumeName") or ANN_SELECTED_NODE not in anns:
+            return None
+        new = copy.deepcopy(pvc)
+        new["metadata"]["annotations"].pop(ANN_SELECTED_NODE, None)
+        return new
+
+    async def _undo(
+        self, cluster: Cluster, name: str, undone: Callable[[], dict[str, Any] | None]
+    ) -> None:
+        """Write ``undone()`` (built from the informer's copy); on a conflict (the informer
+        had not seen the latest version yet) again once it delivered a change, a few times."""
+        for _ in range(5):
+            obj = undone()
+            if obj is None:
+                return
+            try:
+                await cluster.update(obj)
+                return
+            except NotFound:
+                return
+            except Conflict:
+                await self._state.wait_changed(1.0)
+            except ApiError as e:
+                _log.warning("undoing the volume binding of %s failed: %s", name, e)
+                return
+        _log.warning("undoing the volume binding of %s failed: conflicts", name)
