@@ -10,8 +10,10 @@ Split as upstream splits it:
   the informers show them, and the current cycle's tentative ones. The scheduler owns one
   and feeds it; the plugins take it through ``use_volume_state``.
 - ``_match``: pure helpers over the objects (storage classes, binding annotations, PV node
-  affinity, matching a claim to the smallest available volume, zone labels).
-- ``_plugins``: the four plugins and VolumeBinding's PreBind / Unreserve writes.
+  affinity, a claim's candidate volumes, smallest first, zone labels).
+- ``_plugins``: the four plugins and VolumeBinding's PreBind / Unreserve writes. A PV's node
+  affinity is evaluated once per volume version and node-table epoch, as a mask over node
+  rows; a pod's WaitForFirstConsumer claims then need one pass over their candidates.
 
 Inside one PodGroup or CompositePodGroup cycle, the pods placed earlier count as pods on
 their nodes (disk conflicts, ReadWriteOncePod claims in use, CSI volume counts), and a

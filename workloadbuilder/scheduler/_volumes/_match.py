@@ -23,7 +23,6 @@ __all__ = [
     "access_modes_fit",
     "bound_to_claim",
     "claim_class",
-    "find_matching_volume",
     "fully_bound",
     "ga_label",
     "in_tree_source",
@@ -32,6 +31,7 @@ __all__ = [
     "pv_fits_node",
     "pv_topologies",
     "storage_request",
+    "volume_candidates",
 ]
 
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
@@ -157,52 +157,44 @@ def in_tree_source(pv: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def find_matching_volume(
-    pvc: Mapping[str, Any],
-    pvs: Iterable[Mapping[str, Any]],
-    labels: Mapping[str, str],
-    excluded: Mapping[str, Any],
-) -> Mapping[str, Any] | None:
-    """The smallest volume the WaitForFirstConsumer claim ``pvc`` can be bound to on a node
-    with ``labels`` (a volume pre-bound to the claim wins, or, when its node affinity fails,
-    nothing), skipping the names in ``excluded`` (upstream's ``FindMatchingVolume`` with a
-    node and delayed binding)."""
+def volume_candidates(
+    pvc: Mapping[str, Any], pvs: Iterable[Mapping[str, Any]]
+) -> tuple[list[Mapping[str, Any]], bool]:
+    """What of upstream's ``FindMatchingVolume`` (with a node, delayed binding) does not
+    depend on the node: ``([the volume pre-bound to the claim], True)`` when there is one,
+    else the available volumes the claim could be bound to (class, capacity, volume mode,
+    volume attributes class, selector, access modes, not being deleted), smallest first;
+    the node then takes the first whose node affinity it passes."""
     want = storage_request(pvc)
     cls = claim_class(pvc)
     spec = _spec(pvc)
     sel_obj = spec.get("selector")
     selector = Selector.parse(sel_obj) if isinstance(sel_obj, Mapping) else None
     vac = spec.get("volumeAttributesClassName") or ""
-    best: Mapping[str, Any] | None = None
-    best_size = 0.0
+    out: list[tuple[float, Mapping[str, Any]]] = []
     for pv in pvs:
         m = meta(pv)
-        if m.get("name") in excluded:
-            continue
         pspec = _spec(pv)
         if pspec.get("claimRef") is not None and not bound_to_claim(pv, pvc):
             continue
         size = _bytes((pspec.get("capacity") or {}).get("storage"))
         if size < want or _mode(spec) != _mode(pspec):
             continue
-        if (pspec.get("volumeAttributesClassName") or "") != vac:
+        if (pspec.get("volumeAttributesClassName") or "") != vac or m.get("deletionTimestamp"):
             continue
-        if m.get("deletionTimestamp"):
-            continue
-        fits = pv_fits_node(pv, labels)
         if bound_to_claim(pv, pvc):
-            return pv if fits else None
+            return [pv], True
         if (pv.get("status") or {}).get("phase") != "Available":
             continue
         if selector is not None and not selector.matches(
             {str(k): str(v) for k, v in (m.get("labels") or {}).items()}
         ):
             continue
-        if pv_class(pv) != cls or not fits or not access_modes_fit(pvc, pv):
+        if pv_class(pv) != cls or not access_modes_fit(pvc, pv):
             continue
-        if best is None or best_size > size:
-            best, best_size = pv, size
-    return best
+        out.append((size, pv))
+    out.sort(key=lambda sp: sp[0])  # stable: equal sizes keep the informer's order
+    return [pv for _, pv in out], False
 
 
 def ga_label(label: str) -> str:

@@ -45,7 +45,6 @@ from workloadbuilder.scheduler._volumes._match import (
     ZONE_LABELS,
     bound_to_claim,
     claim_class,
-    find_matching_volume,
     fully_bound,
     ga_label,
     in_tree_source,
@@ -54,6 +53,7 @@ from workloadbuilder.scheduler._volumes._match import (
     pv_fits_node,
     pv_topologies,
     storage_request,
+    volume_candidates,
 )
 from workloadbuilder.scheduler._volumes._state import ClaimKey, VolumeState
 
@@ -149,6 +149,8 @@ class _Verdict:
     ok: Mask
     reasons: dict[int, list[tuple[str, str]]]
     plans: dict[int, Any] = attrs.field(factory=dict)
+    #: VolumeBinding's per-pod context (its plans and reasons are made per row on demand)
+    context: Any = None
 
 
 class _VolumePlugin(ReserveBase):
@@ -679,6 +681,16 @@ class _PodClaims:
     delay: tuple[tuple[ClaimKey, Mapping[str, Any]], ...]
 
 
+@attrs.frozen(eq=False)
+class _Context:
+    """A pod's claims as VolumeBinding evaluates them in one cycle state: the
+    WaitForFirstConsumer ones smallest first, and each one's candidate volumes."""
+
+    claims: _PodClaims
+    ordered: list[tuple[ClaimKey, Mapping[str, Any]]]
+    candidates: dict[ClaimKey, tuple[list[Mapping[str, Any]], bool]]
+
+
 def _topology_fits(terms: Any, labels: Mapping[str, str]) -> bool:
     """A StorageClass's ``allowedTopologies`` (terms ORed, expressions ANDed; none: every
     node)."""
@@ -710,6 +722,7 @@ class VolumeBinding(_VolumePlugin):
 
     def __init__(self, state: VolumeState | None = None) -> None:
         super().__init__(state)
+        self._masks: dict[str, tuple[tuple[Any, ...], Mask]] = {}
         self._pending: dict[tuple[str, str], VolumeBindingPlan] = {}
         self._locks: dict[ClaimKey, asyncio.Lock] = {}
 
@@ -792,14 +805,47 @@ class VolumeBinding(_VolumePlugin):
         got = self._claims(pod)
         return got if isinstance(got, Status) else SUCCESS
 
-    def _evaluate(self, pod: PodInfo, lister: SharedLister) -> _Verdict:
-        claims = self._claims(pod)
-        assert not isinstance(claims, Status)
-        s = self._state
+    def _pv_mask(self, pv: Mapping[str, Any], lister: SharedLister) -> Mask:
+        """Per node row, whether the volume's node affinity holds there (cached per volume
+        version and node-table epoch)."""
         table = lister.table
-        ok = np.zeros(table.capacity, dtype=bool)
-        reasons: dict[int, list[tuple[str, str]]] = {}
-        plans: dict[int, Any] = {}
+        m = meta(pv)
+        name = str(m.get("name"))
+        token = (str(m.get("resourceVersion") or ""), id(table), table.epoch, table.capacity)
+        got = self._masks.get(name)
+        if got is not None and got[0] == token:
+            return got[1]
+        mask = np.zeros(table.capacity, dtype=bool)
+        if not _spec(pv).get("nodeAffinity"):
+            mask[:] = table.present
+        else:
+            for row in self._rows(lister):
+                mask[row] = pv_fits_node(pv, table.labels[row])
+        if len(self._masks) > 100_000:
+            self._masks.clear()
+        self._masks[name] = (token, mask)
+        return mask
+
+    def _provision_mask(self, sc: Mapping[str, Any] | None, lister: SharedLister) -> Mask:
+        """Per node row, whether the class provisions there (a provisioner, and its
+        ``allowedTopologies``)."""
+        table = lister.table
+        provisioner = str((sc or {}).get("provisioner") or "")
+        if sc is None or not provisioner or provisioner == NO_PROVISIONER:
+            return np.zeros(table.capacity, dtype=bool)
+        terms = sc.get("allowedTopologies")
+        if not terms:
+            return np.asarray(table.present, dtype=bool).copy()
+        mask = np.zeros(table.capacity, dtype=bool)
+        for row in self._rows(lister):
+            mask[row] = _topology_fits(terms, table.labels[row])
+        return mask
+
+    def _context(self, claims: _PodClaims, lister: SharedLister) -> _Context:
+        """What the per-node evaluation of ``claims`` reads, computed once per pod and cycle
+        state: each WaitForFirstConsumer claim's candidate volumes (and whether one is
+        pre-bound to it), the volumes other claims of the cycle took, node masks."""
+        s = self._state
         classes = {claim_class(pvc) for _, pvc in claims.delay}
         by_class: dict[str, list[dict[str, Any]]] = {c: [] for c in classes}
         if classes:
@@ -809,43 +855,108 @@ class VolumeBinding(_VolumePlugin):
                     same.append(vol)
         taken = dict(s.tentative_pvs)
         ordered = sorted(claims.delay, key=lambda kv: storage_request(kv[1]))
+        cands: dict[ClaimKey, tuple[list[Mapping[str, Any]], bool]] = {}
+        for key, pvc in ordered:
+            mine = [pv for pv, c in taken.items() if c == key]
+            held = s.pv(mine[0]) if mine else None
+            if held is not None:  # an earlier pod of the cycle chose it for this claim
+                cands[key] = ([held], True)
+                continue
+            got, prebound = volume_candidates(pvc, by_class.get(claim_class(pvc), ()))
+            if not prebound:
+                got = [pv for pv in got if str(meta(pv).get("name")) not in taken]
+            cands[key] = (got, prebound)
+        return _Context(claims, ordered, cands)
+
+    def _evaluate(self, pod: PodInfo, lister: SharedLister) -> _Verdict:
+        claims = self._claims(pod)
+        assert not isinstance(claims, Status)
+        s = self._state
+        table = lister.table
+        ok = _present(lister)
         if not claims.delay and all(
             (pv := s.pv(str(_spec(pvc).get("volumeName")))) is not None
             and not _spec(pv).get("nodeAffinity")
             for _, pvc in claims.bound
         ):  # nothing depends on the node (the common case: claims bound, volumes anywhere)
-            return _Verdict(_present(lister), reasons)
-        for row in self._rows(lister):
-            node = table.names[row] or ""
-            got = self._plan(pod, claims, ordered, by_class, taken, node, table.labels[row])
-            if isinstance(got, list):
-                reasons[row] = got
-            else:
-                ok[row] = True
-                plans[row] = got
-        return _Verdict(ok, reasons, plans)
+            return _Verdict(ok, {})
+        ctx = self._context(claims, lister)
+        for _, pvc in claims.bound:
+            pv = s.pv(str(_spec(pvc).get("volumeName")))
+            if pv is None:
+                ok[:] = False
+                break
+            ok &= self._pv_mask(pv, lister)
+        to_match = 0
+        for key, pvc in ctx.ordered:
+            selected = s.tentative_pvcs.get(key) or (meta(pvc).get("annotations") or {}).get(
+                ANN_SELECTED_NODE
+            )
+            if selected is not None:
+                only = np.zeros(table.capacity, dtype=bool)
+                row = table.index.get(str(selected))
+                if row is not None:
+                    only[row] = True
+                ok &= only
+                continue
+            to_match += 1
+            fits = self._provision_mask(s.classes.get(claim_class(pvc)), lister)
+            for vol in ctx.candidates[key][0]:
+                fits = fits | self._pv_mask(vol, lister)
+            ok &= fits
+        if to_match > 1:  # claims may compete for one volume of a node: the greedy decides
+            for row in np.flatnonzero(ok).tolist():
+                if isinstance(self._plan(pod, ctx, lister, row), list):
+                    ok[row] = False
+        return _Verdict(ok, {}, {}, ctx)
+
+    def filter_pod(self, pod: PodInfo, lister: SharedLister, row: int) -> Any:
+        """The plan for the pod's claims on ``row``, or None."""
+        if not self.pre_filter_pod(pod, lister).ok:
+            return None
+        v = self._verdict(pod, lister)
+        if row >= v.ok.size or not v.ok[row]:
+            return None
+        if v.context is None:
+            return VolumeBindingPlan(pod.key, [], [])
+        got = self._plan(pod, v.context, lister, row)
+        return None if isinstance(got, list) else got
+
+    def diagnose_pod(
+        self, pod: PodInfo, lister: SharedLister, rows: Rows
+    ) -> list[tuple[str, str, int]]:
+        """Per reason, how many rows of ``rows`` fail for it (a row under every reason it
+        has, as upstream counts them)."""
+        if not self.pre_filter_pod(pod, lister).ok:
+            return []
+        v = self._verdict(pod, lister)
+        ctx = v.context
+        counts: dict[tuple[str, str], int] = {}
+        for row in rows.tolist():
+            if row < v.ok.size and v.ok[row]:
+                continue
+            got = self._plan(pod, ctx, lister, row) if ctx is not None else None
+            for r in got if isinstance(got, list) else ():
+                counts[r] = counts.get(r, 0) + 1
+        return [(short, long_, n) for (short, long_), n in counts.items()]
 
     def _plan(
-        self,
-        pod: PodInfo,
-        claims: _PodClaims,
-        ordered: list[tuple[ClaimKey, Mapping[str, Any]]],
-        by_class: dict[str, list[dict[str, Any]]],
-        taken: dict[str, ClaimKey],
-        node: str,
-        labels: Mapping[str, str],
+        self, pod: PodInfo, ctx: _Context, lister: SharedLister, row: int
     ) -> VolumeBindingPlan | list[tuple[str, str]]:
-        """The plan for the pod's claims on ``node`` (with ``labels``), or the reasons it
-        fails there (as upstream's ``FindPodVolumes``)."""
+        """The plan for the pod's claims on the node of ``row``, or the reasons it fails
+        there (as upstream's ``FindPodVolumes``)."""
         s = self._state
+        table = lister.table
+        node = table.names[row] or ""
+        labels = table.labels[row]
         out: list[tuple[str, str]] = []
-        for key, pvc in claims.bound:
+        for key, pvc in ctx.claims.bound:
             pv_name = str(_spec(pvc).get("volumeName"))
             pv = s.pv(pv_name)
             if pv is None:
                 out.append((PV_NOT_EXIST, f'lack PersistentVolume "{pv_name}" of claim "{key[1]}"'))
                 break
-            if not pv_fits_node(pv, labels):
+            if not self._pv_mask(pv, lister)[row]:
                 out.append(
                     (
                         NODE_CONFLICT,
@@ -858,7 +969,7 @@ class VolumeBinding(_VolumePlugin):
         provisions: list[tuple[ClaimKey, str]] = []
         to_provision: list[tuple[ClaimKey, Mapping[str, Any]]] = []
         to_match: list[tuple[ClaimKey, Mapping[str, Any]]] = []
-        for key, pvc in ordered:
+        for key, pvc in ctx.ordered:
             selected = s.tentative_pvcs.get(key) or (meta(pvc).get("annotations") or {}).get(
                 ANN_SELECTED_NODE
             )
@@ -869,23 +980,23 @@ class VolumeBinding(_VolumePlugin):
                 to_provision.append((key, pvc))
             else:
                 to_match.append((key, pvc))
-        chosen: dict[str, Any] = {}
+        chosen: set[str] = set()
         for key, pvc in to_match:
-            mine = [pv for pv, c in taken.items() if c == key]
-            match: Mapping[str, Any] | None
-            if mine:  # an earlier pod of the cycle chose it for this claim
-                held = s.pv(mine[0])
-                match = held if held is not None and pv_fits_node(held, labels) else None
-            else:
-                excluded = {**chosen, **taken}
-                match = find_matching_volume(
-                    pvc, by_class.get(claim_class(pvc), ()), labels, excluded
-                )
+            cands, prebound = ctx.candidates[key]
+            match: Mapping[str, Any] | None = None
+            for cand in cands:
+                if str(meta(cand).get("name")) in chosen:
+                    continue
+                if self._pv_mask(cand, lister)[row]:
+                    match = cand
+                    break
+                if prebound:  # the pre-bound volume does not fit here: no other does
+                    break
             if match is None:
                 to_provision.append((key, pvc))
                 continue
             name = str(meta(match).get("name"))
-            chosen[name] = match
+            chosen.add(name)
             bindings.append((name, key))
         for key, pvc in to_provision:
             cls = claim_class(pvc)
