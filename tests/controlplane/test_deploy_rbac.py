@@ -376,6 +376,85 @@ async def _make_claim_pod(
     return "with-claim", [("ResourceSlice", f"{node}-gpus"), ("DeviceClass", cls)]
 
 
+async def _make_volume_pod(
+    admin: KubeCluster, namespace: str, node: str, *, scheduler_name: str
+) -> tuple[str, list[tuple[str, str]]]:
+    """A pod with two WaitForFirstConsumer claims, one a local PersistentVolume on ``node``
+    can take, one of a class that provisions (so the scheduler watches the volume kinds,
+    updates the volume's claimRef and the claim's selected node, and, as no PV controller
+    runs here to bind them, undoes both when the binding times out); returns the pod and the
+    cluster-scoped objects to delete."""
+    static, dynamic = f"{namespace}-local", f"{namespace}-fast"
+    for cls, provisioner in (
+        (static, "kubernetes.io/no-provisioner"),
+        (dynamic, "fast.example.com"),
+    ):
+        await admin.create(
+            {
+                "apiVersion": "storage.k8s.io/v1",
+                "kind": "StorageClass",
+                "metadata": {"name": cls},
+                "provisioner": provisioner,
+                "volumeBindingMode": "WaitForFirstConsumer",
+            }
+        )
+    host = {"key": NODE_LABEL, "operator": "In", "values": [namespace]}
+    await admin.create(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": f"{namespace}-pv"},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": static,
+                "local": {"path": "/data"},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [host]}]}},
+            },
+        }
+    )
+    # what kube-controller-manager's PV controller would do first (it does not run here)
+    await admin.patch(
+        "PersistentVolume",
+        f"{namespace}-pv",
+        {"status": {"phase": "Available"}},
+        subresource="status",
+    )
+    for name, cls in (("static", static), ("dynamic", dynamic)):
+        await admin.create(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": cls,
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            }
+        )
+    pod = make_pod("with-volumes", namespace).scheduler_name(scheduler_name)
+    obj = pod.node_selector(NODE_LABEL, namespace).container_name("c").request("cpu", "100m").obj()
+    obj["spec"]["volumes"] = [
+        {"name": n, "persistentVolumeClaim": {"claimName": n}} for n in ("static", "dynamic")
+    ]
+    await admin.create(obj)
+    return "with-volumes", [
+        ("PersistentVolume", f"{namespace}-pv"),
+        ("StorageClass", static),
+        ("StorageClass", dynamic),
+    ]
+
+
+async def _volume_writes_undone(admin: KubeCluster, namespace: str) -> bool:
+    """The volume's claimRef and the claim's selected node were taken back."""
+    pv = await admin.get("PersistentVolume", f"{namespace}-pv")
+    pvc = await admin.get("PersistentVolumeClaim", "dynamic", namespace)
+    assert isinstance(pv, dict) and isinstance(pvc, dict)
+    annotations = pvc["metadata"].get("annotations") or {}
+    return "claimRef" not in pv["spec"] and "volume.kubernetes.io/selected-node" not in annotations
+
+
 async def _cleanup(
     admin: KubeCluster, namespace: str, pods: Sequence[str], nodes: Sequence[str]
 ) -> None:
@@ -408,6 +487,9 @@ async def test_scheduler_needs_exactly_the_granted_rules(
     # and deletes its victims
     dra_objects: list[tuple[str, str]] = []
     sched = Scheduler(rec, SchedulerConfig(scheduler_name=scheduler_name, preemption=True))
+    for plugin in sched.framework.reserve:  # no PV controller here: PreBind gives up soon
+        if plugin.name == "VolumeBinding":
+            plugin.bind_timeout = 2.0  # type: ignore[attr-defined]
     runner: asyncio.Task[None] | None = None
     classes = [f"{ns}-low", f"{ns}-high"]
     try:
@@ -448,7 +530,12 @@ async def test_scheduler_needs_exactly_the_granted_rules(
         claim_pod, dra_objects = await _make_claim_pod(
             admin, ns, nodes[0], scheduler_name=scheduler_name
         )
-        pods += ["victim", "hp", claim_pod]
+        volume_pod, volume_objects = await _make_volume_pod(
+            admin, ns, nodes[0], scheduler_name=scheduler_name
+        )
+        dra_objects += volume_objects
+        pods += ["victim", "hp", claim_pod, volume_pod]
+        undone = {("", "persistentvolumes", "update"), ("", "persistentvolumeclaims", "update")}
 
         async def done() -> bool:
             assert not runner.done(), runner
@@ -472,6 +559,8 @@ async def test_scheduler_needs_exactly_the_granted_rules(
                 and "victim" not in current
                 and "Preempted" in events.get("victim", ())
                 and current["hp"]["spec"].get("nodeName") == f"{ns}-pre"
+                and undone <= rec.used
+                and await _volume_writes_undone(admin, ns)
             )
 
         await _poll(done)

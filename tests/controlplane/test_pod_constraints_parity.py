@@ -232,8 +232,8 @@ async def test_zone_spread_of_a_gang(sides: tuple[Side, Side]) -> None:
 async def test_a_missing_persistent_volume_claim_keeps_the_pod_pending(
     sides: tuple[Side, Side],
 ) -> None:
-    """A pod whose PersistentVolumeClaim does not exist: pending on both (upstream's
-    VolumeBinding: the claim is not found; ours: VolumeBinding is not implemented yet)."""
+    """A pod whose PersistentVolumeClaim does not exist: pending on both, naming the claim
+    (VolumeRestrictions' PreFilter, the first to look it up)."""
 
     async def scenario(s: Side) -> tuple[dict[str, str], tuple[str, str, str] | None]:
         await s.node("a")
@@ -248,4 +248,5 @@ async def test_a_missing_persistent_volume_claim_keeps_the_pod_pending(
     assert up == ours == {"plain": "a"}
     assert up_c is not None and our_c is not None
     assert up_c[:2] == our_c[:2] == ("False", "Unschedulable")
-    assert "VolumeBinding" in our_c[2]
+    assert 'persistentvolumeclaim "data" not found' in up_c[2]
+    assert 'persistentvolumeclaim "data" not found' in our_c[2]

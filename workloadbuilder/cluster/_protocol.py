@@ -154,6 +154,48 @@ for _info in (
     ResourceInfo(
         group="policy", version="v1", kind="PodDisruptionBudget", plural="poddisruptionbudgets"
     ),
+    # storage: what the volume scheduling plugins read (and the PV binding writes)
+    ResourceInfo(
+        group="",
+        version="v1",
+        kind="PersistentVolume",
+        plural="persistentvolumes",
+        namespaced=False,
+    ),
+    ResourceInfo(
+        group="", version="v1", kind="PersistentVolumeClaim", plural="persistentvolumeclaims"
+    ),
+    ResourceInfo(
+        group="storage.k8s.io",
+        version="v1",
+        kind="StorageClass",
+        plural="storageclasses",
+        namespaced=False,
+        has_status=False,
+    ),
+    ResourceInfo(
+        group="storage.k8s.io",
+        version="v1",
+        kind="CSINode",
+        plural="csinodes",
+        namespaced=False,
+        has_status=False,
+    ),
+    ResourceInfo(
+        group="storage.k8s.io",
+        version="v1",
+        kind="CSIDriver",
+        plural="csidrivers",
+        namespaced=False,
+        has_status=False,
+    ),
+    ResourceInfo(
+        group="storage.k8s.io",
+        version="v1",
+        kind="VolumeAttachment",
+        plural="volumeattachments",
+        namespaced=False,
+    ),
 ):
     register_resource(_info)
 # Workload and PodGroup are also served as v1alpha3.

@@ -51,7 +51,12 @@ from workloadbuilder.scheduler._podconstraints import InterPodAffinity, NodePort
 from workloadbuilder.scheduler._podtopologyspread import PodTopologySpread
 from workloadbuilder.scheduler._preemption import DefaultPreemption
 from workloadbuilder.scheduler._resources import PodRequirements
-from workloadbuilder.scheduler._volumes import NodeVolumeLimits, VolumeBinding, VolumeRestrictions
+from workloadbuilder.scheduler._volumes import (
+    NodeVolumeLimits,
+    VolumeBinding,
+    VolumeRestrictions,
+    VolumeZone,
+)
 
 if TYPE_CHECKING:
     from workloadbuilder.cluster import Cluster
@@ -761,6 +766,7 @@ CONSTRAINT_PLUGINS: tuple[type[Any], ...] = (
     VolumeRestrictions,
     NodeVolumeLimits,
     VolumeBinding,
+    VolumeZone,
     PodTopologySpread,
     InterPodAffinity,
 )
@@ -797,6 +803,7 @@ DEFAULT_PLUGINS: dict[str, tuple[str, ...]] = {
         "VolumeRestrictions",
         "NodeVolumeLimits",
         "VolumeBinding",
+        "VolumeZone",
         "PodTopologySpread",
         "InterPodAffinity",
         "DynamicResources",

@@ -1,8 +1,7 @@
 """Pods' own placement constraints, gang-aware: NodePorts and InterPodAffinity (its Filter and
-its Score) here, PodTopologySpread (``DoNotSchedule``) in :mod:`._podtopologyspread`, and the
-volume plugins this scheduler does not have yet (VolumeBinding, VolumeRestrictions,
-NodeVolumeLimits) in :mod:`._volumes`, which refuse the pods that need them instead of binding
-them as if their volumes were not there; this module also holds what they share.
+its Score) here, PodTopologySpread (its Filter and Score, default constraints) in
+:mod:`._podtopologyspread`, and the volume plugins (VolumeBinding, VolumeRestrictions,
+VolumeZone, NodeVolumeLimits) in :mod:`._volumes`; this module also holds what they share.
 
 They are Reserve plugins (asked pod by pod for the node the cycle is about to choose), because
 what they check depends on the pods placed before: inside one PodGroup or CompositePodGroup

@@ -35,6 +35,7 @@ __all__ = [
     "HostPort",
     "NamespaceLabelsView",
     "PodConstraints",
+    "PodVolume",
     "Selector",
     "SpreadConstraint",
     "WeightedTerm",
@@ -240,6 +241,33 @@ class HostPort:
 
 
 @attrs.frozen(cache_hash=True)
+class PodVolume:
+    """A volume of the pod that a volume plugin looks at: a ``persistentVolumeClaim`` (its
+    ``claim``), a generic ``ephemeral`` volume (its claim is ``<pod>-<volume>``: see
+    :meth:`claim_for`), or an in-tree disk (``source`` is its field name; ``disk`` what
+    identifies it: GCE ``pdName``, AWS ``volumeID``, iSCSI ``iqn``, RBD ``pool``/``image``
+    with ``monitors``, Azure ``diskURI``, Cinder / Portworx ``volumeID``)."""
+
+    name: str
+    source: str
+    claim: str = ""
+    disk: tuple[str, ...] = ()
+    monitors: frozenset[str] = frozenset()
+    read_only: bool = False
+
+    @property
+    def uses_claim(self) -> bool:
+        """A ``persistentVolumeClaim`` or generic ``ephemeral`` volume."""
+        return self.source in (PVC_SOURCE, EPHEMERAL_SOURCE)
+
+    def claim_for(self, pod_name: str) -> str:
+        """The name of the PersistentVolumeClaim this volume uses for pod ``pod_name``."""
+        if self.source == EPHEMERAL_SOURCE:
+            return f"{pod_name}-{self.name}"
+        return self.claim
+
+
+@attrs.frozen(cache_hash=True)
 class PodConstraints:
     """What a pod asks of the pods around it. ``unsupported`` lists, by plugin, what this
     scheduler does not evaluate yet and therefore refuses (the pod stays pending with the
@@ -255,6 +283,8 @@ class PodConstraints:
     spread: tuple[SpreadConstraint, ...] = ()
     unsupported: tuple[str, ...] = ()
     not_scored: tuple[str, ...] = ()
+    #: the volumes the volume plugins look at (claims, in-tree disks)
+    volumes: tuple[PodVolume, ...] = ()
 
     @property
     def hard_spread(self) -> tuple[SpreadConstraint, ...]:
@@ -344,18 +374,22 @@ def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
     return tuple(out)
 
 
-#: volume sources whose scheduling plugins (VolumeBinding, VolumeRestrictions,
-#: NodeVolumeLimits, VolumeZone) this scheduler does not run yet
-_VOLUME_PLUGINS = {
-    "persistentVolumeClaim": "VolumeBinding",
-    "ephemeral": "VolumeBinding",
-    "csi": "NodeVolumeLimits",
-    "gcePersistentDisk": "VolumeRestrictions",
-    "awsElasticBlockStore": "VolumeRestrictions",
-    "rbd": "VolumeRestrictions",
-    "iscsi": "VolumeRestrictions",
-    "azureDisk": "NodeVolumeLimits",
-    "cinder": "NodeVolumeLimits",
+PVC_SOURCE = "persistentVolumeClaim"
+EPHEMERAL_SOURCE = "ephemeral"
+#: volume sources a volume plugin looks at (VolumeBinding, VolumeRestrictions, VolumeZone,
+#: NodeVolumeLimits): claims, the in-tree disks that cannot be shared between nodes, and the
+#: in-tree disks counted against CSI volume limits through CSI migration. Inline ``csi``
+#: volumes are evaluated by none of kube-scheduler's Filters (only its queueing hints).
+_VOLUME_SOURCES: dict[str, tuple[str, ...]] = {
+    PVC_SOURCE: (),
+    EPHEMERAL_SOURCE: (),
+    "gcePersistentDisk": ("pdName",),
+    "awsElasticBlockStore": ("volumeID",),
+    "iscsi": ("iqn",),
+    "rbd": ("pool", "image"),
+    "azureDisk": ("diskURI",),
+    "cinder": ("volumeID",),
+    "portworxVolume": ("volumeID",),
 }
 
 
@@ -365,10 +399,38 @@ def _volume_kinds(volumes: Any) -> list[tuple[str, str]]:
     for v in volumes or ():
         if not isinstance(v, Mapping):
             continue
-        for source in _VOLUME_PLUGINS:
+        for source in _VOLUME_SOURCES:
             if v.get(source) is not None:
                 out.append((str(v.get("name") or ""), source))
     return out
+
+
+def _pod_volumes(volumes: Any) -> tuple[PodVolume, ...]:
+    out: list[PodVolume] = []
+    for v in volumes or ():
+        if not isinstance(v, Mapping):
+            continue
+        name = str(v.get("name") or "")
+        for source, fields in _VOLUME_SOURCES.items():
+            src = v.get(source)
+            if not isinstance(src, Mapping):
+                continue
+            if source == "rbd":
+                pool = str(src.get("pool") or "rbd")  # the API server's default
+                disk: tuple[str, ...] = (pool, str(src.get("image") or ""))
+            else:
+                disk = tuple(str(src.get(f) or "") for f in fields)
+            out.append(
+                PodVolume(
+                    name=name,
+                    source=source,
+                    claim=str(src.get("claimName") or "") if source == PVC_SOURCE else "",
+                    disk=disk,
+                    monitors=frozenset(str(m) for m in src.get("monitors") or ()),
+                    read_only=bool(src.get("readOnly")),
+                )
+            )
+    return tuple(out)
 
 
 def _parse(
@@ -405,11 +467,10 @@ def _parse(
                 honor_node_taints=c.get("nodeTaintsPolicy", "Ignore") == "Honor",
             )
         )
-    for name, source in _volume_kinds(volumes):
-        plugin = _VOLUME_PLUGINS[source]
-        unsupported.append(
-            f"{plugin}: volume {name!r} ({source}) needs the {plugin} plugin, which this "
-            "scheduler does not have yet"
+    pod_volumes = _pod_volumes(volumes)
+    if any(v.uses_claim for v in pod_volumes):
+        not_scored.append(
+            "VolumeBinding scoring (utilization of the PersistentVolumes a claim could bind)"
         )
     return PodConstraints(
         host_ports=ports,
@@ -420,6 +481,7 @@ def _parse(
         spread=tuple(constraints),
         unsupported=tuple(unsupported),
         not_scored=tuple(not_scored),
+        volumes=pod_volumes,
     )
 
 

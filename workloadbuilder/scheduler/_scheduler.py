@@ -32,6 +32,7 @@ from workloadbuilder.scheduler._status import (
     StatusWriter,
 )
 from workloadbuilder.scheduler._tasks import Tasks
+from workloadbuilder.scheduler._volumes import VOLUME_KINDS, VolumeState
 
 if TYPE_CHECKING:
     from workloadbuilder.runtime import Component
@@ -87,6 +88,9 @@ class Scheduler:
         #: the DRA state (upstream's SharedDRAManager): fed by the DRA informers, handed to
         #: the plugins through the framework when the scheduler starts
         self.dra_manager = DRAManager(self.cache)
+        #: the volume state (PVs, PVCs, StorageClasses, CSINodes...): fed by its informers
+        #: when a volume plugin is enabled, handed to those plugins when the scheduler starts
+        self.volume_state = VolumeState(self.cache)
         self.queue = SchedulingQueue(
             self.clock.now,
             initial_backoff=self.config.initial_backoff,
@@ -209,6 +213,20 @@ class Scheduler:
                 p.controllers = store
             self._feeds[-1:-1] = [
                 Feed(c, kind, store.handler(kind), optional=True) for kind in CONTROLLER_KINDS
+            ]
+        vol = self.volume_state  # its kinds, before pods, when a volume plugin uses it
+        takers = [
+            p
+            for fw in self.frameworks.values()
+            for p in fw.plugins()
+            if hasattr(p, "use_volume_state")
+        ]
+        for p in takers:
+            p.use_volume_state(vol)
+        if takers:
+            self._feeds[-1:-1] = [
+                Feed(c, k, h.dra_handler(k, vol.handler(k), None, vol.previous(k)), optional=True)
+                for k in VOLUME_KINDS
             ]
         if self.config.preemption:  # only preemption reads PodDisruptionBudgets
             self._feeds.append(Feed(c, "PodDisruptionBudget", h.on_pdb, optional=True))

@@ -43,7 +43,9 @@ class MemoryCluster:
     ``share_objects=True`` returns the stored dicts themselves from reads and watches instead
     of copies (faster fan-out; callers must then treat every returned dict as read-only).
     ``claim_controller`` runs kube-controller-manager's ResourceClaim controller (claims from
-    templates for pods and PodGroups, released when their consumers are done).
+    templates for pods and PodGroups, released when their consumers are done);
+    ``pv_controller`` its PersistentVolume controller, with an instant stand-in for the
+    external provisioners (see ``_memory/_volumes.py``).
     ``event_ttl`` is how long an Event (core/v1 or events.k8s.io/v1) is kept after its last
     write, in seconds of ``clock``, as kube-apiserver's ``--event-ttl`` (default 1 h);
     expired Events are deleted (watchers see ``DELETED``) at the next call of any verb.
@@ -61,6 +63,7 @@ class MemoryCluster:
         seed: int | None = 0,
         share_objects: bool = False,
         claim_controller: bool = True,
+        pv_controller: bool = True,
         event_ttl: float | None = 3600.0,
     ) -> None:
         now = timestamp_clock(clock)
@@ -68,7 +71,11 @@ class MemoryCluster:
         self._storage = storage = Storage(history, ttl=event_ttl, clock=clock)
         self._expire = storage.expire
         lifecycle = Lifecycle(
-            storage, now, pod_group_protection=admission, claim_controller=claim_controller
+            storage,
+            now,
+            pod_group_protection=admission,
+            claim_controller=claim_controller,
+            pv_controller=pv_controller,
         )
         strategy = Strategy(storage, admission=admission, gates=gates)
         self._reads = Reads(
@@ -78,6 +85,7 @@ class MemoryCluster:
             storage, strategy, lifecycle, now=now, rng=random.Random(seed)
         )
         lifecycle.claims.create = writes.create
+        lifecycle.volumes.create = writes.create
         self._binding = PodBinding(storage, lifecycle, now)
         self._eviction = PodEviction(storage, lifecycle)
         self._events = EventRecorder(writes, now)

@@ -11,7 +11,9 @@ and calls its three controllers at fixed points:
 * :class:`~._namespaces.NamespaceController` -- a deleted namespace's content;
 * :class:`~._podgroups.PodGroupProtection` -- the PodGroup protection finalizer;
 * :class:`~._resourceclaims.ResourceClaimController` -- claims from templates for pods and
-  PodGroups, released when their consumers are done.
+  PodGroups, released when their consumers are done;
+* :class:`~._volumes.PersistentVolumeController` -- claims bound to volumes, volumes
+  provisioned for claims.
 
 The controllers act back through :class:`Lifecycle` (delete, finalize, remove a finalizer),
 so a cascade runs to completion before the triggering call returns.
@@ -34,6 +36,7 @@ from workloadbuilder.cluster._memory._namespaces import NamespaceController
 from workloadbuilder.cluster._memory._podgroups import PodGroupProtection
 from workloadbuilder.cluster._memory._resourceclaims import ResourceClaimController
 from workloadbuilder.cluster._memory._storage import KindStore, Record, Storage
+from workloadbuilder.cluster._memory._volumes import PersistentVolumeController
 
 __all__ = ["Lifecycle"]
 
@@ -51,6 +54,7 @@ class Lifecycle:
         *,
         pod_group_protection: bool,
         claim_controller: bool = True,
+        pv_controller: bool = True,
     ) -> None:
         self._storage = storage
         self._now = now
@@ -58,6 +62,7 @@ class Lifecycle:
         self.namespaces = NamespaceController(storage, self)
         self.pod_groups = PodGroupProtection(storage, self, enabled=pod_group_protection)
         self.claims = ResourceClaimController(storage, self, enabled=claim_controller)
+        self.volumes = PersistentVolumeController(storage, self, enabled=pv_controller)
 
     def commit(self, store: KindStore, key: Key, old: Record, new: dict[str, Any]) -> Record:
         """Store a new version; finish deletion when the last finalizer went away."""
@@ -70,6 +75,7 @@ class Lifecycle:
             self.pod_groups.pod_changed(key[0], old.doc, new)
         if store.key in (PODS, PODGROUPS):
             self.claims.changed(store.key, key, old.doc, new)
+        self.volumes.touched(store.key)
         return rec
 
     def delete(self, store: KindStore, key: Key, rec: Record, policy: str) -> None:
@@ -127,6 +133,7 @@ class Lifecycle:
             self.pod_groups.pod_removed(key[0], doc)
         if store.key in (PODS, PODGROUPS):
             self.claims.removed(store.key, key, doc)
+        self.volumes.touched(store.key)
         if key[0]:
             self.namespaces.content_removed(key[0])
         return gone

@@ -75,6 +75,9 @@ class Strategy:
                     "desiredHealthy": 0,
                     "expectedPods": 0,
                 }
+            elif (info.group, info.plural) == ("storage.k8s.io", "storageclasses"):
+                doc.setdefault("reclaimPolicy", "Delete")  # the API server's defaults
+                doc.setdefault("volumeBindingMode", "Immediate")
             return
         if info.kind == "Pod":
             spec = doc.get("spec")
@@ -91,6 +94,14 @@ class Strategy:
             labels["kubernetes.io/metadata.name"] = doc["metadata"]["name"]
         elif info.kind == "Node":
             pass  # kubelets register nodes with their status
+        elif info.kind in ("PersistentVolume", "PersistentVolumeClaim"):
+            spec = doc.get("spec")
+            if not isinstance(spec, dict):
+                spec = doc["spec"] = {}
+            spec.setdefault("volumeMode", "Filesystem")  # the API server's defaults
+            if info.kind == "PersistentVolume":
+                spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+            doc["status"] = {"phase": "Pending"}
         elif info.has_status:
             doc.pop("status", None)
 

@@ -183,6 +183,7 @@ class Writes:
             return Record(doc, 0)
         rec = storage.insert(store, (ns, name), doc)
         self._lifecycle.claims.created(store.key, (ns, name))  # the ResourceClaim controller
+        self._lifecycle.volumes.touched(store.key)  # the PersistentVolume controller
         return rec
 
     # ------------------------------------------------------------------ update
