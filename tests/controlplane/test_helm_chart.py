@@ -339,10 +339,16 @@ def _apply(api: RestClient, doc: Mapping[str, Any]) -> None:
 
 
 def _token_kubeconfig(
-    control_plane: ControlPlane, api: RestClient, name: str, directory: Path
+    control_plane: ControlPlane,
+    api: RestClient,
+    name: str,
+    directory: Path,
+    *,
+    namespace: str = NAMESPACE,
 ) -> Path:
+    """A kubeconfig with a TokenRequest token of the ServiceAccount ``namespace/name``."""
     resp = api.create(
-        f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{name}/token",
+        f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
         {
             "apiVersion": "authentication.k8s.io/v1",
             "kind": "TokenRequest",
@@ -516,7 +522,7 @@ async def test_the_charts_integrations_and_webhook_run_as_their_service_account(
     docs, kubeconfigs = installed
     container = _container_of(docs, "integrations")
     with tempfile.TemporaryDirectory() as tls:
-        cert, key, _ = self_signed(tls, ["localhost", "127.0.0.1"])
+        cert, key, ca = self_signed(tls, ["localhost", "127.0.0.1"])
         port, webhook_port = _free_port(), _free_port()
         argv = [
             *_command_line(container, {"/tls/tls.crt": cert, "/tls/tls.key": key}),
@@ -539,4 +545,111 @@ async def test_the_charts_integrations_and_webhook_run_as_their_service_account(
                 return await asyncio.to_thread(_http_status, url) == 200
 
             await _poll(ready)
+            review = await asyncio.to_thread(_admission_review, webhook_port, ca)
+            assert review["response"] == {"uid": "helm-chart-1", "allowed": True}
             await _stop(proc)
+
+
+def _admission_review(port: int, ca: bytes) -> dict[str, Any]:
+    """POST a Pod CREATE review (a pod of no integrated workload) to the webhook over TLS."""
+    import json
+    import ssl
+    import urllib.request
+
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "helm-chart-1",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "operation": "CREATE",
+            "namespace": "default",
+            "object": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "p", "namespace": "default"},
+                "spec": {"containers": [{"name": "c", "image": "x"}]},
+            },
+        },
+    }
+    ctx = ssl.create_default_context(cadata=ca.decode())
+    req = urllib.request.Request(
+        f"https://127.0.0.1:{port}/mutate",
+        data=json.dumps(review).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=10, context=ctx) as resp:
+        return dict(json.loads(resp.read()))
+
+
+async def test_a_self_signed_webhook_patches_its_own_ca_bundle_as_its_service_account(
+    helm: str, control_plane: ControlPlane, crds: list[str], tmp_path: Path
+) -> None:
+    """ci/webhook-self-signed-values.yaml on the real API server: the MutatingWebhookConfiguration
+    is created for real (deleted at the end: nothing else runs on the server meanwhile), the
+    integrations' command line runs as their ServiceAccount, whose ClusterRole may get and
+    patch only that one configuration: it patches the caBundle of every webhook in it, and the
+    certificate it then serves for its Service's name verifies against that caBundle."""
+    import base64
+    import socket
+    import ssl
+
+    (values,) = [v for v in VALUES if v.name == "webhook-self-signed-values.yaml"]
+    release, namespace = "wbss", "wbss-system"
+    docs = _template(helm, values=[values], release=release, namespace=namespace)
+    name = f"{release}-workloadbuilder-integrations"
+    webhook_path = _COLLECTIONS["MutatingWebhookConfiguration"] + f"/{name}"
+    order = list(_COLLECTIONS)
+    with control_plane.client() as api:
+        for doc in sorted(docs, key=lambda d: order.index(d["kind"])):
+            if doc["kind"] == "MutatingWebhookConfiguration":
+                resp = api.create(_COLLECTIONS[doc["kind"]], doc)
+                assert resp.ok or resp.status == 409, resp.message
+            else:
+                _apply(api, doc)
+        kubeconfig = _token_kubeconfig(control_plane, api, name, tmp_path, namespace=namespace)
+    try:
+        (container,) = _one(docs, "Deployment", "-integrations")["spec"]["template"]["spec"][
+            "containers"
+        ]
+        port, webhook_port = _free_port(), _free_port()
+        args = [str(a).replace("$(POD_NAMESPACE)", namespace) for a in container["args"]]
+        argv = [
+            CLI,
+            *args,
+            "--kubeconfig",
+            str(kubeconfig),
+            "--metrics-port",
+            str(port),
+            "--webhook-port",
+            str(webhook_port),
+            "--webhook-host",
+            "127.0.0.1",
+            "--bind-address",
+            "127.0.0.1",
+        ]
+        with _running(argv) as proc:
+
+            async def ready() -> bool:
+                assert proc.poll() is None, proc.communicate()
+                url = f"http://127.0.0.1:{port}/readyz"
+                return await asyncio.to_thread(_http_status, url) == 200
+
+            await _poll(ready)
+            with control_plane.client() as api:
+                current = api.get(webhook_path)
+            assert current.ok, current.message
+            bundles = {w["clientConfig"].get("caBundle", "") for w in current.body["webhooks"]}
+            (bundle,) = bundles
+            assert bundle
+            ctx = ssl.create_default_context(cadata=base64.b64decode(bundle).decode())
+            with (
+                socket.create_connection(("127.0.0.1", webhook_port), timeout=10) as raw,
+                ctx.wrap_socket(raw, server_hostname=f"{name}.{namespace}.svc") as tls,
+            ):
+                assert tls.version() is not None  # the handshake verified the chain and name
+            await _stop(proc)
+    finally:
+        with control_plane.client() as api:
+            api.delete(webhook_path)
