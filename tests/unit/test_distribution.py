@@ -313,3 +313,59 @@ def test_the_help_lists_the_commands_of_a_missing_extra(fresh_venv: Path) -> Non
     assert done.returncode == 0, done.stderr
     assert "(unavailable: needs the 'scheduler' extra)" in done.stdout
     assert "build" in done.stdout
+
+
+# -- one version ---------------------------------------------------------------------------
+
+
+def test_one_version_everywhere() -> None:
+    """``__version__`` is the one place; pyproject reads it, the chart, the kustomization's
+    image tag and the changelog's latest release follow it."""
+    import yaml
+
+    import workloadbuilder
+
+    version = workloadbuilder.__version__
+    assert re.fullmatch(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)", version), version
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert "version" not in project and "version" in project["dynamic"]
+    chart = yaml.safe_load((ROOT / "charts" / "workloadbuilder" / "Chart.yaml").read_text())
+    assert (chart["version"], chart["appVersion"]) == (version, version)
+    kustomization = yaml.safe_load((ROOT / "deploy" / "kustomization.yaml").read_text())
+    assert kustomization["images"][0]["newTag"] == version
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    releases = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d{2}-\d{2}$", changelog, re.MULTILINE)
+    assert releases and releases[0] == version
+    assert "## [Unreleased]" in changelog
+    assert "Supported Kubernetes versions:** v1.37" in changelog
+
+
+def test_the_sdist_holds_the_sources(tmp_path: Path) -> None:
+    import tarfile
+
+    src = tmp_path / "src"
+    src.mkdir()
+    shutil.copy(ROOT / "pyproject.toml", src)
+    shutil.copy(ROOT / "README.md", src)
+    shutil.copytree(
+        ROOT / "workloadbuilder",
+        src / "workloadbuilder",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
+    out = tmp_path / "dist"
+    done = subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir", str(out)],
+        cwd=src,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    import workloadbuilder
+
+    (path,) = out.glob("workloadbuilder-*.tar.gz")
+    assert path.name == f"workloadbuilder-{workloadbuilder.__version__}.tar.gz"
+    with tarfile.open(path) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    assert {"pyproject.toml", "README.md", "PKG-INFO", "workloadbuilder/py.typed"} <= names
+    assert "workloadbuilder/scheduler/_framework.py" in names
