@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
 SCENARIO ?= examples/simulations/gang-demo.yaml
 
-.PHONY: run setup controlplane lint test test-fast bench bench-real bench-real-1k bench-real-large bench-real-constraints bench-real-stream bench-real-queueing chaos soak soak-sim soak-real clean
+.PHONY: run setup controlplane helm deploy lint test test-fast bench bench-real bench-real-1k bench-real-large bench-real-constraints bench-real-stream bench-real-queueing chaos soak soak-sim soak-real clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,14 +21,21 @@ run: $(STAMP) ## the main job: replay the demo scenario on the embedded simulato
 controlplane: ## build (or reuse) etcd + kube-apiserver/scheduler/controller-manager v1.37.2
 	hack/build-controlplane.sh
 
+helm: ## build (or reuse) helm v4 from the Go module proxy, for the chart's tests
+	hack/build-helm.sh
+
+deploy: ## render charts/workloadbuilder's default output into deploy/workloadbuilder.yaml
+	hack/render-deploy.sh
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-test: $(STAMP) controlplane lint ## everything CI runs: lint, unit, embedded and real control-plane tests
-	WORKLOADBUILDER_BIN_DIR=$$(hack/build-controlplane.sh | tail -n 1) $(VENV)/bin/pytest -q -p no:cacheprovider
+test: $(STAMP) controlplane helm lint ## everything CI runs: lint, unit, embedded and real control-plane tests
+	WORKLOADBUILDER_BIN_DIR=$$(hack/build-controlplane.sh | tail -n 1) \
+	  WORKLOADBUILDER_HELM=$$(hack/build-helm.sh | tail -n 1)/helm $(VENV)/bin/pytest -q -p no:cacheprovider
 
 test-fast: $(STAMP) ## unit and embedded tests only (no real control plane)
 	$(VENV)/bin/pytest -q -m "not controlplane and not controllermanager"

@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from workloadbuilder.kinds import Plan, plan_for
     from workloadbuilder.validation import validate_object
 
-__version__ = "0.1.0"
+#: the version of the distribution (semver); pyproject.toml reads it from here
+__version__ = "0.9.0"
 
 _LAZY: dict[str, str] = {
     "CompositePodGroup": "workloadbuilder.api",

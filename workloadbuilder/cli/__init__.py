@@ -8,7 +8,12 @@ scheduler adds ``scheduler``, ``simulate`` and ``explain``). Each provider expos
 Providers are loaded only when needed: a built-in command (``build``, ``validate``, ...) never
 imports them, so it does not pull in the scheduler's dependencies. A provider whose optional
 dependencies are missing (``numpy`` without ``workloadbuilder[scheduler]``) does not break the
-CLI: its command is listed as unavailable and says which extra to install.
+CLI: its command is listed as unavailable and says which extra to install. A command whose
+provider loads but whose run needs an extra (``simulate`` imports numpy and matplotlib as it
+starts) is checked before it runs, with the same one-line message.
+
+``workloadbuilder --version`` prints the distribution's version and the Kubernetes minor it
+targets, without loading any provider.
 
 Exit codes: 0 success, 1 the input was invalid or the operation failed, 2 usage error,
 130 interrupted. Errors are one clear line on stderr, never a traceback.
@@ -87,6 +92,16 @@ _BUILTIN_COMMANDS = {
 }
 #: top-level module -> the extra of pyproject.toml that installs it (for the CLI's hint)
 _OPTIONAL_MODULES = {"numpy": "scheduler", "matplotlib": "simulator"}
+#: a provider's command -> the extra it needs and the top-level modules that extra brings
+#: which the command imports (checked before the command runs; tests/unit checks the table
+#: against pyproject.toml)
+_COMMAND_EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "scheduler": ("scheduler", ("numpy", "cel")),
+    "explain": ("scheduler", ("numpy",)),
+    "simulate": ("simulator", ("numpy", "matplotlib", "cel")),
+}
+#: the Kubernetes minor version whose APIs this release speaks (docs/install.md)
+KUBERNETES_VERSION = "v1.37"
 _log = logging.getLogger(__name__)
 
 
@@ -113,13 +128,41 @@ def _command_of(argv: Sequence[str]) -> str | None:
     return None
 
 
+def _needs_extra(command: str, extra: str) -> str:
+    """The one-line error of ``command`` run without the extra ``extra``."""
+    install = f"pip install 'workloadbuilder[{extra}]'"
+    return f"workloadbuilder {command} needs the {extra!r} extra: {install}"
+
+
+def _missing_extra(command: str | None) -> str | None:
+    """Why ``command`` cannot run (an extra it needs is not installed), or ``None``."""
+    need = _COMMAND_EXTRAS.get(command or "")
+    if need is None:
+        return None
+    extra, modules = need
+    for module in modules:
+        if module in sys.modules:
+            if sys.modules[module] is None:  # blocked (as the tests simulate a missing one)
+                return _needs_extra(command or "", extra)
+            continue
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            return _needs_extra(command or "", extra)
+    return None
+
+
 def _unavailable(parser: _Parser, sub: Any, name: str, error: ImportError) -> None:
     """Register ``name`` as a command that only explains why it cannot run."""
     missing = (error.name or "").split(".")[0] if isinstance(error, ModuleNotFoundError) else ""
     extra = _OPTIONAL_MODULES.get(missing)
+    if extra is None and missing and name in _COMMAND_EXTRAS:
+        extra = _COMMAND_EXTRAS[name][0] if missing in _COMMAND_EXTRAS[name][1] else None
     if extra is not None:
-        hint = f"install workloadbuilder[{extra}]"
-        message = f"the {name!r} command needs {missing}, which is not installed: {hint}"
+        hint = f"needs the {extra!r} extra"
+        message = _needs_extra(name, extra)
     else:
         hint = "its dependencies are missing"
         message = f"the {name!r} command is unavailable: {_one_line(error)}"
@@ -163,8 +206,16 @@ def _make_parser(argv: Sequence[str] = ()) -> _Parser:
         description="Kubernetes v1.37 workload-aware scheduling: SDK, scheduler and simulator.",
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"workloadbuilder {_version()} (Kubernetes {KUBERNETES_VERSION})",
+        help="print the version and exit",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     command = _command_of(argv)
+    if command is None and "--version" in argv and not {"-h", "--help"} & set(argv):
+        return parser  # the version needs no command
     builtin = _BUILTIN_COMMANDS.get(command or "")
     if builtin is not None:
         _register_builtin(sub, builtin)  # a built-in command: the providers are not needed
@@ -184,6 +235,12 @@ def _make_parser(argv: Sequence[str] = ()) -> _Parser:
     return parser
 
 
+def _version() -> str:
+    from workloadbuilder import __version__
+
+    return __version__
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
     if argv is None:
@@ -192,6 +249,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # no command does linear algebra: OpenBLAS's thread pool (one thread per core,
         # started when numpy is imported) would only cost CPU (~50 ms of a start on 2 cores)
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    missing = _missing_extra(_command_of(argv))
+    if missing is not None:
+        print(f"error: {missing}", file=sys.stderr)
+        return 1
     parser = _make_parser(argv)
     unavailable = parser.unavailable.get(_command_of(argv) or "")
     if unavailable is not None:
