@@ -17,7 +17,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from workloadbuilder.scheduler._dra._allocator import NodeDevices
+from workloadbuilder.scheduler._dra._allocator import NodeDevices, consumed
 from workloadbuilder.scheduler._dra._cel import Cel
 from workloadbuilder.scheduler._dra._claims import (
     ClaimKey,
@@ -26,7 +26,13 @@ from workloadbuilder.scheduler._dra._claims import (
     pod_group,
     resolve_pod_claims,
 )
-from workloadbuilder.scheduler._dra._devices import Device, DeviceId, DeviceIndex, index_slices
+from workloadbuilder.scheduler._dra._devices import (
+    CounterKey,
+    Device,
+    DeviceId,
+    DeviceIndex,
+    index_slices,
+)
 from workloadbuilder.scheduler._dra._requests import ClaimSpec, Request, parse_claim_spec
 from workloadbuilder.scheduler._interface import SharedLister, Status
 
@@ -79,6 +85,9 @@ class _RowDevices:
     def selects(self, expression: str, device: Device) -> bool:
         return self._m.cel.verdict(expression, device) is True
 
+    def counters_used(self, pool: tuple[str, str]) -> Mapping[CounterKey, float]:
+        return self._m.counters_used(pool)
+
 
 class DRAManager:
     """DRA state shared by the scheduler's informers and the plugins."""
@@ -114,6 +123,8 @@ class DRAManager:
         self._row_epoch = -1
         self._cands: dict[tuple[tuple[str, ...], int], list[Device]] = {}
         self._specs: dict[tuple[ClaimKey, str], ClaimSpec | str] = {}
+        #: (driver, pool) -> its devices that consume counters
+        self._consumers_of: dict[tuple[str, str], list[Device]] = {}
 
     def bind_cache(self, cache: Cache) -> None:
         """The scheduler's cache (pods, groups, nodes)."""
@@ -313,6 +324,11 @@ class DRAManager:
         """Allocated (and not freed by a removed victim), or taken in this cycle."""
         return (d in self._in_use and d not in self._freed) or d in self._tent_use
 
+    def counters_used(self, pool: tuple[str, str]) -> dict[CounterKey, float]:
+        """The counters of ``pool`` consumed by its devices in use (allocated, assumed or
+        taken in this cycle)."""
+        return consumed(d for d in self._consumers_of.get(pool, ()) if self.in_use(d.id))
+
     def sync_freed(self, lister: SharedLister) -> None:
         """Devices of claims whose every consumer is a pod the snapshot removed (a
         preemption victim) count as free while it is removed."""
@@ -426,6 +442,10 @@ class DRAManager:
         index, changed = index_slices(self.slices, self._index.devices)
         self.cel.forget(changed)
         self._index = index
+        self._consumers_of = {}
+        for d in index.devices.values():
+            if d.consumes:
+                self._consumers_of.setdefault(d.id[:2], []).append(d)
         self._row_cache.clear()
         self._cands.clear()
         self._all_dirty = True

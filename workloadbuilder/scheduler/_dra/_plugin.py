@@ -174,21 +174,32 @@ class DynamicResources:
         if isinstance(claims, Status):
             return None
         need: dict[Request, int] = {}
+        either: list[tuple[Request, ...]] = []
         for c in claims:
             if m.status(c.key).get("allocation"):
                 continue
             spec = m.spec(c)
             if isinstance(spec, str):
                 return None
-            for r in spec.requests:
-                if not r.all:
-                    need[r] = need.get(r, 0) + r.count
-        if not need:
-            return None
+            for alts in spec.choices:
+                if len(alts) > 1:
+                    either.append(alts)
+                elif not alts[0].all:
+                    need[alts[0]] = need.get(alts[0], 0) + alts[0].count
         mask: Mask | None = None
         for r, n in need.items():
             ok = m.free_counts(lister, r) >= n
             mask = ok if mask is None else mask & ok
+        for alts in either:  # one of the alternatives, on its own
+            one: Mask | None = None
+            for r in alts:
+                if r.all:
+                    one = None
+                    break
+                ok = m.free_counts(lister, r) >= r.count
+                one = ok if one is None else one | ok
+            if one is not None:
+                mask = one if mask is None else mask & one
         return mask
 
     def shape_key(self, pod: PodInfo, lister: SharedLister) -> Any:
