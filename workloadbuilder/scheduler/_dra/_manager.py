@@ -431,7 +431,21 @@ class DRAManager:
         cands = self.match(lister, expressions, row)
         if admin:
             return len(cands)
-        return sum(1 for d in cands if not self.in_use(d.id))
+        n = 0
+        use: dict[tuple[str, str], dict[CounterKey, float]] = {}
+        for d in cands:
+            if self.in_use(d.id):
+                continue
+            if d.consumes:  # a partition counts while its counters last on their own
+                pool = d.id[:2]
+                got = use.get(pool)
+                if got is None:
+                    got = use[pool] = self.counters_used(pool)
+                shared = d.shared or {}
+                if any(k in shared and got.get(k, 0.0) + q > shared[k] for k, q in d.consumes):
+                    continue
+            n += 1
+        return n
 
     # ---- the device index ------------------------------------------------------------
 
