@@ -338,3 +338,50 @@ async def test_a_tainted_device_is_skipped_unless_tolerated(sides: tuple[Side, S
     assert [d for _, c in ours[0]["devices"] for _, d in c] == ["gpu-1"]
     assert _compared(up[1])["claims"]["tolerant"] == _compared(ours[1])["claims"]["tolerant"]
     assert len(up[1]["bound"]) == len(ours[1]["bound"]) == 2
+
+
+async def test_a_device_taint_rule_is_honoured(sides: tuple[Side, Side]) -> None:
+    """DRADeviceTaintRules (GA, on in v1.37.2): a DeviceTaintRule's taint keeps the device
+    it selects from untolerating requests, as a slice's own taint does."""
+
+    async def scenario(s: Side) -> list[dict[str, Any]]:
+        await s.device_class("gpu")
+        node = await s.node("a", cpu="16")
+        await s.slice("a-gpus", node, 1, {"devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]})
+        rule = s.full("maint")
+        await s.cluster.create(
+            {
+                "apiVersion": V1,
+                "kind": "DeviceTaintRule",
+                "metadata": {"name": rule},
+                "spec": {
+                    "deviceSelector": {"driver": DRIVER, "pool": node, "device": "gpu-0"},
+                    "taint": {"key": "example.com/maint", "effect": "NoSchedule"},
+                },
+            }
+        )
+        s.track("DeviceTaintRule", rule)
+        for i in range(2):
+            await s.claim(f"plain-{i}", s.exactly("gpu"))
+            await s.pod(f"plain-{i}", f"plain-{i}")
+        first = await _settle(s, _decided(2))
+        tolerations = [{"key": "example.com/maint", "operator": "Exists"}]
+        await s.claim("tolerant", s.exactly("gpu", tolerations=tolerations))
+        await s.pod("tolerant", "tolerant")
+        second = await _settle(s, lambda o: "tolerant" in o["bound"] or _decided(3)(o))
+        return [
+            {
+                "bound": len(first["bound"]),
+                "devices": sorted(d for c in first["claims"].values() for _, d in c),
+            },
+            {"tolerant": second["claims"]["tolerant"], "bound": len(second["bound"])},
+        ]
+
+    up, ours = await _run(sides, scenario)
+    _report("a DeviceTaintRule on one of two devices", up[0], ours[0])
+    _report("then a tolerating claim", up[1], ours[1])
+    assert up == [
+        {"bound": 1, "devices": ["gpu-1"]},
+        {"tolerant": [("gpu", "gpu-0")], "bound": 2},
+    ]
+    assert up == ours

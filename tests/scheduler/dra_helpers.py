@@ -110,6 +110,20 @@ class Dra:
             f"{node}-gpus", where, pool=node, devices=devices, prefix_pool=False, count=2
         )
 
+    async def taint_rule(self, name: str, selector: dict[str, str], taint: dict[str, str]) -> str:
+        """A DeviceTaintRule putting ``taint`` on the devices ``selector`` selects."""
+        full = self.name(name)
+        await self.env.cluster.create(
+            {
+                "apiVersion": V1,
+                "kind": "DeviceTaintRule",
+                "metadata": {"name": full},
+                "spec": {"deviceSelector": selector, "taint": taint},
+            }
+        )
+        self.cluster_scoped.append(("DeviceTaintRule", full))
+        return full
+
     async def slice(
         self,
         name: str,

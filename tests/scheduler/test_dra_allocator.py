@@ -615,3 +615,28 @@ def test_first_available_passes_over_an_alternative_whose_devices_are_tainted() 
     got = allocate_claim(_spec(claim, cel), DeviceList(devices, cel=cel), "a")
     assert isinstance(got, Allocation)
     assert got.allocation["devices"]["results"][0]["request"] == "r/tolerant"
+
+
+def test_device_taint_rules_taint_the_devices_they_select() -> None:
+    cel = Cel()
+    slices = {s["metadata"]["name"]: s for s in [_slice("a", [_gpu("g0"), _gpu("g1")], node="a")]}
+
+    def rule(effect: str, **selector: str) -> dict[str, Any]:
+        return {
+            "metadata": {"name": "r"},
+            "spec": {"deviceSelector": selector, "taint": {"key": "maint", "effect": effect}},
+        }
+
+    index, _ = index_slices(slices, {}, [rule("NoSchedule", driver=DRIVER, device="g0")])
+    devices = index.reachable("a", {})
+    assert [d.taints for d in devices] == [(("maint", "", "NoSchedule"),), ()]
+    spec = _spec(_claim(_request(count=2)), cel)
+    got = allocate_claim(spec, DeviceList(devices, cel=cel), "a")
+    assert isinstance(got, str) and "device 'g0': maint:NoSchedule not tolerated" in got
+    # no selector field: every device; another driver, or effect None: none
+    index, _ = index_slices(slices, {}, [rule("NoExecute")])
+    assert all(d.taints for d in index.reachable("a", {}))
+    index, _ = index_slices(slices, {}, [rule("NoSchedule", driver="other.example.com")])
+    assert not any(d.taints for d in index.reachable("a", {}))
+    index, _ = index_slices(slices, {}, [rule("None")])
+    assert not any(d.taints for d in index.reachable("a", {}))

@@ -225,3 +225,35 @@ async def test_a_tainted_device_is_skipped_unless_tolerated(env: Env, dra: Dra) 
     pod = s.cache.pods[(env.namespace, "plain")]
     reasons = plugin.diagnose_pod(pod, s.cache, s.cache.nodes.present_rows())
     assert reasons and "example.com/broken:NoSchedule not tolerated" in reasons[0][1]
+
+
+async def test_a_device_taint_rule_taints_the_devices_it_selects(env: Env, dra: Dra) -> None:
+    # DRADeviceTaintRules is GA and on in v1.37.2: a rule's taint counts as the slice's
+    a = await env.node("a", cpu="16")
+    gpu = await dra.device_class("gpu")
+    await dra.node_slice(a, 2)
+    rule = await dra.taint_rule(
+        "maint",
+        {"pool": a, "device": "gpu-0"},
+        {"key": "example.com/maint", "effect": "NoSchedule"},
+    )
+    s = env.scheduler()
+    await s.start()
+    for i in range(2):
+        await dra.claim(f"c{i}", gpu)
+        await dra.pod(f"p{i}", {"gpu": f"c{i}"})
+
+    async def decided() -> bool:
+        return "p0" in await env.bound() and await env.pod_condition("p1") is not None
+
+    await env.until(s, decided)
+    assert [g[3] for g in allocated(await dra.get_claim("c0"))] == ["gpu-1"]
+    assert "p1" not in await env.bound()
+    # the rule goes: the device is usable again and the pending pod is retried
+    await env.cluster.delete("DeviceTaintRule", rule)
+
+    async def both_bound() -> bool:
+        return len(await env.bound()) == 2
+
+    await env.until(s, both_bound)
+    assert [g[3] for g in allocated(await dra.get_claim("c1"))] == ["gpu-0"]

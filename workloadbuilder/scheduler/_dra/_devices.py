@@ -5,7 +5,7 @@ their pool's ``sharedCounters`` (partitionable devices)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -21,6 +21,7 @@ __all__ = [
     "device_order",
     "index_slices",
     "parse_device",
+    "rule_taint",
     "shared_counters",
 ]
 
@@ -191,12 +192,34 @@ class DeviceIndex:
         return got
 
 
+def rule_taint(rule: Mapping[str, Any]) -> tuple[Mapping[str, Any], tuple[str, str, str]] | None:
+    """A DeviceTaintRule's device selector and its taint (key, value, effect), or None when
+    the taint's effect does not keep devices from being allocated."""
+    spec = rule.get("spec") or {}
+    taint = spec.get("taint") or {}
+    if taint.get("effect") not in _BLOCKING_EFFECTS:
+        return None
+    key = (str(taint.get("key") or ""), str(taint.get("value") or ""), str(taint["effect"]))
+    return spec.get("deviceSelector") or {}, key
+
+
+def _rule_selects(selector: Mapping[str, Any], d: Device) -> bool:
+    for field, have in zip(("driver", "pool", "device"), d.id, strict=True):
+        want = selector.get(field)
+        if want is not None and want != have:
+            return False
+    return True
+
+
 def index_slices(
-    slices: Mapping[str, Mapping[str, Any]], previous: Mapping[DeviceId, Device]
+    slices: Mapping[str, Mapping[str, Any]],
+    previous: Mapping[DeviceId, Device],
+    rules: Iterable[Mapping[str, Any]] = (),
 ) -> tuple[DeviceIndex, set[DeviceId]]:
     """The devices of the newest generation of each pool (the first slice, by name, wins a
     duplicated id), and the ids whose CEL view changed since ``previous`` (or are gone).
-    A device unchanged since ``previous`` keeps its CEL context."""
+    A device unchanged since ``previous`` keeps its CEL context. The taints of the
+    DeviceTaintRules ``rules`` are added to the devices they select."""
     newest: dict[tuple[str, str], int] = {}
     for s in slices.values():
         spec = s.get("spec") or {}
@@ -252,6 +275,14 @@ def index_slices(
             if old is not None and old.variable == d.variable:
                 d.ctx = old.ctx
             devices.setdefault(d.id, d)
+    for rule in rules:
+        ruled = rule_taint(rule)
+        if ruled is None:
+            continue
+        selector, taint = ruled
+        for d in devices.values():
+            if _rule_selects(selector, d) and taint not in d.taints:
+                d.taints = (*d.taints, taint)
     for d in devices.values():
         why = bad.get(d.id[:2])
         if why and not d.unusable:

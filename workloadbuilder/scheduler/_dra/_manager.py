@@ -97,6 +97,8 @@ class DRAManager:
         self.cache: Cache | None = cache
         self.classes: dict[str, dict[str, Any]] = {}
         self.slices: dict[str, dict[str, Any]] = {}
+        #: DeviceTaintRules by name
+        self.taint_rules: dict[str, dict[str, Any]] = {}
         self.claims: dict[ClaimKey, dict[str, Any]] = {}
         self.assumed: dict[ClaimKey, Assumed] = {}
         self.cel = Cel()
@@ -151,6 +153,16 @@ class DRAManager:
             self.slices.pop(str(obj["metadata"]["name"]), None)
         else:
             self.slices[str(obj["metadata"]["name"])] = obj
+        self._dirty = True
+
+    def on_device_taint_rule(self, kind: str, obj: Any) -> None:
+        """DeviceTaintRule events: their taints go onto the devices they select."""
+        if kind == "SYNC":
+            self.taint_rules = {str(o["metadata"]["name"]): o for o in obj if isinstance(o, dict)}
+        elif kind == "DELETED":
+            self.taint_rules.pop(str(obj["metadata"]["name"]), None)
+        else:
+            self.taint_rules[str(obj["metadata"]["name"])] = obj
         self._dirty = True
 
     def on_resource_claim(self, kind: str, obj: Any) -> None:
@@ -453,7 +465,7 @@ class DRAManager:
         """Rebuild the device index if slices changed since."""
         if not self._dirty:
             return
-        index, changed = index_slices(self.slices, self._index.devices)
+        index, changed = index_slices(self.slices, self._index.devices, self.taint_rules.values())
         self.cel.forget(changed)
         self._index = index
         self._consumers_of = {}

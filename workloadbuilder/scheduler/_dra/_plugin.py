@@ -119,8 +119,8 @@ class DynamicResources:
         )
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        """Claims, slices and classes added or changed; a pod's claim generated; a
-        PodGroup's claim generated."""
+        """Claims, slices and classes added or changed; DeviceTaintRules added, changed or
+        deleted; a pod's claim generated; a PodGroup's claim generated."""
         return [
             ClusterEventWithHint(
                 ClusterEvent(
@@ -133,6 +133,12 @@ class DynamicResources:
             ),
             ClusterEventWithHint(
                 ClusterEvent("DeviceClass", ActionType.ADD | ActionType.UPDATE_OBJECT)
+            ),
+            ClusterEventWithHint(  # a taint changed or went: devices may be usable again
+                ClusterEvent(
+                    "DeviceTaintRule",
+                    ActionType.ADD | ActionType.UPDATE_OBJECT | ActionType.DELETE,
+                )
             ),
             ClusterEventWithHint(
                 ClusterEvent("Pod", ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)
