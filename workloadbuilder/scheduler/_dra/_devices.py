@@ -77,12 +77,23 @@ class Device:
     shared: Mapping[CounterKey, float] | None = None
 
 
+#: quantity text -> its value (None: unreadable); slices repeat the same few quantities
+_QUANTITIES: dict[str, float | None] = {}
+
+
 def _quantity(raw: Any) -> float | None:
-    qty = raw.get("value") if isinstance(raw, Mapping) else raw
+    qty = str(raw.get("value") if isinstance(raw, Mapping) else raw)
     try:
-        return quantity_value(str(qty))
+        return _QUANTITIES[qty]
+    except KeyError:
+        pass
+    try:
+        got: float | None = quantity_value(qty)
     except ValueError:
-        return None
+        got = None
+    if len(_QUANTITIES) < 4096:
+        _QUANTITIES[qty] = got
+    return got
 
 
 def _counters(raw: Any) -> dict[str, float] | str:

@@ -219,8 +219,7 @@ class DRAManager:
             a = self.assumed.get(key)
             if a is not None and a.written and self.covers(obj.get("status") or {}, a.status):
                 del self.assumed[key]
-        for k in [k for k in self._specs if k[0] == key]:
-            del self._specs[k]
+        self._specs.pop((key, ""), None)  # the only key of a claim's spec
         self.recount(key)
 
     # ---- claims ----------------------------------------------------------------------
