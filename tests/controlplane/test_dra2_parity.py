@@ -385,3 +385,37 @@ async def test_a_device_taint_rule_is_honoured(sides: tuple[Side, Side]) -> None
         {"tolerant": [("gpu", "gpu-0")], "bound": 2},
     ]
     assert up == ours
+
+
+async def test_the_claims_of_one_pod_are_allocated_together(sides: tuple[Side, Side]) -> None:
+    """A pod with two claims: the first's first alternative would take the only big device
+    the second needs; upstream searches both claims together and the first falls back."""
+    big = f'device.capacity["{DRIVER}"].memory.compareTo(quantity("8Gi")) >= 0'
+
+    async def scenario(s: Side) -> dict[str, Any]:
+        cls = await s.device_class("gpu")
+        node = await s.node("a")
+        devices = [
+            {"name": "big", "capacity": {"memory": {"value": "8Gi"}}},
+            {"name": "small", "capacity": {"memory": {"value": "4Gi"}}},
+        ]
+        await s.slice("a-gpus", node, 1, {"devices": devices})
+        sel = [{"cel": {"expression": big}}]
+        subs = [
+            {"name": "big", "deviceClassName": cls, "selectors": sel},
+            {"name": "any", "deviceClassName": cls},
+        ]
+        await s.claim("first", [{"name": "gpu", "firstAvailable": subs}])
+        await s.claim(
+            "second", [{"name": "gpu", "exactly": {"deviceClassName": cls, "selectors": sel}}]
+        )
+        pod = make_pod("p", s.namespace).scheduler_name(s.scheduler_name)
+        pod.request("cpu", "1").request("memory", "1Gi")
+        pod.pod_resource_claim("one", claim="first").pod_resource_claim("two", claim="second")
+        await s.cluster.create(pod.obj())
+        return await _settle(s, _decided(1))
+
+    up, ours = await _run(sides, scenario)
+    _report("two claims of one pod searched together", up, ours)
+    assert up["claims"] == {"first": [("gpu/any", "small")], "second": [("gpu", "big")]}
+    assert _compared(up) == _compared(ours)

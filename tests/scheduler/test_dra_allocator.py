@@ -10,6 +10,7 @@ from workloadbuilder.scheduler._dra._allocator import (
     Allocation,
     DeviceList,
     allocate_claim,
+    allocate_claims,
     allocation_selector,
 )
 from workloadbuilder.scheduler._dra._cel import Cel
@@ -640,3 +641,23 @@ def test_device_taint_rules_taint_the_devices_they_select() -> None:
     assert not any(d.taints for d in index.reachable("a", {}))
     index, _ = index_slices(slices, {}, [rule("None")])
     assert not any(d.taints for d in index.reachable("a", {}))
+
+
+def test_the_claims_of_one_pod_are_searched_together() -> None:
+    # upstream allocates a pod's claims in one search: the first claim's first alternative
+    # takes the only 8Gi device the second claim needs, so it falls back to its second
+    cel = Cel()
+    devices = _node([_slice("a", [_gpu("big", memory="8Gi"), _gpu("small", memory="4Gi")])])
+    first = _spec(_claim(_first("r", _sub("a", selectors=[_mem(8)]), _sub("b"))), cel)
+    second = _spec(_claim(_request("r", selectors=[_mem(8)])), cel)
+    got = allocate_claims([first, second], DeviceList(devices, cel=cel), "a")
+    assert isinstance(got, list)
+    assert [_devices(a) for a in got] == [["small"], ["big"]]
+    assert got[0].allocation["devices"]["results"][0]["request"] == "r/b"
+    # one claim at a time (the other's devices given as taken) cannot see that
+    alone = allocate_claim(first, DeviceList(devices, cel=cel), "a")
+    assert _devices(alone) == ["big"]
+    # the failing claim is named by its index
+    third = _spec(_claim(_request("r", count=2)), cel)
+    failed = allocate_claims([first, third], DeviceList(devices, cel=cel), "a")
+    assert failed == (1, "request 'r' (class gpu): 1 of 2 matching devices free, 2 needed")

@@ -1,12 +1,13 @@
 """The structured-parameters allocator (k8s.io/dynamic-resource-allocation/structured): the
-devices for every request of one claim on one node, given what that node reaches and which
-devices are in use.
+devices for every request of a pod's claims on one node, given what that node reaches and
+which devices are in use.
 
-As upstream, requests are tried in order, depth first: a ``firstAvailable`` request tries
-its alternatives in order, each with every later request of the claim, and the first that
-works is kept (results name it ``<request>/<subrequest>``). A device is taken only when it
-is free, its ``NoSchedule`` / ``NoExecute`` taints are tolerated by the request, and the
-counters it consumes (partitionable devices) are still left in its pool's
+As upstream, the requests of a pod's claims are tried in order, depth first: a
+``firstAvailable`` request tries its alternatives in order, each with every later request
+(of the claim and of the pod's later claims), and the first that works is kept (results
+name it ``<request>/<subrequest>``). A device is taken only when it is free, its
+``NoSchedule`` / ``NoExecute`` taints are tolerated by the request, and the counters it
+consumes (partitionable devices) are still left in its pool's
 ``sharedCounters`` after the devices in use and those already picked.
 
 It is pure: it reads the node through :class:`NodeDevices` and returns the allocation, or
@@ -32,6 +33,7 @@ __all__ = [
     "DeviceList",
     "NodeDevices",
     "allocate_claim",
+    "allocate_claims",
     "allocation_selector",
     "consumed",
 ]
@@ -121,18 +123,35 @@ def allocate_claim(
 ) -> Allocation | str:
     """The allocation of a claim asking ``spec`` on the node ``node_name``, not taking the
     devices ``picked`` (by other claims of the same pod), or why it cannot be allocated."""
-    got = _Search(spec, node, picked).run()
+    got = allocate_claims([spec], node, node_name, picked)
+    return got[1] if isinstance(got, tuple) else got[0]
+
+
+def allocate_claims(
+    specs: Sequence[ClaimSpec],
+    node: NodeDevices,
+    node_name: str,
+    picked: Collection[DeviceId] = (),
+) -> list[Allocation] | tuple[int, str]:
+    """The allocations of the claims of one pod asking ``specs``, searched together as
+    upstream does (a later claim that cannot be served makes an earlier one try its next
+    devices or alternative), or the index of the claim that could not be allocated and
+    why."""
+    search = _Search(specs, node, picked)
+    got = search.run()
     if isinstance(got, str):
-        return got
-    results, devs, used = got
-    allocation: dict[str, Any] = {"devices": {"results": results}}
-    config = _config(spec, used)
-    if config:
-        allocation["devices"]["config"] = config
-    selector = allocation_selector(devs, node_name)
-    if selector is not None:
-        allocation["nodeSelector"] = selector
-    return Allocation(allocation, tuple(d.id for d, admin in devs if not admin))
+        return search.failed, got
+    out: list[Allocation] = []
+    for spec, (results, devs, used) in zip(specs, got, strict=True):
+        allocation: dict[str, Any] = {"devices": {"results": results}}
+        config = _config(spec, used)
+        if config:
+            allocation["devices"]["config"] = config
+        selector = allocation_selector(devs, node_name)
+        if selector is not None:
+            allocation["nodeSelector"] = selector
+        out.append(Allocation(allocation, tuple(d.id for d, admin in devs if not admin)))
+    return out
 
 
 def allocation_selector(devs: Sequence[tuple[Device, bool]], node: str) -> dict[str, Any] | None:
@@ -191,32 +210,50 @@ def _config(spec: ClaimSpec, used: Sequence[Request]) -> list[dict[str, Any]]:
 _BUDGET = 100_000
 
 
-class _Search:
-    """One claim's depth-first search over its requests (and their alternatives)."""
+#: one claim's allocation results, devices (with admin access) and the requests used
+_Result = tuple[list[dict[str, Any]], list[tuple[Device, bool]], list[Request]]
 
-    def __init__(self, spec: ClaimSpec, node: NodeDevices, picked: Collection[DeviceId]) -> None:
-        self.spec = spec
+
+class _Search:
+    """The depth-first search over the requests (and their alternatives) of one pod's
+    claims, in order."""
+
+    def __init__(
+        self, specs: Sequence[ClaimSpec], node: NodeDevices, picked: Collection[DeviceId]
+    ) -> None:
+        self.specs = specs
         self.node = node
+        #: (claim index, the request's alternatives), every claim's requests in order
+        self.steps = [(k, alts) for k, spec in enumerate(specs) for alts in spec.choices]
+        #: matchAttribute constraints: (claim index, requests named, attribute)
+        self.match = [
+            (k, names, attr) for k, spec in enumerate(specs) for names, attr in spec.match
+        ]
         self.taken: set[DeviceId] = set(picked)
         self.fixed: dict[int, Any] = {}  # constraint index -> the attribute value chosen
-        self.chosen: list[tuple[Request, list[Device]]] = []
+        self.chosen: list[tuple[int, Request, list[Device]]] = []
         self.failure = "no devices"
+        #: the claim the failure is about
+        self.failed = 0
         #: whether the current request's devices were found (a later one failed)
         self.deeper = False
+        #: whether the last request tried found its devices (a later one failed)
+        self.reached = False
         #: devices tried before the search gives up (upstream bounds it by time)
         self.budget = _BUDGET
         #: pool -> counters consumed (devices in use, picked by the pod, taken here)
         self.use: dict[tuple[str, str], dict[CounterKey, float]] = {}
         self._picked = [d for d in node.reachable() if d.consumes and d.id in self.taken]
 
-    def run(self) -> tuple[list[dict[str, Any]], list[tuple[Device, bool]], list[Request]] | str:
+    def run(self) -> list[_Result] | str:
         if not self.step(0):
             if self.budget < 0:
                 return f"gave up after trying {_BUDGET} device choices: {self.failure}"
             return self.failure
-        results: list[dict[str, Any]] = []
-        devs: list[tuple[Device, bool]] = []
-        for r, take in self.chosen:
+        out: list[_Result] = [([], [], []) for _ in self.specs]
+        for k, r, take in self.chosen:
+            results, devs, used = out[k]
+            used.append(r)
             for d in take:
                 res: dict[str, Any] = {
                     "request": r.name,
@@ -228,7 +265,7 @@ class _Search:
                     res["adminAccess"] = True
                 results.append(res)
                 devs.append((d, r.admin))
-        return results, devs, [r for r, _ in self.chosen]
+        return out
 
     # ---- counters --------------------------------------------------------------------
 
@@ -257,26 +294,36 @@ class _Search:
 
     # ---- the search ------------------------------------------------------------------
 
-    def _constraints(self, r: Request) -> list[int]:
+    def _constraints(self, k: int, r: Request) -> list[int]:
         return [
             i
-            for i, (names, _) in enumerate(self.spec.match)
-            if not names or r.parent in names or r.name in names
+            for i, (claim, names, _) in enumerate(self.match)
+            if claim == k and (not names or r.parent in names or r.name in names)
         ]
 
     def step(self, i: int) -> bool:
-        if i == len(self.spec.choices):
+        if i == len(self.steps):
             return True
-        alts = self.spec.choices[i]
+        k, alts = self.steps[i]
         if len(alts) == 1:
             return self.request(i, alts[0])
         why: list[str] = []
+        later: tuple[str, int] | None = None
         for r in alts:
             if self.request(i, r):
                 return True
-            why.append(self.failure)
+            if self.reached:  # its devices were found; a later request failed
+                later = later or (self.failure, self.failed)
+            else:
+                why.append(self.failure)
+        if not why and later is not None:
+            self.failure, self.failed = later
+            return False
+        if later is not None:
+            why.append(f"with the others' devices, {later[0]}")
         parent = alts[0].parent
         self.failure = f"request {parent!r}: no alternative can be allocated: " + "; ".join(why)
+        self.failed = k
         return False
 
     def _usable(self, r: Request, d: Device) -> bool:
@@ -291,7 +338,8 @@ class _Search:
             if (r.admin or (d.id not in self.taken and not node.in_use(d.id)))
             and (not d.taints or self._usable(r, d))
         ]
-        cons = self._constraints(r)
+        k = self.steps[i][0]
+        cons = self._constraints(k, r)
         if r.all:
             if not cands or len(free) != len(cands):
                 self.failure = (
@@ -308,7 +356,7 @@ class _Search:
         if cons:
             by_value: dict[Any, list[Device]] = {}
             for d in free:
-                vals = [d.attributes.get(self.spec.match[c][1]) for c in cons]
+                vals = [d.attributes.get(self.match[c][2]) for c in cons]
                 if any(v is None for v in vals):
                     continue
                 if any(
@@ -323,21 +371,24 @@ class _Search:
             saved = dict(self.fixed)
             if cons:
                 for c in cons:
-                    self.fixed[c] = g[0].attributes.get(self.spec.match[c][1])
+                    self.fixed[c] = g[0].attributes.get(self.match[c][2])
             self.deeper = False
             if self._pick(i, r, g, need, 0, []):
                 return True
             attempted = attempted or self.deeper
             self.fixed.clear()
             self.fixed.update(saved)
+        self.reached = attempted and not r.all and not cons
         if r.all:
             self.failure = (
                 f"request {r.name!r} (allocationMode All, class {r.device_class}): "
                 f"{len(free)} of {len(cands)} matching devices free" + self._why_not(r, cands, free)
             )
+            self.failed = k
         elif cons or not attempted:
             # a later request failing keeps its own reason
             self.failure = self._shortage(r, cands, free, need, bool(cons))
+            self.failed = k
         return False
 
     def _pick(
@@ -348,7 +399,7 @@ class _Search:
         rest fails; a device that consumes counters only while they last."""
         if len(take) == need:
             self.deeper = True
-            self.chosen.append((r, list(take)))
+            self.chosen.append((self.steps[i][0], r, list(take)))
             if not r.admin:
                 self.taken.update(d.id for d in take)
             if self.step(i + 1):
