@@ -14,6 +14,7 @@ device was allocated twice.
 
     .venv/bin/python benchmarks/bench_dra.py                  # 1,000 nodes x 8 devices
     .venv/bin/python benchmarks/bench_dra.py --nodes 200 --json
+    .venv/bin/python benchmarks/bench_dra.py --partitions 7   # 8 GPUs x 7 slices per node
 """
 
 from __future__ import annotations
@@ -80,6 +81,85 @@ def _slice(i: int, devices: int) -> dict[str, Any]:
     }
 
 
+def _partitioned(i: int, gpus: int, parts: int) -> list[dict[str, Any]]:
+    """A node's partitionable GPUs: a slice of counter sets (``gpu-<d>``: ``parts`` slices,
+    40Gi) and a slice of devices: per GPU the whole GPU (kind full) and ``parts`` one-slice
+    partitions (kind slice), each consuming its GPU's counters."""
+    node = f"node-{i:05d}"
+    pool = {"name": node, "generation": 1, "resourceSliceCount": 2}
+    sets = [
+        {
+            "name": f"gpu-{d}",
+            "counters": {"slices": {"value": str(parts)}, "memory": {"value": "40Gi"}},
+        }
+        for d in range(gpus)
+    ]
+    devices = []
+    for d in range(gpus):
+        cut = [(f"gpu-{d}", "full", parts, "40Gi")]
+        cut += [(f"gpu-{d}-s{k}", "slice", 1, "5Gi") for k in range(parts)]
+        for name, kind, n, mem in cut:
+            devices.append(
+                {
+                    "name": name,
+                    "attributes": {"model": {"string": "H100"}, "kind": {"string": kind}},
+                    "capacity": {"memory": {"value": mem}},
+                    "consumesCounters": [
+                        {
+                            "counterSet": f"gpu-{d}",
+                            "counters": {"slices": {"value": str(n)}, "memory": {"value": mem}},
+                        }
+                    ],
+                }
+            )
+    spec = {"driver": DRIVER, "nodeName": node, "pool": pool}
+    return [
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": f"{node}-counters"},
+            "spec": {**spec, "sharedCounters": sets},
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": f"{node}-gpus"},
+            "spec": {**spec, "devices": devices},
+        },
+    ]
+
+
+def _first_available(name: str) -> dict[str, Any]:
+    """A template: the whole GPU, else two slices of one."""
+
+    def sub(sub_name: str, kind: str, count: int) -> dict[str, Any]:
+        expr = f'device.attributes["{DRIVER}"].kind == "{kind}"'
+        return {
+            "name": sub_name,
+            "deviceClassName": "gpu",
+            "count": count,
+            "selectors": [{"cel": {"expression": expr}}],
+        }
+
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": "gpu",
+                            "firstAvailable": [sub("full", "full", 1), sub("two", "slice", 2)],
+                        }
+                    ]
+                }
+            }
+        },
+    }
+
+
 def _template(name: str, count: int) -> dict[str, Any]:
     return {
         "apiVersion": "resource.k8s.io/v1",
@@ -140,20 +220,25 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     )
     for i in range(args.nodes):
         await cluster.create(_node(i))
-        await cluster.create(_slice(i, args.devices))
+        if args.partitions:
+            for sl in _partitioned(i, args.devices, args.partitions):
+                await cluster.create(sl)
+        else:
+            await cluster.create(_slice(i, args.devices))
     supply = args.nodes * args.devices
     config = SchedulerConfig(record_events=not args.no_events)
     gangs: list[tuple[str, int, int]] = []
     asked = 0
     while asked < args.fill * supply:
         size = rng.randint(args.min_gang, args.max_gang)
-        count = rng.randint(1, args.devices)
+        # partitions: one GPU's worth per pod (the whole GPU, else two slices)
+        count = 1 if args.partitions else rng.randint(1, args.devices)
         gangs.append((f"gang-{len(gangs):05d}", size, count))
         asked += size * count
     pods = 0
     t_setup = time.perf_counter()
     for name, size, count in gangs:
-        await cluster.create(_template(name, count))
+        await cluster.create(_first_available(name) if args.partitions else _template(name, count))
         await cluster.create(
             PodGroup(
                 metadata=ObjectMeta(name=name, namespace="default"),
@@ -178,6 +263,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     seen: set[tuple[str, str, str]] = set()
     twice = 0
     devices = 0
+    slices_used: dict[tuple[str, str], int] = {}  # (pool, GPU) -> partitions' slices taken
     for c in (await cluster.list("ResourceClaim", "default")).items:
         assert isinstance(c, dict)
         alloc = (c.get("status") or {}).get("allocation") or {}
@@ -186,6 +272,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             twice += key in seen
             seen.add(key)
             devices += 1
+            if args.partitions:
+                gpu = "-".join(r["device"].split("-")[:2])
+                n = args.partitions if r["device"] == gpu else 1
+                slices_used[(r["pool"], gpu)] = slices_used.get((r["pool"], gpu), 0) + n
     unallocated_bound = 0
     for p in (await cluster.list("Pod", "default")).items:
         assert isinstance(p, dict)
@@ -208,6 +298,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "bound": bound,
         "devices_allocated": devices,
         "devices_allocated_twice": twice,
+        "gpus_over_their_counters": sum(n > args.partitions for n in slices_used.values())
+        if args.partitions
+        else 0,
         "bound_pods_with_devices_elsewhere": unallocated_bound,
         "seconds": round(seconds, 3),
         "pods_per_second": round(bound / seconds, 1) if seconds else None,
@@ -221,6 +314,13 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--nodes", type=int, default=1000)
     p.add_argument("--devices", type=int, default=8)
+    p.add_argument(
+        "--partitions",
+        type=int,
+        default=0,
+        help="partitionable GPUs with this many slices each; pods ask for the whole GPU, "
+        "else two slices (firstAvailable)",
+    )
     p.add_argument("--min-gang", type=int, default=8)
     p.add_argument("--max-gang", type=int, default=64)
     p.add_argument("--fill", type=float, default=0.9, help="devices asked / devices there")

@@ -64,17 +64,82 @@ class Dra:
             f"{node}-gpus", {"nodeName": node}, pool=node, devices=devices, prefix_pool=False
         )
 
+    async def gpu_partitions(
+        self,
+        node: str,
+        *,
+        gpus: int = 1,
+        slices: int = 7,
+        taints: dict[str, list[dict[str, Any]]] | None = None,
+    ) -> None:
+        """Partitionable GPUs local to ``node`` (pool = node): per GPU ``j`` a counter set
+        ``gpu-j`` (``slices`` slices, 40Gi of memory) in a slice of its own, and devices
+        ``gpu-j`` (the whole GPU: every slice, 40Gi) and ``gpu-j-s<k>`` (one slice, 5Gi),
+        with the attribute ``kind`` full or slice. ``taints`` maps a device to its taints."""
+        devices: list[dict[str, Any]] = []
+        sets: list[dict[str, Any]] = []
+        for j in range(gpus):
+            cs = f"gpu-{j}"
+            sets.append(
+                {
+                    "name": cs,
+                    "counters": {"slices": {"value": str(slices)}, "memory": {"value": "40Gi"}},
+                }
+            )
+            parts = [(cs, "full", slices, "40Gi")]
+            parts += [(f"{cs}-s{k}", "slice", 1, "5Gi") for k in range(slices)]
+            for name, kind, n, mem in parts:
+                dev: dict[str, Any] = {
+                    "name": name,
+                    "attributes": {"kind": {"string": kind}},
+                    "consumesCounters": [
+                        {
+                            "counterSet": cs,
+                            "counters": {"slices": {"value": str(n)}, "memory": {"value": mem}},
+                        }
+                    ],
+                }
+                if taints and name in taints:
+                    dev["taints"] = taints[name]
+                devices.append(dev)
+        where = {"nodeName": node}
+        await self.slice(
+            f"{node}-counters", where, pool=node, prefix_pool=False, shared_counters=sets, count=2
+        )
+        await self.slice(
+            f"{node}-gpus", where, pool=node, devices=devices, prefix_pool=False, count=2
+        )
+
+    async def taint_rule(self, name: str, selector: dict[str, str], taint: dict[str, str]) -> str:
+        """A DeviceTaintRule putting ``taint`` on the devices ``selector`` selects."""
+        full = self.name(name)
+        await self.env.cluster.create(
+            {
+                "apiVersion": V1,
+                "kind": "DeviceTaintRule",
+                "metadata": {"name": full},
+                "spec": {"deviceSelector": selector, "taint": taint},
+            }
+        )
+        self.cluster_scoped.append(("DeviceTaintRule", full))
+        return full
+
     async def slice(
         self,
         name: str,
         where: dict[str, Any],
         *,
         pool: str,
-        devices: list[dict[str, Any]],
+        devices: list[dict[str, Any]] | None = None,
         driver: str = DRIVER,
         prefix_pool: bool = True,
+        shared_counters: list[dict[str, Any]] | None = None,
+        count: int = 1,
     ) -> str:
         full = self.name(name)
+        content: dict[str, Any] = (
+            {"sharedCounters": shared_counters} if shared_counters else {"devices": devices or []}
+        )
         await self.env.cluster.create(
             {
                 "apiVersion": V1,
@@ -86,10 +151,10 @@ class Dra:
                     "pool": {
                         "name": self.name(pool) if prefix_pool else pool,
                         "generation": 1,
-                        "resourceSliceCount": 1,
+                        "resourceSliceCount": count,
                     },
                     **where,
-                    "devices": devices,
+                    **content,
                 },
             }
         )

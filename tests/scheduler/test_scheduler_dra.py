@@ -204,16 +204,18 @@ async def test_unsupported_requests_are_refused_not_ignored(env: Env, dra: Dra) 
     a = await env.node("a")
     gpu = await dra.device_class("gpu")
     await dra.node_slice(a, 2)
+    # consumable capacity (a request's ``capacity``) is not implemented: refused, not
+    # ignored (firstAvailable, once refused here, is served: test_scheduler_dra2.py)
     await dra.claim(
         "choice",
         gpu,
         requests=[
             {
                 "name": "gpu",
-                "firstAvailable": [
-                    {"name": "big", "deviceClassName": gpu, "count": 2},
-                    {"name": "small", "deviceClassName": gpu},
-                ],
+                "exactly": {
+                    "deviceClassName": gpu,
+                    "capacity": {"requests": {"memory": "10Gi"}},
+                },
             }
         ],
     )
@@ -226,7 +228,7 @@ async def test_unsupported_requests_are_refused_not_ignored(env: Env, dra: Dra) 
 
     await env.until(s, failed)
     cond = await env.pod_condition("p")
-    assert cond is not None and "firstAvailable is unsupported" in cond["message"]
+    assert cond is not None and "capacity unsupported" in cond["message"]
     assert await env.bound() == {}
     assert allocated(await dra.get_claim("choice")) == []
 

@@ -130,3 +130,144 @@ spec: {driver: d, pool: {name: p}, devices: {}}
 """
         )
     assert "spec.devices" in str(err.value)
+
+
+def test_partitionable_devices_shorthand() -> None:
+    scenario = parse_scenario(
+        """
+apiVersion: sim.workloadbuilder.io/v1alpha1
+kind: NodePool
+metadata: {name: p}
+spec:
+  count: 1
+  allocatable: {cpu: "8"}
+  devices:
+  - driver: gpu.example.com
+    count: 2
+    attributes: {model: H100}
+    partitions: {slices: 7, memory: 40Gi}
+"""
+    )
+    slices = {
+        o.manifest["metadata"]["name"]: o.manifest
+        for o in scenario.objects
+        if o.kind == "ResourceSlice"
+    }
+    assert sorted(slices) == ["p-0-gpu.example.com", "p-0-gpu.example.com-counters"]
+    counters = slices["p-0-gpu.example.com-counters"]["spec"]
+    assert counters["pool"] == {"name": "p-0", "generation": 1, "resourceSliceCount": 2}
+    assert counters["sharedCounters"][0] == {
+        "name": "gpu-0",
+        "counters": {"slices": {"value": "7"}, "memory": {"value": "40Gi"}},
+    }
+    devices = slices["p-0-gpu.example.com"]["spec"]["devices"]
+    assert len(devices) == 2 * 8
+    whole, part = devices[0], devices[1]
+    assert whole["name"] == "gpu-0" and part["name"] == "gpu-0-s0"
+    assert whole["attributes"] == {"model": {"string": "H100"}, "partition": {"string": "whole"}}
+    assert part["consumesCounters"] == [
+        {
+            "counterSet": "gpu-0",
+            "counters": {"slices": {"value": "1"}, "memory": {"value": str(40 * 2**30 // 7)}},
+        }
+    ]
+    with pytest.raises(Exception, match="at most 8 partitionable devices"):
+        parse_scenario(
+            """
+apiVersion: sim.workloadbuilder.io/v1alpha1
+kind: NodePool
+metadata: {name: p}
+spec:
+  count: 1
+  allocatable: {cpu: "8"}
+  devices:
+  - {driver: gpu.example.com, count: 9, partitions: {slices: 7, memory: 40Gi}}
+"""
+        )
+
+
+def test_gangs_share_the_partitions_of_one_gpu(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # one GPU of 7 slices: a gang of 3 pods taking two slices each fits on it; a pod asking
+    # for the whole GPU (else... nothing smaller) waits until the gang finishes
+    def template(name: str, requests: str) -> str:
+        return f"""
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {{name: {name}}}
+spec:
+  spec:
+    devices:
+      requests: {requests}
+"""
+
+    def job(name: str, pods: int, template: str, arrival: str) -> str:
+        return f"""
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {name}
+  annotations: {{sim.workloadbuilder.io/arrival: {arrival}, sim.workloadbuilder.io/duration: 1m}}
+spec:
+  parallelism: {pods}
+  completions: {pods}
+  completionMode: Indexed
+  scheduling: {{schedulingPolicy: {{gang: {{}}}}}}
+  template:
+    spec:
+      restartPolicy: Never
+      resourceClaims: [{{name: gpu, resourceClaimTemplateName: {template}}}]
+      containers:
+      - name: main
+        image: registry.k8s.io/pause:3.10
+        resources: {{requests: {{cpu: "1"}}, claims: [{{name: gpu}}]}}
+"""
+
+    def sel(value: str) -> list[dict[str, Any]]:
+        expr = f'device.attributes["gpu.example.com"].partition == "{value}"'
+        return [{"cel": {"expression": expr}}]
+
+    first = [
+        {
+            "name": "gpu",
+            "firstAvailable": [
+                {"name": "whole", "deviceClassName": "gpu", "selectors": sel("none")},
+                {"name": "two", "deviceClassName": "gpu", "count": 2, "selectors": sel("slice")},
+            ],
+        }
+    ]
+    whole = [{"name": "gpu", "exactly": {"deviceClassName": "gpu", "selectors": sel("whole")}}]
+    docs = [
+        """
+apiVersion: sim.workloadbuilder.io/v1alpha1
+kind: NodePool
+metadata: {name: p}
+spec:
+  count: 1
+  allocatable: {cpu: "16", memory: 64Gi}
+  devices:
+  - {driver: gpu.example.com, count: 1, partitions: {slices: 7, memory: 40Gi}}
+""",
+        """
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec:
+  selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]
+""",
+        template("two-slices", json.dumps(first)),
+        template("whole", json.dumps(whole)),
+        job("slices", 3, "two-slices", "0s"),
+        job("whole", 1, "whole", "10s"),
+    ]
+    path = tmp_path / "partitions.yaml"
+    path.write_text("---".join(docs))
+    data = simulate(path, capsys)
+    groups = {g["owner"]: g for g in data["podGroups"]}
+    assert groups["Job/slices"]["scheduledAt"] == 0.0
+    assert groups["Job/whole"]["scheduledAt"] == 60.0  # when the slices were given back
+    got = [
+        d["device"] for x in data["resourceClaims"] if "slices" in x["owner"] for d in x["devices"]
+    ]
+    assert sorted(got) == [f"gpu-0-s{k}" for k in range(6)]

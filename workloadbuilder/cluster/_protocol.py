@@ -152,6 +152,13 @@ for _info in (
         has_status=False,
     ),
     ResourceInfo(
+        group="resource.k8s.io",
+        version="v1",
+        kind="DeviceTaintRule",
+        plural="devicetaintrules",
+        namespaced=False,
+    ),
+    ResourceInfo(
         group="policy", version="v1", kind="PodDisruptionBudget", plural="poddisruptionbudgets"
     ),
     # storage: what the volume scheduling plugins read (and the PV binding writes)

@@ -198,6 +198,7 @@ class Scheduler:
                 for kind, fold, woken, previous in (
                     ("DeviceClass", dra.on_device_class, None, None),
                     ("ResourceSlice", dra.on_resource_slice, None, None),
+                    ("DeviceTaintRule", dra.on_device_taint_rule, None, None),
                     (
                         "ResourceClaim",
                         dra.on_resource_claim,

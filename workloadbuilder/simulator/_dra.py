@@ -10,10 +10,17 @@ Shorthand, in a NodePool's ``spec``::
       name: gpu                       # device name prefix (default: the driver's first label)
       attributes: {model: H100, numa: 0, nvlink: true}
       capacity: {memory: 80Gi}
+      partitions: {slices: 7, memory: 40Gi}   # optional: partitionable devices
 
 Each node gets, per driver, a ResourceSlice ``<node>-<driver>`` with ``nodeName`` set, its
 own pool (the node's name, generation 1) and ``count`` devices ``<name>-<i>``; attribute
 values become ``string``/``int``/``bool`` attributes, capacities quantities.
+
+With ``partitions``, each device is partitionable: a counter set ``<name>-<i>`` (``slices``
+slices and ``memory``) in a slice of its own (``<node>-<driver>-counters``; the pool then
+has two slices), the whole device ``<name>-<i>`` (attribute ``partition: whole``, consuming
+every slice and all the memory) and ``slices`` partitions ``<name>-<i>-s<k>`` (attribute
+``partition: slice``, one slice and ``memory / slices`` each, floored to bytes).
 """
 
 from __future__ import annotations
@@ -37,7 +44,9 @@ __all__ = [
 
 T = TypeVar("T")
 _MAX_DEVICES = 1024
-_KNOWN = {"driver", "count", "name", "attributes", "capacity"}
+_KNOWN = {"driver", "count", "name", "attributes", "capacity", "partitions"}
+_MAX_SLICES = 64
+_MAX_COUNTER_SETS = 8
 
 
 class DeviceShorthandError(ValueError):
@@ -58,6 +67,27 @@ class DeviceEntry:
     name: str
     attributes: tuple[tuple[str, Any], ...] = ()
     capacity: tuple[tuple[str, str], ...] = ()
+    #: partitionable: (slices, memory) per device
+    partitions: tuple[int, str] | None = None
+
+
+def _partitions(raw: Any, at: str) -> tuple[int, str] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) != {"slices", "memory"}:
+        raise DeviceShorthandError(at, "Invalid value: expected {slices, memory}")
+    slices = raw["slices"]
+    if isinstance(slices, bool) or not isinstance(slices, int) or not 0 < slices <= _MAX_SLICES:
+        raise DeviceShorthandError(
+            f"{at}.slices", f"Invalid value: {slices!r}: an integer between 1 and {_MAX_SLICES}"
+        )
+    try:
+        quantity_value(str(raw["memory"]))
+    except ValueError:
+        raise DeviceShorthandError(
+            f"{at}.memory", f"Invalid value: {raw['memory']!r}: not a quantity"
+        ) from None
+    return slices, str(raw["memory"])
 
 
 def parse_devices(value: Any, path: str = "spec.devices") -> list[DeviceEntry]:
@@ -68,6 +98,7 @@ def parse_devices(value: Any, path: str = "spec.devices") -> list[DeviceEntry]:
         raise DeviceShorthandError(path, "Invalid value: must be a list")
     out: list[DeviceEntry] = []
     names: set[tuple[str, str]] = set()
+    counter_sets: dict[str, int] = {}
     for i, raw in enumerate(value):
         at = f"{path}[{i}]"
         if not isinstance(raw, dict):
@@ -120,8 +151,18 @@ def parse_devices(value: Any, path: str = "spec.devices") -> list[DeviceEntry]:
                 name=name,
                 attributes=tuple((str(k), v) for k, v in attributes.items()),
                 capacity=tuple((str(k), str(q)) for k, q in capacity.items()),
+                partitions=_partitions(raw.get("partitions"), f"{at}.partitions"),
             )
         )
+        if out[-1].partitions is not None:
+            counter_sets[driver] = counter_sets.get(driver, 0) + count
+            if counter_sets[driver] > _MAX_COUNTER_SETS:
+                raise DeviceShorthandError(
+                    f"{at}.count",
+                    f"Invalid value: {count}: at most {_MAX_COUNTER_SETS} partitionable devices "
+                    f"of {driver} per node (a slice holds at most {_MAX_COUNTER_SETS} counter "
+                    "sets)",
+                )
     return out
 
 
@@ -133,32 +174,85 @@ def _attribute(value: Any) -> dict[str, Any]:
     return {"string": str(value)}
 
 
-def node_slices(node: str, entries: Sequence[DeviceEntry]) -> list[dict[str, Any]]:
-    """The ResourceSlices of one node (one per driver, in first-mention order)."""
-    by_driver: dict[str, list[dict[str, Any]]] = {}
-    for e in entries:
-        devices = by_driver.setdefault(e.driver, [])
-        for i in range(e.count):
-            device: dict[str, Any] = {"name": f"{e.name}-{i}"}
-            if e.attributes:
-                device["attributes"] = {k: _attribute(v) for k, v in e.attributes}
-            if e.capacity:
-                device["capacity"] = {k: {"value": q} for k, q in e.capacity}
-            devices.append(device)
+def _consumes(counter_set: str, slices: int, memory: str) -> list[dict[str, Any]]:
     return [
         {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceSlice",
-            "metadata": {"name": f"{node}-{driver}"},
-            "spec": {
-                "driver": driver,
-                "nodeName": node,
-                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-                "devices": devices,
-            },
+            "counterSet": counter_set,
+            "counters": {"slices": {"value": str(slices)}, "memory": {"value": memory}},
         }
-        for driver, devices in by_driver.items()
     ]
+
+
+def _devices_of(e: DeviceEntry) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The entry's devices and counter sets."""
+    devices: list[dict[str, Any]] = []
+    sets: list[dict[str, Any]] = []
+    for i in range(e.count):
+        base: dict[str, Any] = {"name": f"{e.name}-{i}"}
+        if e.attributes:
+            base["attributes"] = {k: _attribute(v) for k, v in e.attributes}
+        if e.capacity:
+            base["capacity"] = {k: {"value": q} for k, q in e.capacity}
+        if e.partitions is None:
+            devices.append(base)
+            continue
+        slices, memory = e.partitions
+        cs = f"{e.name}-{i}"
+        sets.append(
+            {
+                "name": cs,
+                "counters": {"slices": {"value": str(slices)}, "memory": {"value": memory}},
+            }
+        )
+        share = str(int(quantity_value(memory)) // slices)
+        whole = {
+            **base,
+            "attributes": {**base.get("attributes", {}), "partition": _attribute("whole")},
+        }
+        whole["consumesCounters"] = _consumes(cs, slices, memory)
+        devices.append(whole)
+        for k in range(slices):
+            part: dict[str, Any] = {
+                "name": f"{cs}-s{k}",
+                "attributes": {**base.get("attributes", {}), "partition": _attribute("slice")},
+                "capacity": {**base.get("capacity", {}), "memory": {"value": share}},
+                "consumesCounters": _consumes(cs, 1, share),
+            }
+            devices.append(part)
+    return devices, sets
+
+
+def node_slices(node: str, entries: Sequence[DeviceEntry]) -> list[dict[str, Any]]:
+    """The ResourceSlices of one node (one per driver, in first-mention order, then a slice
+    of counter sets for a driver with partitionable devices)."""
+    by_driver: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
+    for e in entries:
+        devices, sets = by_driver.setdefault(e.driver, ([], []))
+        more, more_sets = _devices_of(e)
+        devices.extend(more)
+        sets.extend(more_sets)
+    out: list[dict[str, Any]] = []
+    for driver, (devices, sets) in by_driver.items():
+        pool = {"name": node, "generation": 1, "resourceSliceCount": 2 if sets else 1}
+        spec = {"driver": driver, "nodeName": node, "pool": pool}
+        out.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{node}-{driver}"},
+                "spec": {**spec, "devices": devices},
+            }
+        )
+        if sets:
+            out.append(
+                {
+                    "apiVersion": "resource.k8s.io/v1",
+                    "kind": "ResourceSlice",
+                    "metadata": {"name": f"{node}-{driver}-counters"},
+                    "spec": {**spec, "sharedCounters": sets},
+                }
+            )
+    return out
 
 
 @attrs.frozen(kw_only=True)

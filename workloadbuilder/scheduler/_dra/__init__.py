@@ -31,11 +31,15 @@ every pod of the group.
 Supported: requests ``exactly`` with ``count`` or ``allocationMode: All``, CEL selectors of
 the class and the request over ``device.driver``, ``device.attributes`` and
 ``device.capacity`` (``quantity()``, ``compareTo``, ``isGreaterThan``, ``isLessThan``),
-``matchAttribute`` constraints, ``adminAccess``. Refused with an explicit "unsupported"
-reason: ``firstAvailable``, ``distinctAttribute``, request tolerations or ``capacity``,
-and any request field this version does not know. Devices that are tainted, consume
-counters (partitionable devices), need binding conditions or come from slices with
-per-device node selection are never allocated.
+``matchAttribute`` constraints, ``adminAccess``; ``firstAvailable`` sub-requests (the first
+that can be allocated, results named ``<request>/<subrequest>``); partitionable devices
+(``sharedCounters`` / ``consumesCounters``: a device only while its pool's counters last);
+device taints (``NoSchedule`` / ``NoExecute``, of the slice or of a DeviceTaintRule) and
+request ``tolerations``. Refused with an explicit "unsupported" reason:
+``distinctAttribute``, request ``capacity``, and any request field this version does not
+know. Devices that need binding conditions or come from
+slices with per-device node selection, and pools that are incomplete or name counters they
+do not define, are never allocated.
 
 The package is private (``_dra``, not ``dra``): the scheduler's public surface stays
 ``workloadbuilder.scheduler``'s ``__all__``; the scheduler's own modules (the profile's

@@ -17,7 +17,7 @@ import attrs
 import numpy as np
 import numpy.typing as npt
 
-from workloadbuilder.scheduler._dra._allocator import NodeDevices
+from workloadbuilder.scheduler._dra._allocator import NodeDevices, consumed
 from workloadbuilder.scheduler._dra._cel import Cel
 from workloadbuilder.scheduler._dra._claims import (
     ClaimKey,
@@ -26,7 +26,13 @@ from workloadbuilder.scheduler._dra._claims import (
     pod_group,
     resolve_pod_claims,
 )
-from workloadbuilder.scheduler._dra._devices import Device, DeviceId, DeviceIndex, index_slices
+from workloadbuilder.scheduler._dra._devices import (
+    CounterKey,
+    Device,
+    DeviceId,
+    DeviceIndex,
+    index_slices,
+)
 from workloadbuilder.scheduler._dra._requests import ClaimSpec, Request, parse_claim_spec
 from workloadbuilder.scheduler._interface import SharedLister, Status
 
@@ -79,6 +85,9 @@ class _RowDevices:
     def selects(self, expression: str, device: Device) -> bool:
         return self._m.cel.verdict(expression, device) is True
 
+    def counters_used(self, pool: tuple[str, str]) -> Mapping[CounterKey, float]:
+        return self._m.counters_used(pool)
+
 
 class DRAManager:
     """DRA state shared by the scheduler's informers and the plugins."""
@@ -88,6 +97,8 @@ class DRAManager:
         self.cache: Cache | None = cache
         self.classes: dict[str, dict[str, Any]] = {}
         self.slices: dict[str, dict[str, Any]] = {}
+        #: DeviceTaintRules by name
+        self.taint_rules: dict[str, dict[str, Any]] = {}
         self.claims: dict[ClaimKey, dict[str, Any]] = {}
         self.assumed: dict[ClaimKey, Assumed] = {}
         self.cel = Cel()
@@ -114,6 +125,8 @@ class DRAManager:
         self._row_epoch = -1
         self._cands: dict[tuple[tuple[str, ...], int], list[Device]] = {}
         self._specs: dict[tuple[ClaimKey, str], ClaimSpec | str] = {}
+        #: (driver, pool) -> its devices that consume counters
+        self._consumers_of: dict[tuple[str, str], list[Device]] = {}
 
     def bind_cache(self, cache: Cache) -> None:
         """The scheduler's cache (pods, groups, nodes)."""
@@ -140,6 +153,16 @@ class DRAManager:
             self.slices.pop(str(obj["metadata"]["name"]), None)
         else:
             self.slices[str(obj["metadata"]["name"])] = obj
+        self._dirty = True
+
+    def on_device_taint_rule(self, kind: str, obj: Any) -> None:
+        """DeviceTaintRule events: their taints go onto the devices they select."""
+        if kind == "SYNC":
+            self.taint_rules = {str(o["metadata"]["name"]): o for o in obj if isinstance(o, dict)}
+        elif kind == "DELETED":
+            self.taint_rules.pop(str(obj["metadata"]["name"]), None)
+        else:
+            self.taint_rules[str(obj["metadata"]["name"])] = obj
         self._dirty = True
 
     def on_resource_claim(self, kind: str, obj: Any) -> None:
@@ -196,8 +219,7 @@ class DRAManager:
             a = self.assumed.get(key)
             if a is not None and a.written and self.covers(obj.get("status") or {}, a.status):
                 del self.assumed[key]
-        for k in [k for k in self._specs if k[0] == key]:
-            del self._specs[k]
+        self._specs.pop((key, ""), None)  # the only key of a claim's spec
         self.recount(key)
 
     # ---- claims ----------------------------------------------------------------------
@@ -313,6 +335,11 @@ class DRAManager:
         """Allocated (and not freed by a removed victim), or taken in this cycle."""
         return (d in self._in_use and d not in self._freed) or d in self._tent_use
 
+    def counters_used(self, pool: tuple[str, str]) -> dict[CounterKey, float]:
+        """The counters of ``pool`` consumed by its devices in use (allocated, assumed or
+        taken in this cycle)."""
+        return consumed(d for d in self._consumers_of.get(pool, ()) if self.in_use(d.id))
+
     def sync_freed(self, lister: SharedLister) -> None:
         """Devices of claims whose every consumer is a pod the snapshot removed (a
         preemption victim) count as free while it is removed."""
@@ -415,7 +442,21 @@ class DRAManager:
         cands = self.match(lister, expressions, row)
         if admin:
             return len(cands)
-        return sum(1 for d in cands if not self.in_use(d.id))
+        n = 0
+        use: dict[tuple[str, str], dict[CounterKey, float]] = {}
+        for d in cands:
+            if self.in_use(d.id):
+                continue
+            if d.consumes:  # a partition counts while its counters last on their own
+                pool = d.id[:2]
+                got = use.get(pool)
+                if got is None:
+                    got = use[pool] = self.counters_used(pool)
+                shared = d.shared or {}
+                if any(k in shared and got.get(k, 0.0) + q > shared[k] for k, q in d.consumes):
+                    continue
+            n += 1
+        return n
 
     # ---- the device index ------------------------------------------------------------
 
@@ -423,9 +464,13 @@ class DRAManager:
         """Rebuild the device index if slices changed since."""
         if not self._dirty:
             return
-        index, changed = index_slices(self.slices, self._index.devices)
+        index, changed = index_slices(self.slices, self._index.devices, self.taint_rules.values())
         self.cel.forget(changed)
         self._index = index
+        self._consumers_of = {}
+        for d in index.devices.values():
+            if d.consumes:
+                self._consumers_of.setdefault(d.id[:2], []).append(d)
         self._row_cache.clear()
         self._cands.clear()
         self._all_dirty = True

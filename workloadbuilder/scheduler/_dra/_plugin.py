@@ -10,10 +10,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from workloadbuilder.errors import ApiError, NotFound
-from workloadbuilder.scheduler._dra._allocator import allocate_claim
+from workloadbuilder.scheduler._dra._allocator import allocate_claims
 from workloadbuilder.scheduler._dra._claims import (
     NAME,
     ClaimKey,
+    PodClaim,
     consumer_dict,
     consumer_key,
     entity_uses_claim,
@@ -21,10 +22,9 @@ from workloadbuilder.scheduler._dra._claims import (
     unresolvable,
     unschedulable,
 )
-from workloadbuilder.scheduler._dra._devices import DeviceId
 from workloadbuilder.scheduler._dra._manager import Assumed, DRAManager, Reservation
 from workloadbuilder.scheduler._dra._nodeselector import node_selector_matches
-from workloadbuilder.scheduler._dra._requests import Request
+from workloadbuilder.scheduler._dra._requests import ClaimSpec, Request
 from workloadbuilder.scheduler._interface import (
     SUCCESS,
     ActionType,
@@ -119,8 +119,8 @@ class DynamicResources:
         )
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        """Claims, slices and classes added or changed; a pod's claim generated; a
-        PodGroup's claim generated."""
+        """Claims, slices and classes added or changed; DeviceTaintRules added, changed or
+        deleted; a pod's claim generated; a PodGroup's claim generated."""
         return [
             ClusterEventWithHint(
                 ClusterEvent(
@@ -133,6 +133,12 @@ class DynamicResources:
             ),
             ClusterEventWithHint(
                 ClusterEvent("DeviceClass", ActionType.ADD | ActionType.UPDATE_OBJECT)
+            ),
+            ClusterEventWithHint(  # a taint changed or went: devices may be usable again
+                ClusterEvent(
+                    "DeviceTaintRule",
+                    ActionType.ADD | ActionType.UPDATE_OBJECT | ActionType.DELETE,
+                )
             ),
             ClusterEventWithHint(
                 ClusterEvent("Pod", ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)
@@ -174,21 +180,32 @@ class DynamicResources:
         if isinstance(claims, Status):
             return None
         need: dict[Request, int] = {}
+        either: list[tuple[Request, ...]] = []
         for c in claims:
             if m.status(c.key).get("allocation"):
                 continue
             spec = m.spec(c)
             if isinstance(spec, str):
                 return None
-            for r in spec.requests:
-                if not r.all:
-                    need[r] = need.get(r, 0) + r.count
-        if not need:
-            return None
+            for alts in spec.choices:
+                if len(alts) > 1:
+                    either.append(alts)
+                elif not alts[0].all:
+                    need[alts[0]] = need.get(alts[0], 0) + alts[0].count
         mask: Mask | None = None
         for r, n in need.items():
             ok = m.free_counts(lister, r) >= n
             mask = ok if mask is None else mask & ok
+        for alts in either:  # one of the alternatives, on its own
+            one: Mask | None = None
+            for r in alts:
+                if r.all:
+                    one = None
+                    break
+                ok = m.free_counts(lister, r) >= r.count
+                one = ok if one is None else one | ok
+            if one is not None:
+                mask = one if mask is None else mask & one
         return mask
 
     def shape_key(self, pod: PodInfo, lister: SharedLister) -> Any:
@@ -218,8 +235,8 @@ class DynamicResources:
         table = lister.table
         name = table.names[row] or ""
         labels = table.labels[row]
-        picked: set[DeviceId] = set()
         plan: list[Reservation] = []
+        todo: list[tuple[PodClaim, ClaimSpec, list[dict[str, Any]]]] = []
         for c in claims:
             st = m.status(c.key)
             alloc = st.get("allocation")
@@ -236,12 +253,15 @@ class DynamicResources:
             spec = m.spec(c)
             if isinstance(spec, str):
                 return spec
-            got = allocate_claim(spec, m.node(lister, row), name, picked)
-            if isinstance(got, str):
-                return f'cannot allocate claim "{c.entry}" ({c.key[1]}): {got}'
-            picked.update(got.devices)
-            status = {"allocation": got.allocation, "reservedFor": [*reserved, me]}
-            plan.append(Reservation(pod.key, c.key, status, got.devices, True))
+            todo.append((c, spec, [*reserved, me]))
+        if todo:  # the claims to allocate, searched together
+            got = allocate_claims([t[1] for t in todo], m.node(lister, row), name)
+            if isinstance(got, tuple):
+                c = todo[got[0]][0]
+                return f'cannot allocate claim "{c.entry}" ({c.key[1]}): {got[1]}'
+            for (c, _, consumers), a in zip(todo, got, strict=True):
+                status = {"allocation": a.allocation, "reservedFor": consumers}
+                plan.append(Reservation(pod.key, c.key, status, a.devices, True))
         return plan
 
     def filter_pod(self, pod: PodInfo, lister: SharedLister, row: int) -> Any:

@@ -1,6 +1,6 @@
 """A ResourceClaim's ``spec.devices`` as the allocator's input: its requests (with their
-class's selectors), its ``matchAttribute`` constraints and its configuration, or why this
-version cannot serve it."""
+class's selectors; a ``firstAvailable`` request as its ordered alternatives), its
+``matchAttribute`` constraints and its configuration, or why this version cannot serve it."""
 
 from __future__ import annotations
 
@@ -11,22 +11,42 @@ import attrs
 
 from workloadbuilder.scheduler._dra._cel import Cel
 
-__all__ = ["ClaimSpec", "Request", "parse_claim_spec"]
+__all__ = ["ClaimSpec", "Request", "Toleration", "parse_claim_spec", "tolerates"]
 
-_UNSUPPORTED_REQUEST_FIELDS = {"firstAvailable"}
-_SUPPORTED_EXACT = {
+_EXACT_FIELDS = {
     "deviceClassName",
     "selectors",
     "allocationMode",
     "count",
     "adminAccess",
+    "tolerations",
 }
+_SUB_FIELDS = {"name", "deviceClassName", "selectors", "allocationMode", "count", "tolerations"}
+_TOLERATION_FIELDS = {"key", "operator", "value", "effect", "tolerationSeconds"}
+
+#: a request's toleration of device taints: key, operator, value, effect
+Toleration = tuple[str, str, str, str]
+
+
+def tolerates(tolerations: tuple[Toleration, ...], key: str, value: str, effect: str) -> bool:
+    """Whether one of ``tolerations`` tolerates the device taint ``key=value:effect`` (an
+    empty effect or key matches any; operator ``Exists`` ignores the value)."""
+    for t_key, op, t_value, t_effect in tolerations:
+        if t_effect and t_effect != effect:
+            continue
+        if t_key and t_key != key:
+            continue
+        if op == "Exists" or (op in ("", "Equal") and t_value == value):
+            return True
+    return False
 
 
 @attrs.frozen(slots=True, cache_hash=True)
 class Request:
-    """One ``exactly`` request of a claim."""
+    """One request of a claim that names devices: an ``exactly`` request, or one
+    alternative (sub-request) of a ``firstAvailable`` request."""
 
+    #: the name results are recorded under: ``<request>`` or ``<request>/<subrequest>``
     name: str
     device_class: str
     #: the class's selectors, then the request's
@@ -35,17 +55,29 @@ class Request:
     all: bool
     count: int
     admin: bool
+    #: the name of the claim's request this is (or is an alternative of)
+    parent: str = ""
+    tolerations: tuple[Toleration, ...] = ()
+    #: the class's ``spec.config`` entries
+    class_config: tuple[Mapping[str, Any], ...] = attrs.field(default=(), eq=False)
 
 
 @attrs.frozen(slots=True, cache_hash=True)
 class ClaimSpec:
     """What a claim asks for."""
 
-    requests: tuple[Request, ...]
+    #: per request of the claim, its alternatives in the order they are tried (one for an
+    #: ``exactly`` request)
+    choices: tuple[tuple[Request, ...], ...]
     #: (requests it covers (empty: all), fully qualified attribute)
     match: tuple[tuple[tuple[str, ...], str], ...]
-    #: the allocation's ``devices.config`` (the classes' first, then the claim's)
-    config: tuple[dict[str, Any], ...]
+    #: the claim's own ``devices.config`` entries
+    config: tuple[Mapping[str, Any], ...] = attrs.field(default=(), eq=False)
+
+    @property
+    def requests(self) -> tuple[Request, ...]:
+        """Every request and alternative, in order."""
+        return tuple(r for alts in self.choices for r in alts)
 
 
 def parse_claim_spec(
@@ -55,12 +87,29 @@ def parse_claim_spec(
     class, a selector that does not compile)."""
     name = (obj.get("metadata") or {}).get("name")
     devices = (obj.get("spec") or {}).get("devices") or {}
-    requests: list[Request] = []
+    choices: list[tuple[Request, ...]] = []
     for raw in devices.get("requests") or ():
-        got = _request(name, raw, classes, cel)
-        if isinstance(got, str):
-            return got
-        requests.append(got)
+        rname = str(raw.get("name") or "")
+        extra = set(raw) - {"name", "exactly", "firstAvailable"}
+        if extra:
+            return f"claim {name!r}: request {rname!r}: unsupported fields {sorted(extra)}"
+        if "exactly" in raw and "firstAvailable" not in raw:
+            got = _request(name, rname, rname, raw["exactly"] or {}, classes, cel, _EXACT_FIELDS)
+            if isinstance(got, str):
+                return got
+            choices.append((got,))
+            continue
+        subs = raw.get("firstAvailable")
+        if "exactly" in raw or not subs:
+            return f"claim {name!r}: request {rname!r}: needs exactly or firstAvailable"
+        alts: list[Request] = []
+        for sub in subs:
+            full = f"{rname}/{sub.get('name') or ''}"
+            got = _request(name, full, rname, sub, classes, cel, _SUB_FIELDS)
+            if isinstance(got, str):
+                return got
+            alts.append(got)
+        choices.append(tuple(alts))
     match: list[tuple[tuple[str, ...], str]] = []
     for c in devices.get("constraints") or ():
         if c.get("distinctAttribute"):
@@ -69,48 +118,53 @@ def parse_claim_spec(
         if not attr:
             return f"claim {name!r}: a constraint without matchAttribute is unsupported"
         match.append((tuple(str(r) for r in c.get("requests") or ()), str(attr)))
-    config: list[dict[str, Any]] = []
-    for cls_req in requests:
-        for cfg in (classes[cls_req.device_class].get("spec") or {}).get("config") or ():
-            entry = {"source": "FromClass", "requests": [cls_req.name], **dict(cfg)}
-            config.append(entry)
-    for cfg in devices.get("config") or ():
-        config.append({"source": "FromClaim", **dict(cfg)})
-    return ClaimSpec(requests=tuple(requests), match=tuple(match), config=tuple(config))
+    config = tuple(dict(cfg) for cfg in devices.get("config") or ())
+    return ClaimSpec(choices=tuple(choices), match=tuple(match), config=config)
 
 
 def _request(
-    name: Any, raw: Mapping[str, Any], classes: Mapping[str, Mapping[str, Any]], cel: Cel
+    claim: Any,
+    rname: str,
+    parent: str,
+    ex: Mapping[str, Any],
+    classes: Mapping[str, Mapping[str, Any]],
+    cel: Cel,
+    known: set[str],
 ) -> Request | str:
-    rname = str(raw.get("name") or "")
-    extra = set(raw) - {"name", "exactly"}
-    if extra & _UNSUPPORTED_REQUEST_FIELDS or "exactly" not in raw:
-        return f"claim {name!r}: request {rname!r}: firstAvailable is unsupported"
-    if extra:
-        return f"claim {name!r}: request {rname!r}: unsupported fields {sorted(extra)}"
-    ex = raw["exactly"] or {}
-    unknown = set(ex) - _SUPPORTED_EXACT
+    unknown = set(ex) - known
     if unknown:
-        return f"claim {name!r}: request {rname!r}: {', '.join(sorted(unknown))} unsupported"
+        return f"claim {claim!r}: request {rname!r}: {', '.join(sorted(unknown))} unsupported"
     cls_name = str(ex.get("deviceClassName") or "")
     cls = classes.get(cls_name)
     if cls is None:
         return f'request {rname!r}: device class "{cls_name}" does not exist'
+    cls_spec = cls.get("spec") or {}
     exprs: list[str] = []
-    for sel in list((cls.get("spec") or {}).get("selectors") or ()) + list(
-        ex.get("selectors") or ()
-    ):
+    for sel in list(cls_spec.get("selectors") or ()) + list(ex.get("selectors") or ()):
         expr = (sel.get("cel") or {}).get("expression")
         if expr is None:
-            return f"claim {name!r}: request {rname!r}: a selector without cel"
+            return f"claim {claim!r}: request {rname!r}: a selector without cel"
         try:
             cel.program(str(expr))
         except Exception as e:
-            return f"claim {name!r}: request {rname!r}: CEL compile error: {e}"
+            return f"claim {claim!r}: request {rname!r}: CEL compile error: {e}"
         exprs.append(str(expr))
     mode = ex.get("allocationMode") or "ExactCount"
     if mode not in ("ExactCount", "All"):
-        return f"claim {name!r}: request {rname!r}: allocationMode {mode} unsupported"
+        return f"claim {claim!r}: request {rname!r}: allocationMode {mode} unsupported"
+    tolerations: list[Toleration] = []
+    for t in ex.get("tolerations") or ():
+        extra = set(t) - _TOLERATION_FIELDS
+        if extra:
+            return (
+                f"claim {claim!r}: request {rname!r}: toleration fields {sorted(extra)} unsupported"
+            )
+        op = str(t.get("operator") or "Equal")
+        if op not in ("Equal", "Exists"):
+            return f"claim {claim!r}: request {rname!r}: toleration operator {op} unsupported"
+        tolerations.append(
+            (str(t.get("key") or ""), op, str(t.get("value") or ""), str(t.get("effect") or ""))
+        )
     return Request(
         name=rname,
         device_class=cls_name,
@@ -118,4 +172,7 @@ def _request(
         all=mode == "All",
         count=int(ex.get("count") or 1),
         admin=bool(ex.get("adminAccess")),
+        parent=parent,
+        tolerations=tuple(tolerations),
+        class_config=tuple(dict(c) for c in cls_spec.get("config") or ()),
     )
