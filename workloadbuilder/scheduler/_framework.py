@@ -200,6 +200,9 @@ class Framework:
     _explainers: list[ExplainGroupPlugin] = attrs.field(init=False, factory=list)
     #: the Reserve plugins that may apply to a pod without constraints and claims
     _everyone: list[ReservePlugin] = attrs.field(init=False, factory=list)
+    #: the Reserve plugins whose ``feasible_rows`` mask is their whole Filter
+    #: (``mask_is_filter``): a row their mask allows needs no ``filter_pod``
+    _mask_filters: frozenset[int] = attrs.field(init=False, factory=frozenset)
     _reserve_names: frozenset[str] = attrs.field(init=False, default=frozenset())
     #: PodGroupPostFilter plugins by class (:meth:`post_filter_plugin`), found once
     _by_type: dict[type[Any], Any] = attrs.field(init=False, factory=dict)
@@ -242,6 +245,9 @@ class Framework:
         self._handles = [p for p in self.pod_group_post_filter if isinstance(p, HandlePlugin)]
         self._explainers = [r for r in self.reserve if isinstance(r, ExplainGroupPlugin)]
         self._everyone = [r for r in self.reserve if not isinstance(r, PodScopedPlugin)]
+        self._mask_filters = frozenset(
+            id(r) for r in self.reserve if getattr(r, "mask_is_filter", False) is True
+        )
         self._reserve_names = frozenset(r.name for r in self.reserve)
         self._by_type = {}
         self._events = None
@@ -631,12 +637,42 @@ class Framework:
         """The plugins' vectorised necessary conditions over node rows (those with one)."""
         return [m for m in (r.feasible_rows(pod, lister) for r in plugins) if m is not None]
 
+    def run_reserve_masks(
+        self, plugins: Sequence[ReservePlugin], pod: PodInfo, lister: SharedLister
+    ) -> tuple[list[Mask], list[ReservePlugin]]:
+        """As :meth:`run_reserve_feasible_rows`, and the plugins a row every mask allows
+        still has to be filtered by (``checked`` of :meth:`run_reserve_pod`: the others'
+        mask is their whole Filter)."""
+        masks: list[Mask] = []
+        rest: list[ReservePlugin] = []
+        exact = self._mask_filters
+        for r in plugins:
+            m = r.feasible_rows(pod, lister)
+            if m is None:
+                rest.append(r)
+            else:
+                masks.append(m)
+                if id(r) not in exact:
+                    rest.append(r)
+        return masks, rest
+
     def run_reserve_pod(
-        self, plugins: Sequence[ReservePlugin], pod: PodInfo, lister: SharedLister, row: int
+        self,
+        plugins: Sequence[ReservePlugin],
+        pod: PodInfo,
+        lister: SharedLister,
+        row: int,
+        unchecked: Sequence[ReservePlugin] | None = None,
     ) -> bool:
         """Filter of ``plugins`` at ``row``, then, when every one has a plan, their Reserve
-        (tentatively, in the lister). False (nothing reserved) when one has none."""
-        plans = [r.filter_pod(pod, lister, row) for r in plugins]
+        (tentatively, in the lister). False (nothing reserved) when one has none.
+        ``unchecked``: when given, the only plugins to filter (the others' masks from
+        :meth:`run_reserve_masks` allow ``row``, in the lister's current state)."""
+        if unchecked is None or len(unchecked) == len(plugins):
+            plans = [r.filter_pod(pod, lister, row) for r in plugins]
+        else:
+            todo = {id(u) for u in unchecked}
+            plans = [r.filter_pod(pod, lister, row) if id(r) in todo else True for r in plugins]
         if all(p is not None for p in plans):
             for r, plan in zip(plugins, plans, strict=True):
                 r.reserve_pod(pod, lister, row, plan)

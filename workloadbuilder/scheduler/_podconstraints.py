@@ -188,12 +188,14 @@ class Domains:
     def __init__(self) -> None:
         self._key: tuple[int, int, int] = (-1, -1, -1)
         self._ids: dict[str, tuple[npt.NDArray[np.int64], dict[str, int]]] = {}
+        self._rows: dict[str, list[npt.NDArray[np.int64]]] = {}
 
     def of(self, table: NodeTable, key: str) -> tuple[npt.NDArray[np.int64], dict[str, int]]:
         """``(row -> domain id, value -> domain id)`` of ``key`` over present nodes."""
         token = (id(table), table.epoch, table.capacity)
         if token != self._key:
             self._ids.clear()
+            self._rows.clear()
             self._key = token
         got = self._ids.get(key)
         if got is None:
@@ -204,6 +206,17 @@ class Domains:
                 if v is not None:
                     ids[row] = values.setdefault(v, len(values))
             got = self._ids[key] = (ids, values)
+        return got
+
+    def rows_of(self, table: NodeTable, key: str) -> list[npt.NDArray[np.int64]]:
+        """Per domain id of ``key``, its rows (ascending)."""
+        ids, values = self.of(table, key)  # (first: it clears both on a new epoch)
+        got = self._rows.get(key)
+        if got is None:
+            order = np.argsort(ids, kind="stable")
+            sorted_ids = ids[order]
+            bounds = np.searchsorted(sorted_ids, np.arange(len(values) + 1))
+            got = self._rows[key] = [order[bounds[i] : bounds[i + 1]] for i in range(len(values))]
         return got
 
 
@@ -241,6 +254,13 @@ class MaskPlugin(ReserveBase):
 
     #: its verdict changes when pods leave a node (preemption asks again without victims)
     frees_with_victims = True
+
+    @property
+    def mask_is_filter(self) -> bool:
+        """Whether :meth:`feasible_rows` is the whole Filter (``filter_pod`` reads the same
+        mask: the framework skips it on a row the mask allows), unless a subclass filters
+        otherwise."""
+        return type(self).filter_pod is MaskPlugin.filter_pod
 
     def __init__(self) -> None:
         self._last: tuple[Any, tuple[Any, ...], Mask, list[tuple[str, str, Mask]]] | None = None
@@ -439,8 +459,107 @@ def _fold_ports(
         state.setdefault((hp.protocol, hp.port), []).append((p, row))
 
 
+class _DomainMarks:
+    """Rows failing because of per-domain marks, kept as the cycle places pods: per topology
+    key, which domains are marked, and the failing rows (an array never changed once handed
+    out by :meth:`take`: a later mark copies it first)."""
+
+    __slots__ = ("domains", "failing", "flags", "shared", "table")
+
+    def __init__(self, table: NodeTable, domains: Domains) -> None:
+        self.table, self.domains = table, domains
+        self.failing = np.zeros(table.capacity, dtype=bool)
+        self.flags: dict[str, npt.NDArray[np.bool_]] = {}
+        self.shared = False
+
+    def mark(self, key: str, row: int) -> None:
+        """Fail every row in ``row``'s domain of ``key`` (nothing when it has no such label)."""
+        ids, values = self.domains.of(self.table, key)
+        d = int(ids[row])
+        if d < 0:
+            return
+        flags = self.flags.get(key)
+        if flags is None:
+            flags = self.flags[key] = np.zeros(len(values), dtype=bool)
+        if flags[d]:
+            return
+        flags[d] = True
+        if self.shared:
+            self.failing = self.failing.copy()
+            self.shared = False
+        self.failing[self.domains.rows_of(self.table, key)[d]] = True
+
+    def take(self) -> Mask:
+        """The failing rows now (not to be changed by the caller)."""
+        self.shared = True
+        return self.failing
+
+
+class _AntiIn:
+    """The incoming pods' anti-affinity ``terms`` against the counted pods (built once per
+    cycle state) and the cycle's placed pods (folded as they are placed): pods with equal
+    terms share it."""
+
+    __slots__ = ("marks", "ns", "terms")
+
+    def __init__(
+        self,
+        terms: tuple[AffinityTerm, ...],
+        ns: NamespaceLabelsView,
+        lister: Snapshot,
+        domains: Domains,
+        in_namespace: Callable[[AffinityTerm], Callable[[str], bool]],
+    ) -> None:
+        self.terms, self.ns = terms, ns
+        self.marks = _DomainMarks(lister.table, domains)
+        for t in terms:
+            for _, row in matching(lister, t.selector, in_namespace(t)):
+                self.marks.mark(t.topology_key, row)
+
+    def step(self, p: PodInfo, row: int) -> None:
+        """A placed pod: the domains of the terms it matches fail."""
+        for t in self.terms:
+            if t.matches(p.namespace, p.labels, self.ns):
+                self.marks.mark(t.topology_key, row)
+
+
+class _Existing:
+    """The rows in a domain where a counted or placed pod holds one of ``terms`` (the
+    anti-affinity terms, held by some pod, that match the incoming pods): pods matching the
+    same terms share it. ``held``: whether any such pod was seen (upstream's verdict then
+    has the reason even where no row fails)."""
+
+    __slots__ = ("held", "marks", "terms")
+
+    def __init__(self, terms: frozenset[AffinityTerm], lister: Snapshot, domains: Domains) -> None:
+        self.terms = terms
+        self.marks = _DomainMarks(lister.table, domains)
+        self.held = False
+        removed = lister.removed
+        anti = lister.cache.index.anti_terms
+        for t in terms:
+            for other in anti.get(t, {}).values():
+                row = other.counted_node
+                if row is not None and (not removed or other.key not in removed):
+                    self.held = True
+                    self.marks.mark(t.topology_key, row)
+
+    def step(self, p: PodInfo, row: int) -> None:
+        """A placed pod: the domains of the terms it holds fail."""
+        for t in p.constraints.anti_affinity if p.constraints is not None else ():
+            if t in self.terms:
+                self.held = True
+                self.marks.mark(t.topology_key, row)
+
+
+def _fold_keys(state: set[tuple[str, str]], p: PodInfo, row: int) -> None:
+    state.add(p.key)
+
+
 # ---- InterPodAffinity ----------------------------------------------------------------------------
 
+
+_EXISTING_TEXT = "are in a domain where a pod's anti-affinity repels this pod"
 
 #: upstream's default and bounds of ``InterPodAffinityArgs.hardPodAffinityWeight``
 HARD_POD_AFFINITY_WEIGHT = 1
@@ -546,6 +665,13 @@ class InterPodAffinity(MaskPlugin):
         #: cycle placed (so pods without terms are checked against it while it is there)
         self._anti_snap: Snapshot | None = None
         self._anti_mark = 0
+        #: the cycle state (less the placed pods) ``_states`` were built for, and the
+        #: verdict parts pods share (:class:`_AntiIn`, :class:`_Existing`), extended as the
+        #: cycle places pods
+        self._base: tuple[Any, ...] = ()
+        self._states = _PlacedFolds()
+        #: anti-affinity terms -> the text of their reason
+        self._texts: dict[tuple[AffinityTerm, ...], str] = {}
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """A pod is bound or leaves its node, a node appears or changes labels, or a
@@ -760,12 +886,27 @@ class InterPodAffinity(MaskPlugin):
         cap = table.capacity
         c = pod.constraints
         why: list[tuple[str, str, Mask]] = []
-        ok = np.ones(cap, dtype=bool)
         if c is not None and c.affinity:
             failing = self._affinity_failing(pod, c, lister)
             text = "do not match pod affinity " + "; ".join(t.describe() for t in c.affinity)
             why.append((AFFINITY_REASON, text, failing))
-            ok &= ~failing
+        shared = self._shared_parts(pod, lister)
+        if shared is not None:
+            anti, existing = shared
+            if anti is not None:
+                assert c is not None
+                why.append((ANTI_AFFINITY_REASON, self._anti_text(c.anti_affinity), anti))
+            if existing is not None:
+                why.append((EXISTING_ANTI_AFFINITY_REASON, _EXISTING_TEXT, existing))
+            if not why:
+                return np.ones(cap, dtype=bool), why
+            bad = why[0][2]
+            for _, _, more in why[1:]:
+                bad = bad | more
+            return ~bad, why
+        ok = np.ones(cap, dtype=bool)
+        if why:
+            ok &= ~why[0][2]
         if c is not None and c.anti_affinity:
             failing = np.zeros(cap, dtype=bool)
             for t in c.anti_affinity:
@@ -799,12 +940,81 @@ class InterPodAffinity(MaskPlugin):
             why.append(
                 (
                     EXISTING_ANTI_AFFINITY_REASON,
-                    "are in a domain where a pod's anti-affinity repels this pod",
+                    _EXISTING_TEXT,
                     existing,
                 )
             )
             ok &= ~existing
         return ok, why
+
+    def _anti_text(self, terms: tuple[AffinityTerm, ...]) -> str:
+        got = self._texts.get(terms)
+        if got is None:
+            if len(self._texts) > 10_000:
+                self._texts.clear()
+            got = self._texts[terms] = "hold a pod repelled by anti-affinity " + "; ".join(
+                t.describe() for t in terms
+            )
+        return got
+
+    def _shared_parts(
+        self, pod: PodInfo, lister: Snapshot
+    ) -> tuple[Mask | None, Mask | None] | None:
+        """``(rows failing the pod's anti-affinity terms or None without terms, rows failing
+        the counted and placed pods' anti-affinity or None when none matches)``, from the
+        parts pods of equal terms (and matching the same held terms) share, extended by the
+        pods placed since; None for a pod counted or placed itself (evaluated on its own:
+        it must not count against itself)."""
+        if pod.counted_node is not None:
+            return None
+        table = lister.table
+        base = (
+            lister.removed_version,
+            lister.cache.version,
+            id(table),
+            table.epoch,
+            table.capacity,
+            self.namespaces.version,
+        )
+        if base != self._base:
+            self._base = base
+            self._states = _PlacedFolds()
+        states = self._states
+        if lister.placed and pod.key in states.get("keys", lister, set, _fold_keys):
+            return None
+        ns = self.namespaces.labels
+        c = pod.constraints
+        anti: Mask | None = None
+        if c is not None and c.anti_affinity:
+            terms = c.anti_affinity
+            got: _AntiIn = states.get(
+                ("anti-in", terms),
+                lister,
+                functools.partial(_AntiIn, terms, ns, lister, self.domains, self._in_namespace),
+                _AntiIn.step,
+            )
+            anti = got.marks.take()
+        held: set[AffinityTerm] = set()
+        for t in lister.cache.index.anti_terms_for(pod.labels):
+            if t.matches(pod.namespace, pod.labels, ns, unknown_as_empty=True):
+                held.add(t)
+        if lister.placed:
+            placed = self.folds.get("anti-holders", lister, dict, _fold_anti_holders)
+            for t in placed:
+                if t not in held and t.matches(
+                    pod.namespace, pod.labels, ns, unknown_as_empty=True
+                ):
+                    held.add(t)
+        if not held:
+            return anti, None
+        which = frozenset(held)
+        ex: _Existing = states.get(
+            ("existing", which),
+            lister,
+            functools.partial(_Existing, which, lister, self.domains),
+            _Existing.step,
+        )
+        return anti, ex.marks.take() if ex.held else None
 
     def _affinity_failing(self, pod: PodInfo, c: PodConstraints, lister: Snapshot) -> Mask:
         table = lister.table
