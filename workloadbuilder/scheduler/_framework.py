@@ -203,6 +203,14 @@ class Framework:
     #: the Reserve plugins whose ``feasible_rows`` mask is their whole Filter
     #: (``mask_is_filter``): a row their mask allows needs no ``filter_pod``
     _mask_filters: frozenset[int] = attrs.field(init=False, factory=frozenset)
+    #: the Reserve plugins whose PreEnqueue / PreBind may do something (the others say so:
+    #: ``quiet_pre_enqueue`` / ``quiet_pre_bind``), and those of them in ``_everyone``
+    _gating: tuple[list[ReservePlugin], list[ReservePlugin]] = attrs.field(
+        init=False, factory=lambda: ([], [])
+    )
+    _pre_binding: tuple[list[ReservePlugin], list[ReservePlugin]] = attrs.field(
+        init=False, factory=lambda: ([], [])
+    )
     _reserve_names: frozenset[str] = attrs.field(init=False, default=frozenset())
     #: PodGroupPostFilter plugins by class (:meth:`post_filter_plugin`), found once
     _by_type: dict[type[Any], Any] = attrs.field(init=False, factory=dict)
@@ -248,6 +256,10 @@ class Framework:
         self._mask_filters = frozenset(
             id(r) for r in self.reserve if getattr(r, "mask_is_filter", False) is True
         )
+        gating = [r for r in self.reserve if getattr(r, "quiet_pre_enqueue", False) is not True]
+        self._gating = (gating, [r for r in gating if not isinstance(r, PodScopedPlugin)])
+        binding = [r for r in self.reserve if getattr(r, "quiet_pre_bind", False) is not True]
+        self._pre_binding = (binding, [r for r in binding if not isinstance(r, PodScopedPlugin)])
         self._reserve_names = frozenset(r.name for r in self.reserve)
         self._by_type = {}
         self._events = None
@@ -345,8 +357,9 @@ class Framework:
         return SUCCESS
 
     def run_pre_enqueue_pod(self, pod: PodInfo, lister: SharedLister) -> Status:
-        """The pod-level PreEnqueue of the Reserve plugins; the first failure wins."""
-        for r in self.reserving(pod):
+        """The pod-level PreEnqueue of the Reserve plugins; the first failure wins (those
+        that never gate are not asked)."""
+        for r in self._applying(self._gating, pod):
             st = r.pre_enqueue_pod(pod, lister)
             if not st.ok:
                 return attrs.evolve(st, plugin=r.name)
@@ -612,6 +625,17 @@ class Framework:
             return [r for r in self._everyone if r.applies(pod)] if self._everyone else []
         return [r for r in self.reserve if r.applies(pod)]
 
+    def _applying(
+        self, plugins: tuple[list[ReservePlugin], list[ReservePlugin]], pod: PodInfo
+    ) -> list[ReservePlugin]:
+        """Those of :meth:`reserving` that are in ``plugins`` (all, those in ``_everyone``)."""
+        every, everyone = plugins
+        if not every:
+            return []
+        if pod.constraints is None and not pod.req.claims:  # as reserving()
+            return [r for r in everyone if r.applies(pod)] if everyone else []
+        return [r for r in every if r.applies(pod)]
+
     def run_reserve_pre_filter(
         self, plugins: Sequence[ReservePlugin], pod: PodInfo, lister: SharedLister
     ) -> Status:
@@ -755,8 +779,9 @@ class Framework:
 
     async def run_bind(self, cluster: Cluster, pod: PodInfo, node: str) -> Status:
         """PreBind of the Reserve plugins, then Bind plugins in order until one succeeds;
-        Error with the last message otherwise (and the reservations are released)."""
-        for r in self.reserving(pod):
+        Error with the last message otherwise (and the reservations are released). Reserve
+        plugins that write nothing before binding are not asked."""
+        for r in self._applying(self._pre_binding, pod):
             pre = await r.pre_bind(cluster, pod, node)
             if not pre.ok:
                 await self.run_unreserve(cluster, pod)

@@ -226,6 +226,18 @@ class ReserveBase:
 
     name = ""
 
+    @property
+    def quiet_pre_enqueue(self) -> bool:
+        """Whether :meth:`pre_enqueue_pod` is this class's (never gates: the framework skips
+        it), unless a subclass gates."""
+        return type(self).pre_enqueue_pod is ReserveBase.pre_enqueue_pod
+
+    @property
+    def quiet_pre_bind(self) -> bool:
+        """Whether :meth:`pre_bind` is this class's (writes nothing: the framework skips
+        it), unless a subclass writes."""
+        return type(self).pre_bind is ReserveBase.pre_bind
+
     def pre_enqueue_pod(self, pod: PodInfo, lister: SharedLister) -> Status:
         """Never gates a pod."""
         return SUCCESS
