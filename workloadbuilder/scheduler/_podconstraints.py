@@ -189,14 +189,19 @@ class Domains:
         self._key: tuple[int, int, int] = (-1, -1, -1)
         self._ids: dict[str, tuple[npt.NDArray[np.int64], dict[str, int]]] = {}
         self._rows: dict[str, list[npt.NDArray[np.int64]]] = {}
+        self._lists: dict[str, list[int]] = {}
 
     def of(self, table: NodeTable, key: str) -> tuple[npt.NDArray[np.int64], dict[str, int]]:
         """``(row -> domain id, value -> domain id)`` of ``key`` over present nodes."""
-        token = (id(table), table.epoch, table.capacity)
-        if token != self._key:
+        if (
+            id(table) != self._key[0]
+            or table.epoch != self._key[1]
+            or len(table.names) != self._key[2]  # (its capacity)
+        ):
             self._ids.clear()
             self._rows.clear()
-            self._key = token
+            self._lists.clear()
+            self._key = (id(table), table.epoch, table.capacity)
         got = self._ids.get(key)
         if got is None:
             ids = np.full(table.capacity, -1, dtype=np.int64)
@@ -206,6 +211,14 @@ class Domains:
                 if v is not None:
                     ids[row] = values.setdefault(v, len(values))
             got = self._ids[key] = (ids, values)
+        return got
+
+    def id_list(self, table: NodeTable, key: str) -> list[int]:
+        """:meth:`of`'s row -> domain id as a list (for lookups of single rows)."""
+        ids, _ = self.of(table, key)  # (first: it clears the lists on a new epoch)
+        got = self._lists.get(key)
+        if got is None:
+            got = self._lists[key] = ids.tolist()
         return got
 
     def rows_of(self, table: NodeTable, key: str) -> list[npt.NDArray[np.int64]]:
@@ -476,30 +489,35 @@ class _DomainMarks:
     key, which domains are marked, and the failing rows (an array never changed once handed
     out by :meth:`take`: a later mark copies it first)."""
 
-    __slots__ = ("domains", "failing", "flags", "shared", "table")
+    __slots__ = ("domains", "failing", "keys", "shared", "table")
 
     def __init__(self, table: NodeTable, domains: Domains) -> None:
         self.table, self.domains = table, domains
         self.failing = np.zeros(table.capacity, dtype=bool)
-        self.flags: dict[str, npt.NDArray[np.bool_]] = {}
+        #: per key: each row's domain id, each domain's rows, the domains marked (for the
+        #: node epoch the marks live in: the owner drops them with it)
+        self.keys: dict[str, tuple[list[int], list[npt.NDArray[np.int64]], list[bool]]] = {}
         self.shared = False
 
     def mark(self, key: str, row: int) -> None:
         """Fail every row in ``row``'s domain of ``key`` (nothing when it has no such label)."""
-        ids, values = self.domains.of(self.table, key)
-        d = int(ids[row])
-        if d < 0:
-            return
-        flags = self.flags.get(key)
-        if flags is None:
-            flags = self.flags[key] = np.zeros(len(values), dtype=bool)
-        if flags[d]:
+        got = self.keys.get(key)
+        if got is None:
+            rows_of = self.domains.rows_of(self.table, key)
+            got = self.keys[key] = (
+                self.domains.id_list(self.table, key),
+                rows_of,
+                [False] * len(rows_of),
+            )
+        ids_of, rows_of, flags = got
+        d = ids_of[row]
+        if d < 0 or flags[d]:
             return
         flags[d] = True
         if self.shared:
             self.failing = self.failing.copy()
             self.shared = False
-        self.failing[self.domains.rows_of(self.table, key)[d]] = True
+        self.failing[rows_of[d]] = True
 
     def take(self) -> Mask:
         """The failing rows now (not to be changed by the caller)."""
