@@ -203,6 +203,8 @@ class Framework:
     #: the Reserve plugins whose ``feasible_rows`` mask is their whole Filter
     #: (``mask_is_filter``): a row their mask allows needs no ``filter_pod``
     _mask_filters: frozenset[int] = attrs.field(init=False, factory=frozenset)
+    #: the Reserve plugins whose ``shape_key`` is always None (``shapeless``)
+    _shapeless: frozenset[int] = attrs.field(init=False, factory=frozenset)
     #: the Reserve plugins whose PreEnqueue / PreBind may do something (the others say so:
     #: ``quiet_pre_enqueue`` / ``quiet_pre_bind``), and those of them in ``_everyone``
     _gating: tuple[list[ReservePlugin], list[ReservePlugin]] = attrs.field(
@@ -255,6 +257,9 @@ class Framework:
         self._everyone = [r for r in self.reserve if not isinstance(r, PodScopedPlugin)]
         self._mask_filters = frozenset(
             id(r) for r in self.reserve if getattr(r, "mask_is_filter", False) is True
+        )
+        self._shapeless = frozenset(
+            id(r) for r in self.reserve if getattr(r, "shapeless", False) is True
         )
         gating = [r for r in self.reserve if getattr(r, "quiet_pre_enqueue", False) is not True]
         self._gating = (gating, [r for r in gating if not isinstance(r, PodScopedPlugin)])
@@ -652,6 +657,9 @@ class Framework:
     ) -> tuple[Any, ...] | None:
         """The plugins' shape keys of ``pod`` together (None when one of them shares
         nothing): pods with equal keys fail on the same nodes."""
+        shapeless = self._shapeless
+        if shapeless and any(id(r) in shapeless for r in plugins):
+            return None
         keys = [r.shape_key(pod, lister) for r in plugins]
         return None if any(k is None for k in keys) else tuple(keys)
 

@@ -246,6 +246,12 @@ class ReserveBase:
         return type(self).pre_enqueue_pod is ReserveBase.pre_enqueue_pod
 
     @property
+    def shapeless(self) -> bool:
+        """Whether :meth:`shape_key` is this class's (always None: the framework does not
+        ask it), unless a subclass shares failures."""
+        return type(self).shape_key is ReserveBase.shape_key
+
+    @property
     def quiet_pre_bind(self) -> bool:
         """Whether :meth:`pre_bind` is this class's (writes nothing: the framework skips
         it), unless a subclass writes."""
