@@ -172,15 +172,6 @@ class _PlacedFolds:
         return state
 
 
-def _state_token(lister: SharedLister) -> tuple[Any, ...]:
-    """What the plugins' answers depend on: the cache's counted pods, the victims removed and
-    the pods assumed (the snapshot's log position), and the node table."""
-    cache = cache_of(lister)
-    assert isinstance(lister, Snapshot) and cache is not None
-    t = lister.table
-    return (id(lister), lister.mark(), lister.removed_version, cache.version, t.epoch)
-
-
 class Domains:
     """Per topology key, each node row's domain as a small integer (-1: no such label), for
     one node-table epoch."""
@@ -311,7 +302,16 @@ class MaskPlugin(ReserveBase):
     def _verdict(
         self, pod: PodInfo, lister: SharedLister
     ) -> tuple[Mask, list[tuple[str, str, Mask]]]:
-        token = (*_state_token(lister), self._token())
+        assert isinstance(lister, Snapshot)
+        token = (  # the cache's counted pods, the victims removed, the pods assumed (the
+            # snapshot's log position), the node table, and what the plugin adds
+            id(lister),
+            lister.mark(),
+            lister.removed_version,
+            lister.cache.version,
+            lister.table.epoch,
+            self._token(),
+        )
         last = self._last
         if last is not None and last[0] is pod and last[1] == token:
             return last[2], last[3]
@@ -586,10 +586,6 @@ class _Existing:
             if t in self.terms:
                 self.held = True
                 self.marks.mark(t.topology_key, row)
-
-
-def _fold_keys(state: set[tuple[str, str]], p: PodInfo, row: int) -> None:
-    state.add(p.key)
 
 
 # ---- InterPodAffinity ----------------------------------------------------------------------------
@@ -1016,7 +1012,7 @@ class InterPodAffinity(MaskPlugin):
             self._base = base
             self._states = _PlacedFolds()
         states = self._states
-        if lister.placed and pod.key in states.get("keys", lister, set, _fold_keys):
+        if lister.placed and lister.is_placed(pod.key):
             return None
         ns = self.namespaces.labels
         c = pod.constraints
