@@ -63,7 +63,7 @@ from workloadbuilder.api import (
     TopologyConstraint,
 )
 from workloadbuilder.cluster import Cluster, MemoryCluster
-from workloadbuilder.runtime import add_event_loop_flag, resolve_event_loop
+from workloadbuilder.runtime import add_event_loop_flag, gc_policy, resolve_event_loop
 from workloadbuilder.runtime import run as run_on_loop
 from workloadbuilder.scheduler import Scheduler, SchedulerConfig
 
@@ -284,6 +284,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 constraints_held = False
     events_dropped = s.status.events_dropped
     await s.stop()
+    # the collector policy is process-wide and a second install is a no-op: without this,
+    # the next run of --compare* would start without it (its start-up heap unfrozen, walked
+    # by the full collections of its scheduling phase), unlike this one
+    gc_policy.uninstall()
     await inner.close()
     mode = "topology (rack-constrained gangs)" if args.topology else "unconstrained"
     if args.pod_constraints:

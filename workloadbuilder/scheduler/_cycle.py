@@ -161,26 +161,30 @@ def _reserve(
             total=total, reasons=(), plugins=frozenset({st.plugin}), pre_filter=st.message
         )
     shape = fw.run_reserve_shape_key(plugins, pod, snap)
-    masks = fw.run_reserve_feasible_rows(plugins, pod, snap)
+    masks, unchecked = fw.run_reserve_masks(plugins, pod, snap)
     scored = _pod_scored(fw, snap, pod, ev.score, masks) if fw.pod_scoring else None
     score = ev.score if scored is None else scored
-    first = _best(score)
     candidates: Iterable[int] = []
-    if first >= 0 and all(m[first] for m in masks):
-        candidates = [first]
-    elif first >= 0:  # the best row the masks allow (no ranking of every row)
-        allowed = masks[0] if len(masks) == 1 else np.logical_and.reduce(masks)
+    if not masks:
+        first = _best(score)
+        if first >= 0:
+            candidates = [first]
+    else:  # the best row the masks allow (no ranking of every row; lowest row on ties)
+        allowed = masks[0]
+        for m in masks[1:]:
+            allowed = allowed & m
         masked = np.where(allowed[: score.size], score, _NEG)
-        alt = int(masked.argmax())
-        if masked[alt] > _NEG:
-            first = alt
-            candidates = [alt]
+        first = int(masked.argmax())
+        if masked[first] > _NEG:
+            candidates = [first]
+        else:
+            first = -1 if _best(score) < 0 else first
     tried_all = False
     while True:
         for row in candidates:
             if shape is not None and (shape, row) in dead:
                 continue
-            if fw.run_reserve_pod(plugins, pod, snap, row):
+            if fw.run_reserve_pod(plugins, pod, snap, row, unchecked):  # (rows the masks allow)
                 return row, None
             if shape is not None:
                 dead.add((shape, row))

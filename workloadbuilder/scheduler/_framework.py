@@ -200,6 +200,19 @@ class Framework:
     _explainers: list[ExplainGroupPlugin] = attrs.field(init=False, factory=list)
     #: the Reserve plugins that may apply to a pod without constraints and claims
     _everyone: list[ReservePlugin] = attrs.field(init=False, factory=list)
+    #: the Reserve plugins whose ``feasible_rows`` mask is their whole Filter
+    #: (``mask_is_filter``): a row their mask allows needs no ``filter_pod``
+    _mask_filters: frozenset[int] = attrs.field(init=False, factory=frozenset)
+    #: the Reserve plugins whose ``shape_key`` is always None (``shapeless``)
+    _shapeless: frozenset[int] = attrs.field(init=False, factory=frozenset)
+    #: the Reserve plugins whose PreEnqueue / PreBind may do something (the others say so:
+    #: ``quiet_pre_enqueue`` / ``quiet_pre_bind``), and those of them in ``_everyone``
+    _gating: tuple[list[ReservePlugin], list[ReservePlugin]] = attrs.field(
+        init=False, factory=lambda: ([], [])
+    )
+    _pre_binding: tuple[list[ReservePlugin], list[ReservePlugin]] = attrs.field(
+        init=False, factory=lambda: ([], [])
+    )
     _reserve_names: frozenset[str] = attrs.field(init=False, default=frozenset())
     #: PodGroupPostFilter plugins by class (:meth:`post_filter_plugin`), found once
     _by_type: dict[type[Any], Any] = attrs.field(init=False, factory=dict)
@@ -241,9 +254,21 @@ class Framework:
         self._bounded = bounded if len(bounded) == len(self._weighted) else None
         self._handles = [p for p in self.pod_group_post_filter if isinstance(p, HandlePlugin)]
         self._explainers = [r for r in self.reserve if isinstance(r, ExplainGroupPlugin)]
-        self._everyone = [
-            r for r in self.reserve if not (isinstance(r, PodScopedPlugin) and r.pod_scoped)
-        ]
+
+        def everyone(r: ReservePlugin) -> bool:  # may apply to a pod without constraints
+            return not (isinstance(r, PodScopedPlugin) and r.pod_scoped)
+
+        self._everyone = [r for r in self.reserve if everyone(r)]
+        self._mask_filters = frozenset(
+            id(r) for r in self.reserve if getattr(r, "mask_is_filter", False) is True
+        )
+        self._shapeless = frozenset(
+            id(r) for r in self.reserve if getattr(r, "shapeless", False) is True
+        )
+        gating = [r for r in self.reserve if getattr(r, "quiet_pre_enqueue", False) is not True]
+        self._gating = (gating, [r for r in gating if everyone(r)])
+        binding = [r for r in self.reserve if getattr(r, "quiet_pre_bind", False) is not True]
+        self._pre_binding = (binding, [r for r in binding if everyone(r)])
         self._reserve_names = frozenset(r.name for r in self.reserve)
         self._by_type = {}
         self._events = None
@@ -341,8 +366,9 @@ class Framework:
         return SUCCESS
 
     def run_pre_enqueue_pod(self, pod: PodInfo, lister: SharedLister) -> Status:
-        """The pod-level PreEnqueue of the Reserve plugins; the first failure wins."""
-        for r in self.reserving(pod):
+        """The pod-level PreEnqueue of the Reserve plugins; the first failure wins (those
+        that never gate are not asked)."""
+        for r in self._applying(self._gating, pod):
             st = r.pre_enqueue_pod(pod, lister)
             if not st.ok:
                 return attrs.evolve(st, plugin=r.name)
@@ -608,6 +634,17 @@ class Framework:
             return [r for r in self._everyone if r.applies(pod)] if self._everyone else []
         return [r for r in self.reserve if r.applies(pod)]
 
+    def _applying(
+        self, plugins: tuple[list[ReservePlugin], list[ReservePlugin]], pod: PodInfo
+    ) -> list[ReservePlugin]:
+        """Those of :meth:`reserving` that are in ``plugins`` (all, those in ``_everyone``)."""
+        every, everyone = plugins
+        if not every:
+            return []
+        if pod.constraints is None and not pod.req.claims:  # as reserving()
+            return [r for r in everyone if r.applies(pod)] if everyone else []
+        return [r for r in every if r.applies(pod)]
+
     def run_reserve_pre_filter(
         self, plugins: Sequence[ReservePlugin], pod: PodInfo, lister: SharedLister
     ) -> Status:
@@ -624,6 +661,9 @@ class Framework:
     ) -> tuple[Any, ...] | None:
         """The plugins' shape keys of ``pod`` together (None when one of them shares
         nothing): pods with equal keys fail on the same nodes."""
+        shapeless = self._shapeless
+        if shapeless and any(id(r) in shapeless for r in plugins):
+            return None
         keys = [r.shape_key(pod, lister) for r in plugins]
         return None if any(k is None for k in keys) else tuple(keys)
 
@@ -633,12 +673,42 @@ class Framework:
         """The plugins' vectorised necessary conditions over node rows (those with one)."""
         return [m for m in (r.feasible_rows(pod, lister) for r in plugins) if m is not None]
 
+    def run_reserve_masks(
+        self, plugins: Sequence[ReservePlugin], pod: PodInfo, lister: SharedLister
+    ) -> tuple[list[Mask], list[ReservePlugin]]:
+        """As :meth:`run_reserve_feasible_rows`, and the plugins a row every mask allows
+        still has to be filtered by (``checked`` of :meth:`run_reserve_pod`: the others'
+        mask is their whole Filter)."""
+        masks: list[Mask] = []
+        rest: list[ReservePlugin] = []
+        exact = self._mask_filters
+        for r in plugins:
+            m = r.feasible_rows(pod, lister)
+            if m is None:
+                rest.append(r)
+            else:
+                masks.append(m)
+                if id(r) not in exact:
+                    rest.append(r)
+        return masks, rest
+
     def run_reserve_pod(
-        self, plugins: Sequence[ReservePlugin], pod: PodInfo, lister: SharedLister, row: int
+        self,
+        plugins: Sequence[ReservePlugin],
+        pod: PodInfo,
+        lister: SharedLister,
+        row: int,
+        unchecked: Sequence[ReservePlugin] | None = None,
     ) -> bool:
         """Filter of ``plugins`` at ``row``, then, when every one has a plan, their Reserve
-        (tentatively, in the lister). False (nothing reserved) when one has none."""
-        plans = [r.filter_pod(pod, lister, row) for r in plugins]
+        (tentatively, in the lister). False (nothing reserved) when one has none.
+        ``unchecked``: when given, the only plugins to filter (the others' masks from
+        :meth:`run_reserve_masks` allow ``row``, in the lister's current state)."""
+        if unchecked is None or len(unchecked) == len(plugins):
+            plans = [r.filter_pod(pod, lister, row) for r in plugins]
+        else:
+            todo = {id(u) for u in unchecked}
+            plans = [r.filter_pod(pod, lister, row) if id(r) in todo else True for r in plugins]
         if all(p is not None for p in plans):
             for r, plan in zip(plugins, plans, strict=True):
                 r.reserve_pod(pod, lister, row, plan)
@@ -721,8 +791,9 @@ class Framework:
 
     async def run_bind(self, cluster: Cluster, pod: PodInfo, node: str) -> Status:
         """PreBind of the Reserve plugins, then Bind plugins in order until one succeeds;
-        Error with the last message otherwise (and the reservations are released)."""
-        for r in self.reserving(pod):
+        Error with the last message otherwise (and the reservations are released). Reserve
+        plugins that write nothing before binding are not asked."""
+        for r in self._applying(self._pre_binding, pod):
             pre = await r.pre_bind(cluster, pod, node)
             if not pre.ok:
                 await self.run_unreserve(cluster, pod)

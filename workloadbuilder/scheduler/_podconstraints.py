@@ -171,15 +171,6 @@ class _PlacedFolds:
         return state
 
 
-def _state_token(lister: SharedLister) -> tuple[Any, ...]:
-    """What the plugins' answers depend on: the cache's counted pods, the victims removed and
-    the pods assumed (the snapshot's log position), and the node table."""
-    cache = cache_of(lister)
-    assert isinstance(lister, Snapshot) and cache is not None
-    t = lister.table
-    return (id(lister), lister.mark(), lister.removed_version, cache.version, t.epoch)
-
-
 class Domains:
     """Per topology key, each node row's domain as a small integer (-1: no such label), for
     one node-table epoch."""
@@ -187,13 +178,20 @@ class Domains:
     def __init__(self) -> None:
         self._key: tuple[int, int, int] = (-1, -1, -1)
         self._ids: dict[str, tuple[npt.NDArray[np.int64], dict[str, int]]] = {}
+        self._rows: dict[str, list[npt.NDArray[np.int64]]] = {}
+        self._lists: dict[str, list[int]] = {}
 
     def of(self, table: NodeTable, key: str) -> tuple[npt.NDArray[np.int64], dict[str, int]]:
         """``(row -> domain id, value -> domain id)`` of ``key`` over present nodes."""
-        token = (id(table), table.epoch, table.capacity)
-        if token != self._key:
+        if (
+            id(table) != self._key[0]
+            or table.epoch != self._key[1]
+            or len(table.names) != self._key[2]  # (its capacity)
+        ):
             self._ids.clear()
-            self._key = token
+            self._rows.clear()
+            self._lists.clear()
+            self._key = (id(table), table.epoch, table.capacity)
         got = self._ids.get(key)
         if got is None:
             ids = np.full(table.capacity, -1, dtype=np.int64)
@@ -205,12 +203,49 @@ class Domains:
             got = self._ids[key] = (ids, values)
         return got
 
+    def id_list(self, table: NodeTable, key: str) -> list[int]:
+        """:meth:`of`'s row -> domain id as a list (for lookups of single rows)."""
+        ids, _ = self.of(table, key)  # (first: it clears the lists on a new epoch)
+        got = self._lists.get(key)
+        if got is None:
+            got = self._lists[key] = ids.tolist()
+        return got
+
+    def rows_of(self, table: NodeTable, key: str) -> list[npt.NDArray[np.int64]]:
+        """Per domain id of ``key``, its rows (ascending)."""
+        ids, values = self.of(table, key)  # (first: it clears both on a new epoch)
+        got = self._rows.get(key)
+        if got is None:
+            order = np.argsort(ids, kind="stable")
+            sorted_ids = ids[order]
+            bounds = np.searchsorted(sorted_ids, np.arange(len(values) + 1))
+            got = self._rows[key] = [order[bounds[i] : bounds[i + 1]] for i in range(len(values))]
+        return got
+
 
 class ReserveBase:
     """The parts of the Reserve protocol these plugins do not use: nothing to write before
     binding and nothing to release (the cycle's assumptions are the state)."""
 
     name = ""
+
+    @property
+    def quiet_pre_enqueue(self) -> bool:
+        """Whether :meth:`pre_enqueue_pod` is this class's (never gates: the framework skips
+        it), unless a subclass gates."""
+        return type(self).pre_enqueue_pod is ReserveBase.pre_enqueue_pod
+
+    @property
+    def shapeless(self) -> bool:
+        """Whether :meth:`shape_key` is this class's (always None: the framework does not
+        ask it), unless a subclass shares failures."""
+        return type(self).shape_key is ReserveBase.shape_key
+
+    @property
+    def quiet_pre_bind(self) -> bool:
+        """Whether :meth:`pre_bind` is this class's (writes nothing: the framework skips
+        it), unless a subclass writes."""
+        return type(self).pre_bind is ReserveBase.pre_bind
 
     def pre_enqueue_pod(self, pod: PodInfo, lister: SharedLister) -> Status:
         """Never gates a pod."""
@@ -241,6 +276,13 @@ class MaskPlugin(ReserveBase):
     #: its verdict changes when pods leave a node (preemption asks again without victims)
     frees_with_victims = True
 
+    @property
+    def mask_is_filter(self) -> bool:
+        """Whether :meth:`feasible_rows` is the whole Filter (``filter_pod`` reads the same
+        mask: the framework skips it on a row the mask allows), unless a subclass filters
+        otherwise."""
+        return type(self).filter_pod is MaskPlugin.filter_pod
+
     def __init__(self) -> None:
         self._last: tuple[Any, tuple[Any, ...], Mask, list[tuple[str, str, Mask]]] | None = None
         self.domains = Domains()
@@ -259,7 +301,16 @@ class MaskPlugin(ReserveBase):
     def _verdict(
         self, pod: PodInfo, lister: SharedLister
     ) -> tuple[Mask, list[tuple[str, str, Mask]]]:
-        token = (*_state_token(lister), self._token())
+        assert isinstance(lister, Snapshot)
+        token = (  # the cache's counted pods, the victims removed, the pods assumed (the
+            # snapshot's log position), the node table, and what the plugin adds
+            id(lister),
+            lister.mark(),
+            lister.removed_version,
+            lister.cache.version,
+            lister.table.epoch,
+            self._token(),
+        )
         last = self._last
         if last is not None and last[0] is pod and last[1] == token:
             return last[2], last[3]
@@ -438,8 +489,108 @@ def _fold_ports(
         state.setdefault((hp.protocol, hp.port), []).append((p, row))
 
 
+class _DomainMarks:
+    """Rows failing because of per-domain marks, kept as the cycle places pods: per topology
+    key, which domains are marked, and the failing rows (an array never changed once handed
+    out by :meth:`take`: a later mark copies it first)."""
+
+    __slots__ = ("domains", "failing", "keys", "shared", "table")
+
+    def __init__(self, table: NodeTable, domains: Domains) -> None:
+        self.table, self.domains = table, domains
+        self.failing = np.zeros(table.capacity, dtype=bool)
+        #: per key: each row's domain id, each domain's rows, the domains marked (for the
+        #: node epoch the marks live in: the owner drops them with it)
+        self.keys: dict[str, tuple[list[int], list[npt.NDArray[np.int64]], list[bool]]] = {}
+        self.shared = False
+
+    def mark(self, key: str, row: int) -> None:
+        """Fail every row in ``row``'s domain of ``key`` (nothing when it has no such label)."""
+        got = self.keys.get(key)
+        if got is None:
+            rows_of = self.domains.rows_of(self.table, key)
+            got = self.keys[key] = (
+                self.domains.id_list(self.table, key),
+                rows_of,
+                [False] * len(rows_of),
+            )
+        ids_of, rows_of, flags = got
+        d = ids_of[row]
+        if d < 0 or flags[d]:
+            return
+        flags[d] = True
+        if self.shared:
+            self.failing = self.failing.copy()
+            self.shared = False
+        self.failing[rows_of[d]] = True
+
+    def take(self) -> Mask:
+        """The failing rows now (not to be changed by the caller)."""
+        self.shared = True
+        return self.failing
+
+
+class _AntiIn:
+    """The incoming pods' anti-affinity ``terms`` against the counted pods (built once per
+    cycle state) and the cycle's placed pods (folded as they are placed): pods with equal
+    terms share it."""
+
+    __slots__ = ("marks", "ns", "terms")
+
+    def __init__(
+        self,
+        terms: tuple[AffinityTerm, ...],
+        ns: NamespaceLabelsView,
+        lister: Snapshot,
+        domains: Domains,
+        in_namespace: Callable[[AffinityTerm], Callable[[str], bool]],
+    ) -> None:
+        self.terms, self.ns = terms, ns
+        self.marks = _DomainMarks(lister.table, domains)
+        for t in terms:
+            for _, row in matching(lister, t.selector, in_namespace(t)):
+                self.marks.mark(t.topology_key, row)
+
+    def step(self, p: PodInfo, row: int) -> None:
+        """A placed pod: the domains of the terms it matches fail."""
+        for t in self.terms:
+            if t.matches(p.namespace, p.labels, self.ns):
+                self.marks.mark(t.topology_key, row)
+
+
+class _Existing:
+    """The rows in a domain where a counted or placed pod holds one of ``terms`` (the
+    anti-affinity terms, held by some pod, that match the incoming pods): pods matching the
+    same terms share it. ``held``: whether any such pod was seen (upstream's verdict then
+    has the reason even where no row fails)."""
+
+    __slots__ = ("held", "marks", "terms")
+
+    def __init__(self, terms: frozenset[AffinityTerm], lister: Snapshot, domains: Domains) -> None:
+        self.terms = terms
+        self.marks = _DomainMarks(lister.table, domains)
+        self.held = False
+        removed = lister.removed
+        anti = lister.cache.index.anti_terms
+        for t in terms:
+            for other in anti.get(t, {}).values():
+                row = other.counted_node
+                if row is not None and (not removed or other.key not in removed):
+                    self.held = True
+                    self.marks.mark(t.topology_key, row)
+
+    def step(self, p: PodInfo, row: int) -> None:
+        """A placed pod: the domains of the terms it holds fail."""
+        for t in p.constraints.anti_affinity if p.constraints is not None else ():
+            if t in self.terms:
+                self.held = True
+                self.marks.mark(t.topology_key, row)
+
+
 # ---- InterPodAffinity ----------------------------------------------------------------------------
 
+
+_EXISTING_TEXT = "are in a domain where a pod's anti-affinity repels this pod"
 
 #: upstream's default and bounds of ``InterPodAffinityArgs.hardPodAffinityWeight``
 HARD_POD_AFFINITY_WEIGHT = 1
@@ -545,6 +696,13 @@ class InterPodAffinity(MaskPlugin):
         #: cycle placed (so pods without terms are checked against it while it is there)
         self._anti_snap: Snapshot | None = None
         self._anti_mark = 0
+        #: the cycle state (less the placed pods) ``_states`` were built for, and the
+        #: verdict parts pods share (:class:`_AntiIn`, :class:`_Existing`), extended as the
+        #: cycle places pods
+        self._base: tuple[Any, ...] = ()
+        self._states = _PlacedFolds()
+        #: anti-affinity terms -> the text of their reason
+        self._texts: dict[tuple[AffinityTerm, ...], str] = {}
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """A pod is bound or leaves its node, a node appears or changes labels, or a
@@ -759,12 +917,27 @@ class InterPodAffinity(MaskPlugin):
         cap = table.capacity
         c = pod.constraints
         why: list[tuple[str, str, Mask]] = []
-        ok = np.ones(cap, dtype=bool)
         if c is not None and c.affinity:
             failing = self._affinity_failing(pod, c, lister)
             text = "do not match pod affinity " + "; ".join(t.describe() for t in c.affinity)
             why.append((AFFINITY_REASON, text, failing))
-            ok &= ~failing
+        shared = self._shared_parts(pod, lister)
+        if shared is not None:
+            anti, existing = shared
+            if anti is not None:
+                assert c is not None
+                why.append((ANTI_AFFINITY_REASON, self._anti_text(c.anti_affinity), anti))
+            if existing is not None:
+                why.append((EXISTING_ANTI_AFFINITY_REASON, _EXISTING_TEXT, existing))
+            if not why:
+                return np.ones(cap, dtype=bool), why
+            bad = why[0][2]
+            for _, _, more in why[1:]:
+                bad = bad | more
+            return ~bad, why
+        ok = np.ones(cap, dtype=bool)
+        if why:
+            ok &= ~why[0][2]
         if c is not None and c.anti_affinity:
             failing = np.zeros(cap, dtype=bool)
             for t in c.anti_affinity:
@@ -798,12 +971,81 @@ class InterPodAffinity(MaskPlugin):
             why.append(
                 (
                     EXISTING_ANTI_AFFINITY_REASON,
-                    "are in a domain where a pod's anti-affinity repels this pod",
+                    _EXISTING_TEXT,
                     existing,
                 )
             )
             ok &= ~existing
         return ok, why
+
+    def _anti_text(self, terms: tuple[AffinityTerm, ...]) -> str:
+        got = self._texts.get(terms)
+        if got is None:
+            if len(self._texts) > 10_000:
+                self._texts.clear()
+            got = self._texts[terms] = "hold a pod repelled by anti-affinity " + "; ".join(
+                t.describe() for t in terms
+            )
+        return got
+
+    def _shared_parts(
+        self, pod: PodInfo, lister: Snapshot
+    ) -> tuple[Mask | None, Mask | None] | None:
+        """``(rows failing the pod's anti-affinity terms or None without terms, rows failing
+        the counted and placed pods' anti-affinity or None when none matches)``, from the
+        parts pods of equal terms (and matching the same held terms) share, extended by the
+        pods placed since; None for a pod counted or placed itself (evaluated on its own:
+        it must not count against itself)."""
+        if pod.counted_node is not None:
+            return None
+        table = lister.table
+        base = (
+            lister.removed_version,
+            lister.cache.version,
+            id(table),
+            table.epoch,
+            table.capacity,
+            self.namespaces.version,
+        )
+        if base != self._base:
+            self._base = base
+            self._states = _PlacedFolds()
+        states = self._states
+        if lister.placed and lister.is_placed(pod.key):
+            return None
+        ns = self.namespaces.labels
+        c = pod.constraints
+        anti: Mask | None = None
+        if c is not None and c.anti_affinity:
+            terms = c.anti_affinity
+            got: _AntiIn = states.get(
+                ("anti-in", terms),
+                lister,
+                functools.partial(_AntiIn, terms, ns, lister, self.domains, self._in_namespace),
+                _AntiIn.step,
+            )
+            anti = got.marks.take()
+        held: set[AffinityTerm] = set()
+        for t in lister.cache.index.anti_terms_for(pod.labels):
+            if t.matches(pod.namespace, pod.labels, ns, unknown_as_empty=True):
+                held.add(t)
+        if lister.placed:
+            placed = self.folds.get("anti-holders", lister, dict, _fold_anti_holders)
+            for t in placed:
+                if t not in held and t.matches(
+                    pod.namespace, pod.labels, ns, unknown_as_empty=True
+                ):
+                    held.add(t)
+        if not held:
+            return anti, None
+        which = frozenset(held)
+        ex: _Existing = states.get(
+            ("existing", which),
+            lister,
+            functools.partial(_Existing, which, lister, self.domains),
+            _Existing.step,
+        )
+        return anti, ex.marks.take() if ex.held else None
 
     def _affinity_failing(self, pod: PodInfo, c: PodConstraints, lister: Snapshot) -> Mask:
         table = lister.table

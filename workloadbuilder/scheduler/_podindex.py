@@ -145,10 +145,15 @@ class PodIndex(Generic[PodInfo]):
         if pairs is None:
             return iter(everyone)
         best: list[dict[PodKey, PodInfo]] | None = None
+        least = 0
+        by_label = self._by_label
         for key, values in _required(selector):
-            groups = [self._by_label.get((key, v), {}) for v in values]
-            if best is None or sum(map(len, groups)) < sum(map(len, best)):
-                best = groups
+            groups = [g for v in values if (g := by_label.get((key, v)))]
+            n = sum(map(len, groups))
+            if best is None or n < least:
+                best, least = groups, n
+                if n == 0:
+                    return iter(())
         return (p for g in best or () for p in list(g.values()))
 
     def anti_terms_for(self, labels: Mapping[str, str]) -> Iterator[AffinityTerm]:
@@ -162,16 +167,29 @@ class PodIndex(Generic[PodInfo]):
         yield from (t for t in self._anti_scan if t not in seen)
 
 
+#: selector -> (its requirements of a label, its pairs): worked out once per selector
+_SHAPES: dict[Selector, tuple[list[tuple[str, frozenset[str]]], list[Pair] | None]] = {}
+
+
+def _shape(selector: Selector) -> tuple[list[tuple[str, frozenset[str]]], list[Pair] | None]:
+    got = _SHAPES.get(selector)
+    if got is None:
+        if len(_SHAPES) > 100_000:  # bound it in long-running schedulers
+            _SHAPES.clear()
+        req = [(k, vs) for k, op, vs in selector.reqs if op in ("=", "in") and vs]
+        pairs = [(req[0][0], v) for v in sorted(req[0][1])] if req else None
+        got = _SHAPES[selector] = (req, pairs)
+    return got
+
+
 def _required(selector: Selector) -> list[tuple[str, frozenset[str]]]:
-    """The requirements a matching pod must carry a label for: ``key = v`` / ``key in (...)``."""
-    return [(k, vs) for k, op, vs in selector.reqs if op in ("=", "in") and vs]
+    """The requirements a matching pod must carry a label for: ``key = v`` / ``key in (...)``
+    (not to be changed by the caller)."""
+    return _shape(selector)[0]
 
 
 def _pairs(selector: Selector) -> list[Pair] | None:
     """Every ``(key, value)`` one of which a matching pod must carry, for the selector's first
-    such requirement; None when the selector requires none (index by scanning)."""
-    req = _required(selector)
-    if not req:
-        return None
-    key, values = req[0]
-    return [(key, v) for v in sorted(values)]
+    such requirement; None when the selector requires none (index by scanning; not to be
+    changed by the caller)."""
+    return _shape(selector)[1]

@@ -40,6 +40,8 @@ class Snapshot:
         #: order (the pods placed earlier in a gang cycle: the pod-constraint plugins count
         #: them as existing pods)
         self.placed: list[tuple[PodInfo, int]] = []
+        #: how many times each key is in ``placed``
+        self._placed_keys: dict[PodKey, int] = {}
 
     # ---- SharedLister ----------------------------------------------------------------
 
@@ -84,6 +86,8 @@ class Snapshot:
         self._log.append((row, vec, pod, +1))
         if pod.counted_node is None:
             self.placed.append((pod, row))
+            key = pod.key
+            self._placed_keys[key] = self._placed_keys.get(key, 0) + 1
 
     def remove(self, pod: PodInfo) -> bool:
         """Tentatively remove a running pod (a preemption victim); False if not counted."""
@@ -117,6 +121,12 @@ class Snapshot:
                 self._table.used[row] -= vec
                 if sign == 1 and self.placed and self.placed[-1][0] is pod:
                     self.placed.pop()
+                    key = pod.key
+                    left = self._placed_keys[key] - 1
+                    if left:
+                        self._placed_keys[key] = left
+                    else:
+                        del self._placed_keys[key]
                 if sign == 2 and pod is not None:  # the reprieved victim is removed again
                     self.removed[pod.key] = pod
                     self.removed_version += 1
@@ -124,6 +134,10 @@ class Snapshot:
                 self._table.used[row] += vec
                 if pod is not None and self.removed.pop(pod.key, None) is not None:
                     self.removed_version += 1
+
+    def is_placed(self, key: PodKey) -> bool:
+        """Whether a pod of ``key`` is in :attr:`placed`."""
+        return key in self._placed_keys
 
     def assumed_since(self, mark: int) -> list[tuple[PodInfo, int]]:
         """``(pod, row)`` of the pods assumed after ``mark``."""
