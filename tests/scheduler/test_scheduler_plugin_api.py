@@ -292,3 +292,74 @@ async def test_a_per_pod_score_plugin_decides_among_fitting_nodes(
     bound = await env.bound()
     assert bound["wants-y"] == b  # the preference wins over the resource score
     assert bound["plain"] == a  # nothing to score per pod: the emptier node, as before
+
+
+# ---- usage-independent Score plugins ---------------------------------------------------------
+
+
+class _PreferPref:
+    """Score 100 on nodes labelled pref=yes (reads the node object only); counts the
+    one-row refreshes it is asked for."""
+
+    name = "PreferPref"
+    weight = 1
+
+    def __init__(self, args: Mapping[str, Any] | None = None) -> None:
+        self.refreshes = 0
+
+    def score(
+        self,
+        req: api.PodRequirements,
+        vec: npt.NDArray[np.int64],
+        table: api.NodeTable,
+        rows: api.Rows,
+        gang: bool,
+    ) -> npt.NDArray[np.float64]:
+        return np.array(
+            [100.0 if table.labels[r].get("pref") == "yes" else 0.0 for r in rows.tolist()]
+        )
+
+    def score_one(
+        self,
+        req: api.PodRequirements,
+        vec: npt.NDArray[np.int64],
+        table: api.NodeTable,
+        row: int,
+        gang: bool,
+    ) -> float:
+        self.refreshes += 1
+        return 100.0 if table.labels[row].get("pref") == "yes" else 0.0
+
+
+class _StaticPref(_PreferPref):
+    name = "StaticPref"
+    usage_independent = True
+
+
+@pytest.mark.parametrize("plugin", [_PreferPref, _StaticPref])
+async def test_a_usage_independent_score_is_not_asked_again_as_pods_land(
+    mem_env: tuple[Env, ManualClock], plugin: type[_PreferPref]
+) -> None:
+    env, clock = mem_env
+    pref = await env.node("pref", cpu="4", labels={"pref": "yes"})
+    other = await env.node("other", cpu="4")
+    await env.gang("g", 6, cpu="1")
+    loaded = parse_config(
+        _doc(
+            schedulerName=env.scheduler_name,
+            plugins={"score": {"enabled": [{"name": plugin.name, "weight": 5}]}},
+        ),
+        registry={plugin.name: plugin},
+    )
+    (scorer,) = [s for s in loaded.framework.scores if s.name == plugin.name]
+    assert isinstance(scorer, _PreferPref)
+    s = Scheduler(env.cluster, loaded.scheduler, clock=clock, framework=loaded.framework)
+    env.schedulers.append(s)
+    await s.until_idle()
+    bound = await env.bound("g-")
+    # the same placement either way: the preferred node fills first, then the other
+    assert sorted(bound.values()).count(pref) == 4 and sorted(bound.values()).count(other) == 2
+    if plugin is _StaticPref:
+        assert scorer.refreshes == 0  # its evaluated scores were kept
+    else:
+        assert scorer.refreshes > 0

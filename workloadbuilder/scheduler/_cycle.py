@@ -59,7 +59,7 @@ class CycleResult:
 class _Eval:
     """Filter verdicts and scores of one signature over all node rows."""
 
-    __slots__ = ("fw", "gang", "mask", "req", "score", "snap", "vec")
+    __slots__ = ("fw", "gang", "mask", "req", "score", "snap", "static", "vec")
 
     def __init__(
         self,
@@ -77,11 +77,15 @@ class _Eval:
             mask = mask & placement.mask[: mask.size]
         self.mask = mask
         self.score: npt.NDArray[np.float64] = np.full(table.capacity, _NEG)
+        #: the usage-independent part of each evaluated row's score (NaN: not evaluated)
+        self.static: npt.NDArray[np.float64] = np.full(table.capacity, np.nan)
         rows = np.flatnonzero(mask)
         if rows.size:
             rows = rows[fw.run_usage_filters(req, vec, table, rows)]
             if rows.size:
-                self.score[rows] = fw.run_score(req, vec, table, rows, gang)
+                static, usage = fw.run_score_parts(req, vec, table, rows, gang)
+                self.static[rows] = static
+                self.score[rows] = static + usage
 
     def best(self) -> int:
         """The best row, or -1 when no node fits (lowest row wins ties: deterministic)."""
@@ -103,7 +107,12 @@ class _Eval:
         if not self.fw.run_usage_filters_one(self.req, self.vec, table, row):
             self.score[row] = _NEG
             return
-        self.score[row] = self.fw.run_score_one(self.req, self.vec, table, row, self.gang)
+        static = self.static[row]
+        if static != static:  # NaN: not evaluated at first, so every plugin scores it now
+            self.score[row] = self.fw.run_score_one(self.req, self.vec, table, row, self.gang)
+            return
+        usage = self.fw.run_usage_score_one(self.req, self.vec, table, row, self.gang)
+        self.score[row] = static + usage
 
 
 def _pod_scored(

@@ -188,6 +188,10 @@ class Framework:
     )
     #: the vectorised Score plugins and the per-pod ones (:class:`PodScorePlugin`)
     _node_scores: list[ScorePlugin] = attrs.field(init=False, factory=list)
+    _static_scores: list[ScorePlugin] = attrs.field(init=False, factory=list)
+    _usage_score_one: list[tuple[ScoreOnePlugin | None, ScorePlugin]] = attrs.field(
+        init=False, factory=list
+    )
     _pod_scores: list[PodScorePlugin] = attrs.field(init=False, factory=list)
     _pre_enqueue_tree: list[PreEnqueueTreePlugin] = attrs.field(init=False, factory=list)
     _generate_for: list[PlacementGenerateForPlugin] = attrs.field(init=False, factory=list)
@@ -238,6 +242,14 @@ class Framework:
         self._pod_scores = [s for s in self.scores if isinstance(s, PodScorePlugin)]
         self._score_one = [
             (s if isinstance(s, ScoreOnePlugin) else None, s) for s in self._node_scores
+        ]
+        # scores that read only the node object and the pod (``usage_independent``): a row's
+        # value does not change as the cycle places pods, so a refresh skips them
+        self._static_scores = [
+            s for s in self._node_scores if getattr(s, "usage_independent", False) is True
+        ]
+        self._usage_score_one = [
+            (one, s) for one, s in self._score_one if s not in self._static_scores
         ]
         self._pre_enqueue_tree = [
             p for p in self.pre_enqueue if isinstance(p, PreEnqueueTreePlugin)
@@ -486,6 +498,44 @@ class Framework:
         total = np.zeros(rows.size, dtype=np.float64)
         for s in self._node_scores:
             total += s.weight * s.score(req, vec, table, rows, gang)
+        return total
+
+    def run_score_parts(
+        self,
+        req: PodRequirements,
+        vec: npt.NDArray[np.int64],
+        table: NodeTable,
+        rows: Rows,
+        gang: bool,
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """:meth:`run_score` in two parts: the usage-independent plugins' weighted sum, and
+        the others' (their total is :meth:`run_score`)."""
+        static = np.zeros(rows.size, dtype=np.float64)
+        usage = np.zeros(rows.size, dtype=np.float64)
+        for s in self._node_scores:
+            part = static if s in self._static_scores else usage
+            part += s.weight * s.score(req, vec, table, rows, gang)
+        return static, usage
+
+    def run_usage_score_one(
+        self,
+        req: PodRequirements,
+        vec: npt.NDArray[np.int64],
+        table: NodeTable,
+        row: int,
+        gang: bool,
+    ) -> float:
+        """The usage-dependent part of :meth:`run_score_one` (the part a pod placed on
+        ``row`` can change)."""
+        total = 0.0
+        rows: Rows | None = None
+        for one, s in self._usage_score_one:
+            if one is not None:
+                total += s.weight * float(one.score_one(req, vec, table, row, gang))
+                continue
+            if rows is None:
+                rows = np.array([row], dtype=np.intp)
+            total += s.weight * float(s.score(req, vec, table, rows, gang)[0])
         return total
 
     @property

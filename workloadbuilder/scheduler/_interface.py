@@ -281,7 +281,10 @@ class FilterOnePlugin(FilterPlugin, Protocol):
 
 
 class ScorePlugin(Protocol):
-    """Rank feasible nodes for a pod (higher is better, 0..100)."""
+    """Rank feasible nodes for a pod (higher is better, 0..100). A plugin whose score reads
+    only the node object and the pod's requirements may say so with a class attribute
+    ``usage_independent = True``: the cycle then keeps a row's score as it was evaluated when
+    it places pods there, instead of asking again."""
 
     name: str
     weight: int

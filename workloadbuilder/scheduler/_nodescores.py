@@ -350,6 +350,9 @@ class ImageLocality:
     NormalizeScore for it)."""
 
     name = "ImageLocality"
+    #: its score reads only the node object and the pod: a cycle does not recompute a row's
+    #: score as it places pods there
+    usage_independent = True
 
     def __init__(self, *, weight: int = 1) -> None:
         self.weight = weight

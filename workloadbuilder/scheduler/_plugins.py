@@ -274,6 +274,9 @@ class NodeAffinity:
     (upstream's DefaultNormalizeScore: ``100 * sum // max``)."""
 
     name = "NodeAffinity"
+    #: its score reads only the node object and the pod: a cycle does not recompute a row's
+    #: score as it places pods there
+    usage_independent = True
     uses_node_usage = False
 
     def __init__(
@@ -393,6 +396,9 @@ class TaintToleration:
     everywhere when no feasible node has one)."""
 
     name = "TaintToleration"
+    #: its score reads only the node object and the pod: a cycle does not recompute a row's
+    #: score as it places pods there
+    usage_independent = True
     uses_node_usage = False
 
     def __init__(self, *, weight: int = 3) -> None:
