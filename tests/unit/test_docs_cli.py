@@ -3,7 +3,7 @@
 Rule: ``docs/cli.md`` has one section per command (a heading ``## `workloadbuilder <command>```)
 whose **Flags** table lists, in its first column, exactly the flags ``--help`` shows for that
 command (``-h``/``--help`` aside). And every ``workloadbuilder <command> ...`` command line in
-a fenced code block of any docs page uses only flags that command has.
+a fenced code block or an inline code span of any docs page uses only flags that command has.
 """
 
 from __future__ import annotations
@@ -114,10 +114,28 @@ def _code_lines(text: str) -> Iterator[str]:
 _INVOCATION = re.compile(r"(?:^|[\s/;&|(`$])workloadbuilder(?=\s)((?:\s+[^\s|;&>)`]+)*)")
 
 
+_INLINE = re.compile(r"`(workloadbuilder [^`]+)`")
+
+
+def _prose_lines(text: str) -> Iterator[str]:
+    """The inline code spans of the prose that are command lines (``workloadbuilder ...``)."""
+    fence: str | None = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if fence is None and stripped.startswith(("```", "~~~")):
+            fence = stripped[:3]
+        elif fence is not None and stripped.startswith(fence):
+            fence = None
+        elif fence is None:
+            yield from _INLINE.findall(line)
+
+
 def _invocations() -> Iterator[tuple[str, list[str]]]:
-    """(page, argv) for each ``workloadbuilder ...`` command line in the docs' code blocks."""
+    """(page, argv) for each ``workloadbuilder ...`` command line in the docs' code blocks and
+    inline code spans."""
     for page in sorted(DOCS.rglob("*.md")):
-        for line in _code_lines(page.read_text()):
+        text = page.read_text()
+        for line in [*_code_lines(text), *_prose_lines(text)]:
             if line.startswith("#"):
                 continue
             for m in _INVOCATION.finditer(line):
