@@ -10,7 +10,7 @@ SCENARIO ?= examples/simulations/gang-demo.yaml
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,all]'
+	$(PY) -m pip install -q -e '.[dev,all,docs]'
 	rm -f $(VENV)/.installed-* && touch $@
 
 setup: $(STAMP) ## create .venv and install the project with its dev tools
