@@ -21,6 +21,7 @@ import yaml
 from workloadbuilder.cli import main
 from workloadbuilder.cluster import Cluster, ClusterProxy, MemoryCluster, ResourceInfo
 from workloadbuilder.errors import Forbidden
+from workloadbuilder.scheduler import SchedulerConfig
 from workloadbuilder.simulator import Simulation, parse_scenario
 from workloadbuilder.simulator._scenario import scenario_from_documents
 from workloadbuilder.simulator._snapshot import (
@@ -33,7 +34,7 @@ from workloadbuilder.simulator._snapshot import (
 )
 
 T = TypeVar("T")
-SCHED = "workloadbuilder-scheduler"
+SCHED = "wb-whatif"  # not the default name: the flag must configure the scheduler
 
 
 def node(name: str, cpu: str = "4") -> dict[str, Any]:
@@ -151,8 +152,12 @@ async def _answer(
 ) -> tuple[list[WhatIfAnswer], dict[str, Any], list[dict[str, Any]]]:
     docs = await snapshot_documents(cluster)
     scenario = scenario_from_documents([*docs, *new], source="cluster")
-    result = await Simulation(scenario, scheduler_name=SCHED).run()
+    result = await Simulation(scenario, scheduler_config=_config()).run()
     return whatif_answers(result, snapshot_groups(docs)), result.to_json(), docs
+
+
+def _config() -> SchedulerConfig:
+    return SchedulerConfig(scheduler_name=SCHED, preemption=True)
 
 
 def _by_name(answers: list[WhatIfAnswer]) -> dict[str, WhatIfAnswer]:
@@ -212,7 +217,9 @@ async def test_saved_snapshot_gives_the_same_answer() -> None:
     new = _new(gang_docs("small", 2, "1"), gang_docs("urgent", 2, "4", priority=("high", 1000)))
     _, direct, docs = await _answer(cluster, new)
     text = dump_documents([*docs, *new], "# saved\n")
-    replay = await Simulation(parse_scenario(text, source="cluster"), scheduler_name=SCHED).run()
+    replay = await Simulation(
+        parse_scenario(text, source="cluster"), scheduler_config=_config()
+    ).run()
     assert replay.to_json() == direct
 
 

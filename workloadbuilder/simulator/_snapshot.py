@@ -105,6 +105,10 @@ def _builtin_class(listed: KubeObject) -> bool:
     return name.startswith("system-")
 
 
+def _plural(kind: str) -> str:
+    return kind + ("es" if kind.endswith("s") else "s")
+
+
 async def _list_all(
     cluster: Cluster, kind: str, group: str, plural: str, namespace: str | None
 ) -> list[KubeObject]:
@@ -118,18 +122,19 @@ async def _list_all(
             res = f"{plural}.{group}" if group else plural
             if e.status == 403:
                 raise ClusterReadError(
-                    f'cannot read {kind}s: forbidden: the user cannot list resource "{res}"'
+                    f'cannot read {_plural(kind)}: forbidden: the user cannot list resource "{res}"'
                     f"{where} (the snapshot needs get/list on {res}; see "
                     "examples/simulations/from-cluster-clusterrole.yaml)"
                 ) from None
             if e.status == 404:
                 return items  # the kind is not served (an API group not enabled)
-            raise ClusterReadError(f"cannot read {kind}s{where}: {e}") from None
+            raise ClusterReadError(f"cannot read {_plural(kind)}{where}: {e}") from None
         except WorkloadBuilderError:
             raise
         except Exception as e:  # the transport: connection refused, TLS, DNS
             raise ClusterReadError(
-                f"cannot read {kind}s: the cluster cannot be reached: {type(e).__name__}: {e}"
+                f"cannot read {_plural(kind)}: the cluster cannot be reached: "
+                f"{type(e).__name__}: {e}"
             ) from None
         items.extend(page.items)
         token = page.continue_token

@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -38,6 +38,9 @@ from workloadbuilder.simulator._snapshot import (
     whatif_answers,
 )
 from workloadbuilder.simulator._units import format_duration, parse_duration
+
+if TYPE_CHECKING:
+    from workloadbuilder.scheduler import SchedulerConfig
 
 __all__ = ["main", "register", "run"]
 
@@ -184,7 +187,7 @@ async def run(args: argparse.Namespace) -> int:
             scenario,
             until=args.until,
             progress=progress,
-            scheduler_name=getattr(args, "scheduler_name", None),
+            scheduler_config=_scheduler_config(getattr(args, "scheduler_name", None), scenario),
         ).run()
     except WorkloadBuilderError:
         raise
@@ -269,6 +272,15 @@ async def _from_cluster(
             print(f"snapshot: saved to {args.save}", file=sys.stderr)
     scenario = scenario_from_documents([*docs, *new_docs], source=source)
     return scenario, snapshot_groups(docs)
+
+
+def _scheduler_config(name: str | None, scenario: Scenario) -> SchedulerConfig | None:
+    """The scheduler's configuration under ``--scheduler-name`` (None: the default)."""
+    if not name:
+        return None
+    from workloadbuilder.scheduler import SchedulerConfig  # numpy: loaded only to run
+
+    return SchedulerConfig(scheduler_name=name, preemption=scenario.preemption)
 
 
 def _render_answers(answers: Sequence[WhatIfAnswer], asked: bool) -> str:
