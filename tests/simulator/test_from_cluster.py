@@ -277,3 +277,12 @@ def test_unreadable_cluster_is_one_line(tmp_path: Path, capsys: pytest.CaptureFi
     assert err.startswith("error: cannot read ") and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
     json.dumps(err)  # plain text
+
+
+def test_yaml_output_needs_from_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(node("n-0")))
+    with pytest.raises(SystemExit) as e:
+        main(["simulate", str(path), "-o", "yaml"])
+    assert e.value.code == 2
+    assert "yaml needs --from-cluster" in capsys.readouterr().err

@@ -115,7 +115,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         choices=["table", "wide", "json", "yaml"],
         default="table",
         help="table (default; short group names, fits the terminal), wide (full names and "
-        "messages), one JSON object or the same as YAML",
+        "messages), one JSON object, or (with --from-cluster) the same as YAML",
     )
     p.add_argument("--report", metavar="DIR", help="write summary.json and PNG pictures here")
     p.add_argument(
@@ -165,6 +165,13 @@ async def run(args: argparse.Namespace) -> int:
             if getattr(args, flag, None):
                 print(f"error: --{flag} needs --from-cluster", file=sys.stderr)
                 return 2
+        if args.output == "yaml":  # an invalid choice for a scenario run, as argparse says
+            print(
+                "error: argument -o/--output: invalid choice: 'yaml' (yaml needs "
+                "--from-cluster; choose from table, wide, json)",
+                file=sys.stderr,
+            )
+            raise SystemExit(2)
         if getattr(args, "namespaces", None):
             print("error: -n/--namespace needs --from-cluster", file=sys.stderr)
             return 2
