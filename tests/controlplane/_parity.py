@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from waits import priority_class_admitted
 
+from workloadbuilder.api import PodGroup
 from workloadbuilder.cluster import KubeCluster
 from workloadbuilder.errors import NotFound
 from workloadbuilder.scheduler import Scheduler, SchedulerConfig
@@ -162,6 +163,31 @@ class ParitySide:
         """This side's pods by name."""
         items = (await self.cluster.list("Pod", self.namespace)).items
         return {str(p["metadata"]["name"]): p for p in items if isinstance(p, dict)}
+
+    async def placement(self) -> dict[str, str]:
+        """``{pod: node}`` of the bound pods (node names without this side's prefix)."""
+        cut = len(self.namespace) + 1
+        return {
+            n: str(p["spec"]["nodeName"])[cut:]
+            for n, p in (await self.pods()).items()
+            if p["spec"].get("nodeName")
+        }
+
+    async def scheduled(self, pod: str) -> tuple[str, str, str] | None:
+        """``(status, reason, message)`` of the pod's PodScheduled condition."""
+        obj = (await self.pods())[pod]
+        for c in (obj.get("status") or {}).get("conditions") or ():
+            if c.get("type") == "PodScheduled":
+                return str(c["status"]), str(c.get("reason", "")), str(c.get("message", ""))
+        return None
+
+    async def group_condition(self, group: str) -> tuple[str, str] | None:
+        """``(status, reason)`` of the PodGroup's PodGroupInitiallyScheduled condition."""
+        pg = await self.cluster.get("PodGroup", group, self.namespace)
+        assert isinstance(pg, PodGroup)
+        conds = pg.status.conditions if pg.status else ()
+        c = next((c for c in conds if c.type == "PodGroupInitiallyScheduled"), None)
+        return (c.status, c.reason or "") if c else None
 
 
 @contextlib.asynccontextmanager

@@ -78,15 +78,6 @@ class Side(ParitySide):
         for i in range(size):
             await self.pod(f"{name}-{i}", name, **pod)
 
-    async def placement(self) -> dict[str, str]:
-        """``{pod: node}`` of the bound pods (node names without this side's prefix)."""
-        cut = len(self.namespace) + 1
-        return {
-            n: str(p["spec"]["nodeName"])[cut:]
-            for n, p in (await self.pods()).items()
-            if p["spec"].get("nodeName")
-        }
-
     async def settled(self, bound: list[str]) -> dict[str, str]:
         async def probe() -> dict[str, str] | None:
             placed = await self.placement()

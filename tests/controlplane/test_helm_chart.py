@@ -263,13 +263,27 @@ def test_the_schedulers_rbac_is_the_hand_checked_one(helm: str) -> None:
     )
 
 
-@pytest.mark.parametrize("values", [None, *VALUES], ids=lambda v: v.name if v else "defaults")
+def _without_integrations(values: Path) -> bool:
+    doc = yaml.safe_load(values.read_text()) or {}
+    return (doc.get("integrations") or {}).get("enabled") is False
+
+
+def test_a_set_up_without_integrations_renders_none(helm: str) -> None:
+    off = [v for v in VALUES if _without_integrations(v)]
+    assert off, "a values file switches the integrations off"
+    for values in off:
+        docs = _template(helm, values=[values])
+        assert not [d for d in docs if "integrations" in d["metadata"]["name"]], values.name
+
+
+@pytest.mark.parametrize(
+    "values",
+    [None, *(v for v in VALUES if not _without_integrations(v))],
+    ids=lambda v: v.name if v else "defaults",
+)
 def test_the_integrations_rbac_is_rules_for_their_kinds(helm: str, values: Path | None) -> None:
     docs = _template(helm, values=[values] if values else [])
-    if not any(
-        d["kind"] == "ClusterRole" and "integrations" in d["metadata"]["name"] for d in docs
-    ):
-        pytest.skip("this set-up has no integrations")
+    assert any(d["kind"] == "ClusterRole" and "integrations" in d["metadata"]["name"] for d in docs)
     args = _one(docs, "Deployment", "-integrations")["spec"]["template"]["spec"]["containers"][0][
         "args"
     ]

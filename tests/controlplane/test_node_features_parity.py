@@ -53,13 +53,6 @@ class Side(ParitySide):
         node = obj["spec"].get("nodeName")
         return None if node is None else str(node)[len(self.namespace) + 1 :]
 
-    async def scheduled(self, pod: str) -> tuple[str, str, str] | None:
-        obj = (await self.pods())[pod]
-        for c in (obj.get("status") or {}).get("conditions") or ():
-            if c.get("type") == "PodScheduled":
-                return str(c["status"]), str(c.get("reason", "")), str(c.get("message", ""))
-        return None
-
 
 @pytest.fixture
 async def sides(

@@ -80,15 +80,6 @@ class Side(ParitySide):
         obj["spec"].update(spec or {})
         await self.cluster.create(obj)
 
-    async def placement(self) -> dict[str, str]:
-        """``{pod: node}`` of the bound pods (node names without this side's prefix)."""
-        cut = len(self.namespace) + 1
-        return {
-            n: str(p["spec"]["nodeName"])[cut:]
-            for n, p in (await self.pods()).items()
-            if p["spec"].get("nodeName")
-        }
-
     async def settled(self, bound: list[str]) -> dict[str, str]:
         """Wait until the ``bound`` pods are bound; the placement of every bound pod."""
 

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from controlplane._parity import UPSTREAM, ParitySide, both, parity_sides, until
-from workloadbuilder.api import PodGroup
 from workloadbuilder.testing import ControlPlane
 from workloadbuilder.testing.builders import make_pod, make_pod_group
 
@@ -62,30 +61,6 @@ class Side(ParitySide):
         await self.cluster.create(make_pod_group(name, self.namespace).gang(size).obj())
         for i in range(size):
             await self.pod(f"{name}-{i}", name, **pod)
-
-    async def placement(self) -> dict[str, str]:
-        """``{pod: node}`` of the bound pods (node names without this side's prefix)."""
-        cut = len(self.namespace) + 1
-        return {
-            n: str(p["spec"]["nodeName"])[cut:]
-            for n, p in (await self.pods()).items()
-            if p["spec"].get("nodeName")
-        }
-
-    async def scheduled(self, pod: str) -> tuple[str, str, str] | None:
-        """``(status, reason, message)`` of the pod's PodScheduled condition."""
-        obj = (await self.pods())[pod]
-        for c in (obj.get("status") or {}).get("conditions") or ():
-            if c.get("type") == "PodScheduled":
-                return str(c["status"]), str(c.get("reason", "")), str(c.get("message", ""))
-        return None
-
-    async def group_condition(self, group: str) -> tuple[str, str] | None:
-        pg = await self.cluster.get("PodGroup", group, self.namespace)
-        assert isinstance(pg, PodGroup)
-        conds = pg.status.conditions if pg.status else ()
-        c = next((c for c in conds if c.type == "PodGroupInitiallyScheduled"), None)
-        return (c.status, c.reason or "") if c else None
 
     async def settled(self, bound: list[str], pending: list[str] = ()) -> dict[str, str]:
         """Wait until the ``bound`` pods are bound and the ``pending`` ones are

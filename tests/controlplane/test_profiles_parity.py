@@ -27,7 +27,6 @@ import pytest
 import yaml
 
 from controlplane._parity import ParitySide, both, parity_sides, until
-from workloadbuilder.api import PodGroup
 from workloadbuilder.scheduler import ConfigError, Scheduler, parse_config
 from workloadbuilder.testing import ControlPlane
 from workloadbuilder.testing.builders import make_node, make_pod, make_pod_group
@@ -167,28 +166,12 @@ class Side(ParitySide):
         obj["spec"]["terminationGracePeriodSeconds"] = 0
         await self.cluster.create(obj)
 
-    async def placement(self) -> dict[str, str]:
-        """``{pod: node}`` of the bound pods (node names without this side's prefix)."""
-        cut = len(self.namespace) + 1
-        return {
-            n: str(p["spec"]["nodeName"])[cut:]
-            for n, p in (await self.pods()).items()
-            if p["spec"].get("nodeName")
-        }
-
     async def scheduled(self, pod: str) -> tuple[str, str] | None:
         obj = (await self.pods())[pod]
         for c in (obj.get("status") or {}).get("conditions") or ():
             if c.get("type") == "PodScheduled":
                 return str(c["status"]), str(c.get("reason", ""))
         return None
-
-    async def group_condition(self, group: str) -> tuple[str, str] | None:
-        pg = await self.cluster.get("PodGroup", group, self.namespace)
-        assert isinstance(pg, PodGroup)
-        conds = pg.status.conditions if pg.status else ()
-        c = next((c for c in conds if c.type == "PodGroupInitiallyScheduled"), None)
-        return (c.status, c.reason or "") if c else None
 
     async def settled(self, bound: list[str], pending: list[str] = ()) -> dict[str, str]:
         """Wait until ``bound`` are bound and ``pending`` are ``PodScheduled=False``."""

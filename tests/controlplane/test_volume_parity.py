@@ -174,21 +174,6 @@ class Side(ParitySide):
 
         return await until(probe, f"{self.name}: claim {name} bound", timeout=TIMEOUT, interval=0.2)
 
-    async def placement(self) -> dict[str, str]:
-        cut = len(self.namespace) + 1
-        return {
-            n: str(p["spec"]["nodeName"])[cut:]
-            for n, p in (await self.pods()).items()
-            if p["spec"].get("nodeName")
-        }
-
-    async def scheduled(self, pod: str) -> tuple[str, str, str] | None:
-        obj = (await self.pods())[pod]
-        for c in (obj.get("status") or {}).get("conditions") or ():
-            if c.get("type") == "PodScheduled":
-                return str(c["status"]), str(c.get("reason", "")), str(c.get("message", ""))
-        return None
-
     async def settled(self, bound: list[str], pending: Sequence[str] = ()) -> dict[str, str]:
         """The ``bound`` pods bound and the ``pending`` ones ``PodScheduled=False``."""
 

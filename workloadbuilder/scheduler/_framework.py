@@ -527,16 +527,7 @@ class Framework:
     ) -> float:
         """The usage-dependent part of :meth:`run_score_one` (the part a pod placed on
         ``row`` can change)."""
-        total = 0.0
-        rows: Rows | None = None
-        for one, s in self._usage_score_one:
-            if one is not None:
-                total += s.weight * float(one.score_one(req, vec, table, row, gang))
-                continue
-            if rows is None:
-                rows = np.array([row], dtype=np.intp)
-            total += s.weight * float(s.score(req, vec, table, rows, gang)[0])
-        return total
+        return _score_row(self._usage_score_one, req, vec, table, row, gang)
 
     @property
     def pod_scoring(self) -> bool:
@@ -566,16 +557,7 @@ class Framework:
     ) -> float:
         """:meth:`run_score` for one row: plugins with a ``score_one`` (same result, no
         one-element arrays) use it, the others their vectorised ``score``."""
-        total = 0.0
-        rows: Rows | None = None
-        for one, s in self._score_one:
-            if one is not None:
-                total += s.weight * float(one.score_one(req, vec, table, row, gang))
-                continue
-            if rows is None:
-                rows = np.array([row], dtype=np.intp)
-            total += s.weight * float(s.score(req, vec, table, rows, gang)[0])
-        return total
+        return _score_row(self._score_one, req, vec, table, row, gang)
 
     # ---- placements ------------------------------------------------------------------
 
@@ -869,3 +851,25 @@ class Framework:
         for p in takers:
             p.use_shared_dra_manager(manager)
         return bool(takers)
+
+
+def _score_row(
+    plugins: Sequence[tuple[ScoreOnePlugin | None, ScorePlugin]],
+    req: PodRequirements,
+    vec: npt.NDArray[np.int64],
+    table: NodeTable,
+    row: int,
+    gang: bool,
+) -> float:
+    """The weighted scores of one row: a plugin's ``score_one`` when it has one, else its
+    vectorised ``score`` over that row."""
+    total = 0.0
+    rows: Rows | None = None
+    for one, s in plugins:
+        if one is not None:
+            total += s.weight * float(one.score_one(req, vec, table, row, gang))
+            continue
+        if rows is None:
+            rows = np.array([row], dtype=np.intp)
+        total += s.weight * float(s.score(req, vec, table, rows, gang)[0])
+    return total
