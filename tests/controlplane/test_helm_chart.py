@@ -69,11 +69,12 @@ def _helm_version() -> str:
 
 @pytest.fixture(scope="module")
 def helm() -> str:
-    """The helm binary (``WORKLOADBUILDER_HELM``, or the cache ``make helm`` fills)."""
+    """The helm binary (``WORKLOADBUILDER_HELM``, or the cache ``make helm`` fills). Missing,
+    the tests fail (CI must run them), as those of the control plane do."""
     default = Path.home() / ".cache/workloadbuilder/helm" / _helm_version() / "bin/helm"
     path = Path(os.environ.get("WORKLOADBUILDER_HELM") or default)
     if not os.access(path, os.X_OK):
-        pytest.skip(f"helm is not built ({path}): run `make helm`")
+        pytest.fail(f"helm is not built ({path}): run `make helm` (or `make test`)")
     return str(path)
 
 

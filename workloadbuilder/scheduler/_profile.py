@@ -48,6 +48,7 @@ from workloadbuilder.scheduler._podconstraints import (
 )
 from workloadbuilder.scheduler._podspec import Selector, SpreadConstraint
 from workloadbuilder.scheduler._preemption import DefaultPreemption
+from workloadbuilder.validation import is_qualified_name
 
 __all__ = [
     "API_VERSION",
@@ -399,42 +400,12 @@ def _inter_pod_affinity_args(f: _Fields) -> dict[str, Any]:
     return out
 
 
-_LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _ACTIONS = ("DoNotSchedule", "ScheduleAnyway")
 _POLICIES = ("Honor", "Ignore")
 
 
 def _quoted(v: Any) -> str:
     return f'"{v}"' if isinstance(v, str) else str(v)
-
-
-def _label_name_errors(v: str) -> list[str]:
-    """Upstream's ``ValidateLabelName`` (a qualified name: ``[prefix/]name``)."""
-    prefix, _, name = v.rpartition("/")
-    errors: list[str] = []
-    if v.count("/") > 1 or (v.count("/") == 1 and not prefix):
-        return [
-            "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and "
-            "must start and end with an alphanumeric character with an optional DNS subdomain "
-            "prefix and '/'"
-        ]
-    if not name:
-        errors.append("name part must be non-empty")
-    elif len(name) > 63:
-        errors.append("name part must be no more than 63 characters")
-    elif not _LABEL_NAME.fullmatch(name):
-        errors.append(
-            "name part must consist of alphanumeric characters, '-', '_' or '.', and must "
-            "start and end with an alphanumeric character"
-        )
-    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix)):
-        errors.append(
-            "prefix part a lowercase RFC 1123 subdomain must consist of lower case "
-            "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric "
-            "character"
-        )
-    return errors
 
 
 def _spread_args(f: _Fields) -> dict[str, Any]:
@@ -469,7 +440,7 @@ def _spread_args(f: _Fields) -> dict[str, Any]:
         if not isinstance(key, str) or not key:
             errors.append(f"{c.at('topologyKey')}: Required value: can not be empty")
         else:
-            for e in _label_name_errors(key):
+            for e in is_qualified_name(key):
                 errors.append(f"{c.at('topologyKey')}: Invalid value: {_quoted(key)}: {e}")
         action = c.get("whenUnsatisfiable", "")
         if not action:
