@@ -852,6 +852,15 @@ class Framework:
             p.use_shared_dra_manager(manager)
         return bool(takers)
 
+    def use_volume_state(self, state: Any) -> bool:
+        """Hand the scheduler's volume state (PersistentVolumes, claims, storage classes, CSI
+        nodes) to every enabled plugin that takes it, as :meth:`use_shared_dra_manager` does
+        for DRA; whether one did (the scheduler feeds the state only then)."""
+        takers = [p for p in self.plugins() if hasattr(p, "use_volume_state")]
+        for p in takers:
+            p.use_volume_state(state)
+        return bool(takers)
+
 
 def _score_row(
     plugins: Sequence[tuple[ScoreOnePlugin | None, ScorePlugin]],

@@ -216,15 +216,7 @@ class Scheduler:
                 Feed(c, kind, store.handler(kind), optional=True) for kind in CONTROLLER_KINDS
             ]
         vol = self.volume_state  # its kinds, before pods, when a volume plugin uses it
-        takers = [
-            p
-            for fw in self.frameworks.values()
-            for p in fw.plugins()
-            if hasattr(p, "use_volume_state")
-        ]
-        for p in takers:
-            p.use_volume_state(vol)
-        if takers:
+        if any([fw.use_volume_state(vol) for fw in self.frameworks.values()]):
             self._feeds[-1:-1] = [
                 Feed(c, k, h.dra_handler(k, vol.handler(k), None, vol.previous(k)), optional=True)
                 for k in VOLUME_KINDS
