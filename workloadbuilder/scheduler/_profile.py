@@ -48,7 +48,6 @@ from workloadbuilder.scheduler._podconstraints import (
 )
 from workloadbuilder.scheduler._podspec import Selector, SpreadConstraint
 from workloadbuilder.scheduler._preemption import DefaultPreemption
-from workloadbuilder.validation import is_qualified_name
 
 __all__ = [
     "API_VERSION",
@@ -412,6 +411,9 @@ def _spread_args(f: _Fields) -> dict[str, Any]:
     """PodTopologySpreadArgs: ``defaultingType`` (System, the default, or List) and
     ``defaultConstraints``, checked as upstream's ``ValidatePodTopologySpreadArgs`` (every
     error found, each with its field path)."""
+    # imported here: the scheduler command does not load the SDK's validation at start-up
+    from workloadbuilder.validation import is_qualified_name
+
     errors: list[str] = []
     raw = f.get("defaultConstraints", [])
     items = _list(raw, f.at("defaultConstraints"))
